@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -70,7 +70,8 @@ class InterBrokerProtocolVersion:
 
     def update_metadata_version(self) -> int:
         for version, since in (
-            (6, "2.4-IV1"), (5, "2.2-IV0"), (4, "1.0-IV0"), (3, "0.10.2-IV0"), (2, "0.10.0-IV1"), (1, "0.9.0"),
+            (6, "2.4-IV1"), (5, "2.2-IV0"), (4, "1.0-IV0"),
+            (3, "0.10.2-IV0"), (2, "0.10.0-IV1"), (1, "0.9.0"),
         ):  # fmt: skip
             if self.at_least(since):
                 return version
@@ -153,7 +154,7 @@ def parse_properties(text: str) -> dict[str, str]:
     logical: list[str] = []
     pending = ""
     for raw_line in text.splitlines():
-        line = raw_line.lstrip() if not pending else raw_line.lstrip()
+        line = raw_line.lstrip()
         if not pending and (not line or line[0] in "#!"):
             continue
         trailing = len(line) - len(line.rstrip("\\"))
@@ -294,7 +295,8 @@ class KafkaConfig:
             if proto_map[lst.name] != "PLAINTEXT":
                 raise ConfigError(
                     "listener.security.protocol.map",
-                    f"listener {lst.name} uses {proto_map[lst.name]}; the reference node speaks PLAINTEXT only",
+                    f"listener {lst.name} uses {proto_map[lst.name]}; "
+                    "the reference node speaks PLAINTEXT only",
                 )
         names = {lst.name for lst in listeners}
         for a in advertised:
@@ -378,8 +380,6 @@ class KafkaConfig:
 
 
 def _with_unknown(config: KafkaConfig, unknown: tuple[str, ...]) -> KafkaConfig:
-    from dataclasses import replace
-
     return replace(config, unknown_keys=unknown)
 
 

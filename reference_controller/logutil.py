@@ -51,7 +51,7 @@ def configure_node_logging(log_dir: Path, *, console: bool = False) -> None:
     sc = logging.getLogger(STATE_CHANGE_LOGGER)
     sc.setLevel(TRACE)
     sc.addHandler(state_change)
-    sc.propagate = True  # Kafka's default log4j also sends state-change INFO+ to server.log
+    sc.propagate = False  # log4j.additivity.state.change.logger=false in Kafka 2.5
 
 
 def trace(logger: logging.Logger, message: str) -> None:

@@ -1,0 +1,1 @@
+"""Conformance checks, one module per behaviour area."""

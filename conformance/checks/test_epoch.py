@@ -1,0 +1,142 @@
+"""EPOCH checks: controller election and the controller epoch (spec §2.1)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from conformance.cluster import Cluster, wait_for
+from conformance.conftest import ClusterFactory
+from conformance.evidence import fmt_records
+from fixtures.probes.watches import read_watches
+
+pytestmark = pytest.mark.conformance
+
+
+def _session_of(cluster: Cluster, bid: int) -> int:
+    stat = cluster.zk.exists(f"/brokers/ids/{bid}")
+    assert stat is not None, f"broker {bid} not registered: {cluster.summary()}"
+    return int(stat.ephemeralOwner)
+
+
+def _move(cluster: Cluster, how: str, old: int) -> None:
+    if how == "kill":
+        cluster.kill(old)
+    elif how == "stop":
+        cluster.stop(old)
+    elif how == "delete":
+        cluster.zk.delete("/controller")
+    else:
+        raise AssertionError(how)
+
+
+@pytest.mark.behaviour("EPOCH-1")
+def test_first_election_sets_epoch_1_at_data_version_1(cluster: Cluster) -> None:
+    cid = cluster.wait_controller()
+    data, stat = cluster.zk.get("/controller_epoch")
+    assert (data, stat.version) == (b"1", 1), (
+        f"/controller_epoch = {data!r} v{stat.version}, expected b'1' v1"
+    )
+    raw, cstat = cluster.zk.get("/controller")
+    ctrl = json.loads(raw)
+    assert set(ctrl) == {"version", "brokerid", "timestamp"}, f"/controller = {raw!r}"
+    assert ctrl["version"] == 1 and ctrl["brokerid"] == cid
+    assert isinstance(ctrl["timestamp"], str) and ctrl["timestamp"].isdigit(), (
+        f"timestamp not a ms string: {raw!r}"
+    )
+    assert cstat.ephemeralOwner != 0, "/controller is not ephemeral"
+    assert cstat.ephemeralOwner == _session_of(cluster, cid), (
+        f"/controller owned by session 0x{cstat.ephemeralOwner:x}, not broker {cid}'s session"
+    )
+
+
+@pytest.mark.behaviour("EPOCH-2")
+def test_election_is_one_multi_and_losers_never_set_the_epoch(cluster: Cluster) -> None:
+    cluster.wait_controller()
+    records = cluster.history()
+    creates = [r for r in records if r.op == "multi" and not r.failed
+               and any(o.op in ("create", "create2") and o.path == "/controller" for o in r.ops)]  # fmt: skip
+    trace = fmt_records(records)
+    assert len(creates) == 1, f"expected one successful election multi, got {len(creates)}:\n{trace}"
+    (multi,) = creates
+    kinds = [(o.op, o.path) for o in multi.ops]
+    assert len(multi.ops) == 2 and kinds[1] == ("setData", "/controller_epoch"), (
+        f"election multi ops: {kinds}"
+    )
+    assert multi.ops[0].ephemeral and multi.ops[1].data == b"1" and multi.ops[1].version == 1, kinds
+    stray = [r for r in records if r.op == "setData" and r.path == "/controller_epoch"]
+    stray += [r for r in records if r.op == "multi" and r is not multi and not r.failed
+              and any(o.op == "setData" and o.path == "/controller_epoch" for o in r.ops)]  # fmt: skip
+    assert not stray, f"/controller_epoch set outside the winning election multi:\n{fmt_records(stray)}"
+    inits = [r for r in records if r.op in ("create", "create2") and r.path == "/controller_epoch"]
+    assert all(r.data == b"0" for r in inits), f"initial /controller_epoch must be '0':\n{fmt_records(inits)}"
+
+
+@pytest.mark.behaviour("EPOCH-3", "EPOCH-5")
+@pytest.mark.parametrize("how", ["kill", "stop", "delete"])
+def test_every_controller_move_increments_the_epoch_by_one(cluster: Cluster, how: str) -> None:
+    old = cluster.wait_controller()
+    epoch, version = cluster.controller_epoch() or (0, 0)
+    assert epoch == 1
+    _move(cluster, how, old)
+    excluded = [old] if how != "delete" else []
+
+    def moved() -> tuple[int, int] | None:
+        cid, ce = cluster.controller_id(), cluster.controller_epoch()
+        return ce if cid is not None and cid not in excluded and ce is not None and ce[0] > epoch else None
+
+    new_epoch, new_version = wait_for(
+        moved, cluster.deadline(25), lambda: f"a new controller; {cluster.summary()}"
+    )
+    time.sleep(0.5)  # a second, spurious move would show up as +2
+    assert cluster.controller_epoch() == (epoch + 1, version + 1), (
+        f"after {how}: /controller_epoch {cluster.controller_epoch()}, expected ({epoch + 1}, {version + 1})"
+    )
+
+
+@pytest.mark.behaviour("EPOCH-3", "EPOCH-6")
+def test_controller_session_expiry_moves_controller_and_reregisters(cluster: Cluster) -> None:
+    old = cluster.wait_controller()
+    old_czxid = cluster.broker_epoch(old)
+    cluster.pause(old)
+    new = cluster.wait_controller(not_in=[old], deadline_s=25)
+    assert cluster.controller_epoch() == (2, 2), f"after expiry: {cluster.summary()}"
+    cluster.resume(old)
+    wait_for(lambda: (cluster.broker_epoch(old) or 0) > (old_czxid or 0), cluster.deadline(20),
+             lambda: f"broker {old} to re-register with a new czxid (was {old_czxid}); {cluster.summary()}")  # fmt: skip
+    time.sleep(1.0)
+    assert cluster.controller_id() == new and cluster.controller_epoch() == (2, 2), cluster.summary()
+    session = _session_of(cluster, old)
+    watched = read_watches(cluster.four_letter).of_session(session, cluster.chroot)
+    assert "/controller" in watched, (
+        f"re-registered broker {old} does not watch /controller: {sorted(watched)}"
+    )
+
+
+@pytest.mark.behaviour("EPOCH-4")
+def test_epoch_persists_when_all_brokers_are_down(cluster_factory: ClusterFactory) -> None:
+    cluster = cluster_factory()
+    cluster.wait_controller()
+    for bid in cluster.broker_ids:
+        cluster.stop(bid)
+    assert cluster.controller_id() is None
+    epoch = cluster.controller_epoch()
+    assert epoch is not None and epoch[0] >= 1
+    cluster.start()
+    cluster.wait_controller()
+    time.sleep(0.5)
+    assert cluster.controller_epoch() == (epoch[0] + 1, epoch[1] + 1), (
+        f"before restart {epoch}, after {cluster.controller_epoch()}"
+    )
+
+
+@pytest.mark.behaviour("EPOCH-5")
+def test_non_controllers_watch_controller(cluster: Cluster) -> None:
+    cid = cluster.wait_controller()
+    watches = read_watches(cluster.four_letter)
+    for bid in cluster.broker_ids:
+        if bid != cid:
+            watched = watches.of_session(_session_of(cluster, bid), cluster.chroot)
+            assert "/controller" in watched, f"broker {bid} watches {sorted(watched)}, not /controller"

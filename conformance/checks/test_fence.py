@@ -1,0 +1,133 @@
+"""FENCE checks: fenced controller writes, stale controllers, broker-side fencing (spec §2.1, §7.3, §7.4)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from kio.schema.leader_and_isr.v4 import request as lai4
+from kio.schema.stop_replica.v2 import request as sr2
+from kio.schema.types import BrokerId, TopicName
+from kio.schema.update_metadata.v6 import request as um6
+from kio.static.primitive import i32, i64
+
+from conformance import admin
+from conformance.cluster import Cluster, wait_for
+from conformance.conftest import ClusterFactory
+from conformance.nodeconfig import control_listener
+from conformance.scenarios import CREATES, create_topic, fenced, fmt, wait_state
+from fixtures.probes.logdirs import scan_log_dirs
+from fixtures.probes.request_proxy import send_request
+
+pytestmark = pytest.mark.conformance
+
+
+def _controller_session(cluster: Cluster) -> int:
+    stat = cluster.zk.exists("/controller")
+    assert stat is not None
+    return int(stat.ephemeralOwner)
+
+
+@pytest.mark.behaviour("FENCE-1")
+def test_every_controller_write_is_fenced(cluster: Cluster) -> None:
+    cid = cluster.wait_controller()
+    session = _controller_session(cluster)
+    _, version = cluster.controller_epoch() or (0, 0)
+    create_topic(cluster, "fw", {0: [1, 2], 1: [2, 3]})
+    admin.delete_topic_zk(cluster, "fw")
+    wait_for(lambda: not cluster.zk.exists("/brokers/topics/fw"), cluster.deadline(30), "topic fw deleted")
+    mine = [r for r in cluster.history() if r.session_id == session and r.op not in ("createSession", "closeSession")]
+    election = [r for r in mine if r.op == "multi" and any(o.path == "/controller" for o in r.ops)]
+    own = [r for r in mine if r.op == "multi" and any(o.path == f"/brokers/ids/{cid}" for o in r.ops)]
+    init = [r for r in mine if r.op in CREATES and r.path == "/controller_epoch"]
+    top = [r for r in mine if r.op in CREATES and r.path and r.path.count("/") <= 2 and r.data in (None, b"")]
+    rest = [r for r in mine if r not in election + own + init + top and r.path != "/cluster/id"]
+    unfenced = [r for r in rest if not fenced(r, version)]
+    assert rest and not unfenced, f"controller writes without check of /controller_epoch v{version}:\n{fmt(unfenced)}"
+
+
+@pytest.mark.behaviour("FENCE-1", "FENCE-4", "EPOCH-3")
+def test_stale_controller_writes_fail_and_it_resigns(cluster_factory: ClusterFactory) -> None:
+    slow = {"zookeeper.session.timeout.ms": "20000"}
+    cluster = cluster_factory(start=False, node_overrides={1: slow, 3: slow})
+    cluster.start([1])
+    assert cluster.wait_controller() == 1
+    cluster.start([2, 3])
+    create_topic(cluster, "stale", {0: [2, 3]})
+    old_session = _controller_session(cluster)
+    cluster.kill(2)
+    time.sleep(1.0)
+    cluster.pause(1)
+    try:
+        cluster.wait_unregistered(2, deadline_s=15)
+        cluster.zk.delete("/controller")
+        assert cluster.wait_controller(not_in=[1]) == 3
+        epoch = cluster.controller_epoch()
+        wait_state(cluster, "stale", 0, lambda s: s["leader"] == 3, "new controller 3 elects leader 3", 15)
+        mark = len(cluster.history())
+    finally:
+        cluster.resume(1)
+    time.sleep(3.0)
+    later = cluster.history()[mark:]
+    by_old = [r for r in later if r.session_id == old_session and r.op not in ("createSession", "closeSession")]
+    landed = [r for r in by_old if not r.failed and r.op != "multi" or (r.op == "multi" and not r.failed)]
+    landed = [r for r in landed if not any((o.path or "").startswith("/brokers/ids") for o in (r.ops or (r.txn,)))]
+    assert not landed, f"stale controller 1 writes landed:\n{fmt(landed)}"
+    assert cluster.controller_id() == 3 and cluster.controller_epoch() == epoch, cluster.summary()
+    st = cluster.partition_state("stale", 0)
+    assert st is not None and st["controller_epoch"] == (epoch or (0, 0))[0], f"state overwritten: {st}"
+
+
+def _stale_requests(cluster: Cluster, dest: int, controller_epoch: int, broker_epoch: int) -> list[Any]:
+    ps = lai4.LeaderAndIsrPartitionState(
+        partition_index=i32(0), controller_epoch=i32(controller_epoch), leader=BrokerId(dest), leader_epoch=i32(7),
+        isr=(BrokerId(dest),), partition_epoch=i32(0), replicas=(BrokerId(dest),), adding_replicas=(),
+        removing_replicas=(), is_new=True,
+    )  # fmt: skip
+    cid = cluster.controller_id() or 0
+    return [
+        lai4.LeaderAndIsrRequest(controller_id=BrokerId(cid), controller_epoch=i32(controller_epoch),
+                                 broker_epoch=i64(broker_epoch),
+                                 topic_states=(lai4.LeaderAndIsrTopicState(topic_name=TopicName("phantom"), partition_states=(ps,)),),
+                                 live_leaders=()),  # fmt: skip
+        um6.UpdateMetadataRequest(controller_id=BrokerId(cid), controller_epoch=i32(controller_epoch),
+                                  broker_epoch=i64(broker_epoch), topic_states=(), live_brokers=()),  # fmt: skip
+        sr2.StopReplicaRequest(controller_id=BrokerId(cid), controller_epoch=i32(controller_epoch),
+                               broker_epoch=i64(broker_epoch), delete_partitions=True,
+                               topics=(sr2.StopReplicaTopicV1(name=TopicName("fenced"), partition_indexes=(i32(0),)),)),  # fmt: skip
+    ]
+
+
+def _send_all(cluster: Cluster, dest: int, reqs: list[Any]) -> list[int]:
+    cid = cluster.controller_id() or 0
+    host_port = ("127.0.0.1", cluster.bind_port(dest, control_listener(cid))) if cluster.journal else cluster.endpoint(dest)
+    return [int(send_request(*host_port, r).error_code) for r in reqs]
+
+
+@pytest.mark.behaviour("FENCE-2")
+def test_brokers_reject_an_older_controller_epoch(cluster: Cluster) -> None:
+    cid = cluster.wait_controller()
+    cluster.zk.delete("/controller")  # epoch 2, so that epoch 1 is stale
+    cid = cluster.wait_controller()
+    create_topic(cluster, "fenced", {0: [1, 2, 3]})
+    dest = next(b for b in cluster.broker_ids if b != cid)
+    epoch = (cluster.controller_epoch() or (0, 0))[0]
+    codes = _send_all(cluster, dest, _stale_requests(cluster, dest, epoch - 1, cluster.broker_epoch(dest) or -1))
+    assert codes == [11, 11, 11], f"LeaderAndIsr/UpdateMetadata/StopReplica with epoch {epoch - 1}: {codes}"
+    time.sleep(0.5)
+    scans = scan_log_dirs(list(cluster.nodes[dest].log_dirs))
+    assert not any(("phantom", 0) in s.live() for s in scans), "stale LeaderAndIsr created a log dir"
+    assert any(("fenced", 0) in s.live() for s in scans), "stale StopReplica deleted a partition"
+
+
+@pytest.mark.behaviour("FENCE-3")
+def test_brokers_reject_an_older_broker_epoch(cluster: Cluster) -> None:
+    cid = cluster.wait_controller()
+    create_topic(cluster, "fenced", {0: [1, 2, 3]})
+    dest = next(b for b in cluster.broker_ids if b != cid)
+    epoch = (cluster.controller_epoch() or (0, 0))[0]
+    codes = _send_all(cluster, dest, _stale_requests(cluster, dest, epoch, (cluster.broker_epoch(dest) or 1) - 1))
+    assert codes == [77, 77, 77], f"requests with broker epoch czxid-1: {codes}"
+    scans = scan_log_dirs(list(cluster.nodes[dest].log_dirs))
+    assert not any(("phantom", 0) in s.live() for s in scans), "LeaderAndIsr with stale broker epoch applied"

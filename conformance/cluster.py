@@ -1,0 +1,379 @@
+"""A cluster of N target nodes on a real ZooKeeper, driven only from outside (conformance ring).
+
+Each node is one process started from the target's command with a generated
+``server.properties`` (:mod:`conformance.nodeconfig`): broker id, ``zookeeper.connect`` with the
+test's chroot, a listener per directed link on loopback, log dirs under the node's directory, the
+target's profile and per-test overrides. Nodes run in their own process group (signals go to the
+group) and die with the test process (``PR_SET_PDEATHSIG``); :meth:`Cluster.close` kills every
+node even when the test failed.
+
+With ``record_requests`` (the default) a :class:`~fixtures.probes.request_proxy.RecordingProxy`
+sits on every controller→broker link: node Y binds ``CTRL_<x>`` on a fixed loopback port and
+advertises the proxy's port, so every controller request Y receives is journalled (per
+destination, in arrival order) whichever implementation sent it.
+
+Observation helpers are read-only: ZooKeeper data (``zk``), the transaction log of this chroot
+(``history``), state-change logs, log dirs. Admin writes live in :mod:`conformance.admin`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from conformance.nodeconfig import CLIENT_LISTENER, Interpose, NodeSpec, control_listener, render_properties
+from conformance.nodeconfig import server_properties as build_properties
+from conformance.targets import Target, profile_properties
+from fixtures.probes.history import ChrootView, TxnLogCursor
+from fixtures.probes.jute import TxnRecord
+from fixtures.probes.request_proxy import RecordingProxy, RequestJournal
+from fixtures.probes.state_change_log import LogEntry, read_state_change_log
+from fixtures.zookeeper.ports import pick_free_ports
+
+__all__ = ["Cluster", "ConditionTimeout", "Node", "wait_for"]
+
+T = TypeVar("T")
+_PR_SET_PDEATHSIG = 1
+
+
+class ConditionTimeout(AssertionError):
+    """A waited-for condition did not hold before its deadline; the message says what was seen."""
+
+
+def wait_for(
+    predicate: Callable[[], T], deadline_s: float, describe: str | Callable[[], str], poll_s: float = 0.05
+) -> T:
+    """Poll ``predicate`` until it returns a truthy value (returned); raise with what it last saw."""
+    give_up = time.monotonic() + deadline_s
+    last: object = None
+    while True:
+        try:
+            value = predicate()
+            if value:
+                return value
+            last = value
+        except Exception as exc:  # noqa: BLE001 - a failing probe is "not yet", reported on timeout
+            last = exc
+        if time.monotonic() >= give_up:
+            seen = describe() if callable(describe) else describe
+            raise ConditionTimeout(
+                f"timed out after {deadline_s:.1f}s waiting for: {seen}\nlast predicate result: {last!r}"
+            )
+        time.sleep(poll_s)
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@dataclass
+class Node:
+    """One node: its files, its properties and its process (``None`` when not running)."""
+
+    broker_id: int
+    node_dir: Path
+    log_dirs: tuple[Path, ...]
+    properties: dict[str, str]
+    proc: subprocess.Popen[bytes] | None = None
+    paused: bool = False
+    exit_codes: list[int] = field(default_factory=list)
+
+    @property
+    def config_path(self) -> Path:
+        return self.node_dir / "server.properties"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+class Cluster:
+    """N nodes of ``target`` in ``chroot`` on the ZooKeeper at ``zk_connect_string``."""
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        zk_connect_string: str,
+        chroot: str,
+        txn_log_dir: Path,
+        base_dir: Path,
+        profile: str = "2.5",
+        broker_ids: Iterable[int] = (1, 2, 3),
+        overrides: Mapping[str, str] = {},
+        node_overrides: Mapping[int, Mapping[str, str]] = {},
+        log_dirs_per_node: int = 1,
+        record_requests: bool = True,
+        four_letter: Callable[[str], str] | None = None,
+    ) -> None:
+        self.target, self.chroot, self.profile = target, chroot, profile
+        self.broker_ids = tuple(sorted(broker_ids))
+        self.base_dir = base_dir
+        self._four_letter = four_letter
+        self.history_cursor = TxnLogCursor.at_end(txn_log_dir)
+        self.view = ChrootView(chroot)
+        self._records: list[TxnRecord] = []
+        self._sessions: set[int] = set()
+        self.zk = KazooClient(hosts=f"{zk_connect_string}{chroot}", timeout=10.0)
+        self.zk.start(timeout=15.0)
+        self.journal: RequestJournal | None = RequestJournal() if record_requests else None
+        self.proxies: dict[tuple[int, int], RecordingProxy] = {}
+        self.nodes: dict[int, Node] = {}
+        for bid in self.broker_ids:
+            self.nodes[bid] = self._make_node(
+                bid, zk_connect_string, overrides, node_overrides.get(bid, {}), log_dirs_per_node
+            )
+
+    # --- set-up ---------------------------------------------------------------------------------
+
+    def _interpose(self, dest: int) -> dict[str, Interpose]:
+        if self.journal is None:
+            return {}
+        out: dict[str, Interpose] = {}
+        bind_ports = pick_free_ports(len(self.broker_ids))
+        for source, bind_port in zip(self.broker_ids, bind_ports, strict=True):
+            proxy = RecordingProxy(self.journal, source=source, dest=dest)
+            proxy.upstream = ("127.0.0.1", bind_port)
+            self.proxies[(source, dest)] = proxy
+            out[control_listener(source)] = Interpose(bind_port=bind_port, advertised_port=proxy.port)
+        return out
+
+    def _make_node(
+        self, bid: int, zk: str, overrides: Mapping[str, str], mine: Mapping[str, str], n_dirs: int
+    ) -> Node:
+        node_dir = self.base_dir / f"node-{bid}"
+        (node_dir / "logs").mkdir(parents=True, exist_ok=True)
+        log_dirs = tuple(node_dir / f"data-{i}" for i in range(n_dirs))
+        spec = NodeSpec(
+            bid, self.broker_ids, f"{zk}{self.chroot}", tuple(map(str, log_dirs)), self._interpose(bid)
+        )
+        props = build_properties(
+            spec,
+            profile=profile_properties(self.profile),
+            target_extra=self.target.extra_properties,
+            overrides={**overrides, **mine},
+        )
+        node = Node(bid, node_dir, log_dirs, props)
+        node.config_path.write_text(
+            render_properties(props, header=f"conformance node {bid} of target {self.target.name}"),
+            encoding="utf-8",
+        )
+        return node
+
+    def deadline(self, seconds: float) -> float:
+        return self.target.deadline(seconds)
+
+    # --- process control ------------------------------------------------------------------------
+
+    def start(self, ids: Iterable[int] | None = None, *, wait: bool = True) -> None:
+        """Start nodes (all by default) and wait until each has registered."""
+        wanted = list(ids) if ids is not None else list(self.broker_ids)
+        for bid in wanted:
+            self._spawn(self.nodes[bid])
+        if wait:
+            self.wait_registered(wanted)
+
+    def _spawn(self, node: Node) -> None:
+        if node.running:
+            raise RuntimeError(f"node {node.broker_id} is already running")
+        env = {**os.environ, **self.target.render_env(node.node_dir)}
+        out = (node.node_dir / "stdout.log").open("ab")
+        try:
+            node.proc = subprocess.Popen(
+                self.target.render_command(node.config_path, node.node_dir),
+                cwd=self.target.render_cwd(node.node_dir),
+                env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl
+            )  # fmt: skip
+        finally:
+            out.close()
+        node.paused = False
+
+    def wait_registered(self, ids: Iterable[int], deadline_s: float = 20.0) -> None:
+        ids = list(ids)
+
+        def registered() -> bool:
+            for bid in ids:
+                node = self.nodes[bid]
+                if not node.running:
+                    raise RuntimeError(f"node {bid} exited with {node.proc and node.proc.returncode}")
+            return all(self.zk.exists(f"/brokers/ids/{bid}") for bid in ids)
+
+        wait_for(registered, self.deadline(deadline_s), lambda: f"brokers {ids} registered; {self.summary()}")
+
+    def _signal(self, bid: int, sig: signal.Signals) -> None:
+        proc = self.nodes[bid].proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+
+    def _reap(self, node: Node, timeout_s: float) -> int:
+        assert node.proc is not None
+        code = node.proc.wait(timeout=timeout_s)
+        node.exit_codes.append(code)
+        node.proc, node.paused = None, False
+        return code
+
+    def stop(self, bid: int, timeout_s: float | None = None) -> int:
+        """SIGTERM (controlled shutdown for Kafka-like targets), wait for exit; returns the code."""
+        node = self.nodes[bid]
+        if node.paused:
+            self.resume(bid)
+        self._signal(bid, signal.SIGTERM)
+        return self._reap(node, timeout_s or self.target.stop_timeout_s)
+
+    def kill(self, bid: int) -> int:
+        """SIGKILL the node's process group; its ZooKeeper session expires later."""
+        node = self.nodes[bid]
+        self._signal(bid, signal.SIGKILL)
+        return self._reap(node, 10.0)
+
+    def pause(self, bid: int) -> None:
+        self._signal(bid, signal.SIGSTOP)
+        self.nodes[bid].paused = True
+
+    def resume(self, bid: int) -> None:
+        self._signal(bid, signal.SIGCONT)
+        self.nodes[bid].paused = False
+
+    def restart(self, bid: int, *, wait: bool = True) -> None:
+        if self.nodes[bid].running:
+            self.stop(bid)
+        self.start([bid], wait=wait)
+
+    def wait_unregistered(self, bid: int, deadline_s: float = 20.0) -> None:
+        wait_for(lambda: not self.zk.exists(f"/brokers/ids/{bid}"), self.deadline(deadline_s),
+                 f"/brokers/ids/{bid} to disappear")  # fmt: skip
+
+    def close(self) -> None:
+        """Kill every node, stop proxies and clients; never raises."""
+        for bid, node in self.nodes.items():
+            if node.proc is not None:
+                self._signal(bid, signal.SIGCONT)
+                self._signal(bid, signal.SIGKILL)
+                with contextlib.suppress(Exception):
+                    self._reap(node, 10.0)
+        for proxy in self.proxies.values():
+            with contextlib.suppress(Exception):
+                proxy.close()
+        if self.journal is not None:
+            self.journal.close()
+        with contextlib.suppress(Exception):
+            self.zk.stop()
+            self.zk.close()
+
+    # --- observation ----------------------------------------------------------------------------
+
+    def four_letter(self, command: str) -> str:
+        """A ZooKeeper four-letter word (``wchc``, ``wchp``, …) on the cluster's server."""
+        if self._four_letter is None:
+            raise RuntimeError("this cluster was made without a four-letter-word channel")
+        return self._four_letter(command)
+
+    def get_json(self, path: str) -> Any:
+        """Parsed JSON of a znode, ``None`` if absent (raises on undecodable data)."""
+        try:
+            data, _ = self.zk.get(path)
+        except NoNodeError:
+            return None
+        return None if data is None or data == b"" else json.loads(data)
+
+    def controller_id(self) -> int | None:
+        ctrl = self.get_json("/controller")
+        return None if ctrl is None else int(ctrl["brokerid"])
+
+    def controller_epoch(self) -> tuple[int, int] | None:
+        """(epoch, dataVersion) of ``/controller_epoch``."""
+        try:
+            data, stat = self.zk.get("/controller_epoch")
+        except NoNodeError:
+            return None
+        return int(data.decode()), stat.version
+
+    def wait_controller(self, deadline_s: float = 20.0, *, not_in: Iterable[int] = ()) -> int:
+        excluded = set(not_in)
+
+        def elected() -> int | None:
+            cid = self.controller_id()
+            return cid if cid is not None and cid not in excluded else None
+
+        return wait_for(
+            elected, self.deadline(deadline_s), lambda: f"a controller not in {excluded}; {self.summary()}"
+        )
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
+        return self.get_json(f"/brokers/topics/{topic}/partitions/{partition}/state")  # type: ignore[no-any-return]
+
+    def partition_state_stat(self, topic: str, partition: int) -> tuple[dict[str, Any], int] | None:
+        try:
+            data, stat = self.zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        except NoNodeError:
+            return None
+        return json.loads(data), stat.version
+
+    def broker_epoch(self, bid: int) -> int | None:
+        stat = self.zk.exists(f"/brokers/ids/{bid}")
+        return None if stat is None else int(stat.czxid)
+
+    def endpoint(self, bid: int, listener: str = CLIENT_LISTENER) -> tuple[str, int]:
+        reg = self.get_json(f"/brokers/ids/{bid}")
+        if reg is None:
+            raise RuntimeError(f"broker {bid} is not registered")
+        for ep in reg["endpoints"]:
+            name, rest = ep.split("://", 1)
+            if name == listener:
+                host, port = rest.rsplit(":", 1)
+                return host, int(port)
+        raise RuntimeError(f"broker {bid} registers no {listener} endpoint: {reg['endpoints']}")
+
+    def bind_port(self, dest: int, listener: str) -> int:
+        """The port node ``dest`` binds for ``listener`` when it is fixed (interposed links)."""
+        for entry in self.nodes[dest].properties["listeners"].split(","):
+            name, rest = entry.split("://", 1)
+            if name == listener:
+                return int(rest.rsplit(":", 1)[1])
+        raise KeyError(listener)
+
+    def bootstrap(self) -> str:
+        return ",".join(
+            "{}:{}".format(*self.endpoint(b)) for b in self.broker_ids if self.zk.exists(f"/brokers/ids/{b}")
+        )
+
+    def history(self) -> list[TxnRecord]:
+        """Every transaction of this chroot since the cluster was made (chroot stripped)."""
+        batch = self.history_cursor.read()
+        # failed multis name no path: keep them when their session ever wrote in the chroot
+        self._sessions |= {r.session_id for r in batch if any(self.view.contains(p) for p in r.paths())}
+        self._records += ChrootView(self.chroot, frozenset(self._sessions)).filter(batch)
+        return list(self._records)
+
+    def state_changes(self, bid: int) -> list[LogEntry]:
+        path = self.target.log_path("state_change", self.nodes[bid].node_dir)
+        return [] if path is None else read_state_change_log(path)
+
+    def log_tail(self, bid: int, kind: str = "server", lines: int = 60) -> str:
+        path = self.target.log_path(kind, self.nodes[bid].node_dir)
+        if path is None or not path.is_file():
+            path = self.nodes[bid].node_dir / "stdout.log"
+            if not path.is_file():
+                return "(no log)"
+        text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def summary(self) -> str:
+        live = {b: bool(self.zk.exists(f"/brokers/ids/{b}")) for b in self.broker_ids}
+        procs = {b: ("paused" if n.paused else "up" if n.running else f"down{n.exit_codes[-1:]}") for b, n in self.nodes.items()}  # fmt: skip
+        return f"controller={self.controller_id()} epoch={self.controller_epoch()} registered={live} processes={procs}"

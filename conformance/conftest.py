@@ -1,0 +1,69 @@
+"""Fixtures of the conformance checks: the target and a cluster factory (conformance ring).
+
+Re-exports the plugin's hooks so ``pytest conformance/checks`` and ``python -m conformance`` behave
+the same. ``cluster_factory(n=3, **options)`` builds a :class:`~conformance.cluster.Cluster` in
+this test's chroot on the worker's ZooKeeper; every cluster is killed at teardown and its evidence
+is attached when the check fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.cluster import Cluster
+from conformance.evidence import add_evidence, cluster_evidence
+from conformance.plugin import (  # noqa: F401 - hooks and fixtures of the plugin
+    conformance_target,
+    phase_metrics,
+    pytest_addoption,
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_runtest_makereport,
+    pytest_runtest_protocol,
+)
+from conformance.targets import Target
+
+ClusterFactory = Callable[..., Cluster]
+
+
+@pytest.fixture
+def cluster_factory(
+    request: pytest.FixtureRequest, conformance_target: Target, zk_server: Any, zk_chroot: str, tmp_path: Path
+) -> Iterator[ClusterFactory]:
+    made: list[Cluster] = []
+
+    def make(
+        n: int = 3, *, start: bool = True, broker_ids: tuple[int, ...] | None = None, **kw: Any
+    ) -> Cluster:
+        cluster = Cluster(
+            conformance_target,
+            zk_connect_string=zk_server.connect_string,
+            chroot=zk_chroot,
+            txn_log_dir=Path(zk_server.txn_log_dir),
+            base_dir=tmp_path / f"cluster-{len(made)}",
+            profile=str(request.config.getoption("--profile")),
+            broker_ids=broker_ids or tuple(range(1, n + 1)),
+            four_letter=zk_server.four_letter,
+            **kw,
+        )
+        made.append(cluster)
+        add_evidence(request.node, lambda: cluster_evidence(cluster))
+        if start:
+            cluster.start()
+        return cluster
+
+    try:
+        yield make
+    finally:
+        for cluster in made:
+            cluster.close()
+
+
+@pytest.fixture
+def cluster(cluster_factory: ClusterFactory) -> Cluster:
+    """Three started nodes with the default profile."""
+    return cluster_factory()

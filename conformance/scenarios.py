@@ -1,0 +1,106 @@
+"""Shared steps and observations of the checks (conformance ring; black-box only).
+
+Waiting: :func:`wait_state` polls a partition state znode until a predicate holds. Histories:
+:func:`writes` flattens the chroot's transaction log into successful (record, op) pairs, so a
+check can ask for the exact sequence of states a znode went through (:func:`state_history`) or
+whether a write was fenced (:func:`fenced`). Requests: :func:`journal` skips the check when the
+cluster has no recording proxy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import pytest
+
+from conformance import admin
+from conformance.cluster import Cluster, wait_for
+from fixtures.probes.jute import TxnOp, TxnRecord  # type: ignore[attr-defined]
+from fixtures.probes.request_proxy import ControllerRequest, RequestJournal
+
+__all__ = [
+    "State",
+    "create_topic",
+    "fenced",
+    "fmt",
+    "journal",
+    "requests_for",
+    "state_history",
+    "wait_online",
+    "wait_state",
+    "writes",
+]
+
+State = dict[str, Any]
+CREATES = ("create", "create2")
+
+
+def fmt(records: Sequence[TxnRecord], last: int = 120) -> str:
+    return "\n".join(r.describe() for r in records[-last:])
+
+
+def writes(records: Iterable[TxnRecord]) -> list[tuple[TxnRecord, TxnOp]]:
+    """Every successful write op, multis flattened (check ops dropped), in zxid order."""
+    out: list[tuple[TxnRecord, TxnOp]] = []
+    for r in records:
+        if r.failed:
+            continue
+        if r.op == "multi":
+            out += [(r, o) for o in r.ops if o.op != "check"]
+        elif r.op in (*CREATES, "setData", "delete"):
+            out.append((r, r.txn))
+    return out
+
+
+def fenced(record: TxnRecord, epoch_version: int | None = None) -> bool:
+    """A multi whose first op checks ``/controller_epoch`` (at ``epoch_version`` if given)."""
+    if record.op != "multi" or not record.ops or record.ops[0].op != "check":
+        return False
+    first = record.ops[0]
+    # ZooKeeper logs a check as CheckVersionTxn(path, checked version + 1) (checkAndIncVersion).
+    return first.path == "/controller_epoch" and (epoch_version is None or first.version == epoch_version + 1)
+
+
+def state_history(cluster: Cluster, topic: str, partition: int) -> list[tuple[State, TxnRecord]]:
+    """Every state a partition's state znode was written with, in order."""
+    path = f"/brokers/topics/{topic}/partitions/{partition}/state"
+    return [(json.loads(op.data or b"{}"), r) for r, op in writes(cluster.history())
+            if op.path == path and op.op in (*CREATES, "setData")]  # fmt: skip
+
+
+def wait_state(
+    cluster: Cluster, topic: str, partition: int, pred: Callable[[State], bool], what: str, deadline_s: float = 20.0
+) -> State:
+    def ok() -> State | None:
+        st = cluster.partition_state(topic, partition)
+        return st if st is not None and pred(st) else None
+
+    return wait_for(ok, cluster.deadline(deadline_s),
+                    lambda: f"{topic}-{partition} {what}; state={cluster.partition_state(topic, partition)}; "
+                    f"{cluster.summary()}")  # fmt: skip
+
+
+def wait_online(cluster: Cluster, topic: str, partitions: Iterable[int], deadline_s: float = 20.0) -> dict[int, State]:
+    return {p: wait_state(cluster, topic, p, lambda s: s["leader"] >= 0, "to have a leader", deadline_s)
+            for p in partitions}  # fmt: skip
+
+
+def create_topic(cluster: Cluster, topic: str, assignment: dict[int, list[int]], **kw: Any) -> dict[int, State]:
+    """Admin-write a topic (Kafka's ``--zookeeper`` way) and wait for all its state znodes."""
+    admin.create_topic_zk(cluster, topic, assignment, **kw)
+    return wait_online(cluster, topic, assignment)
+
+
+def journal(cluster: Cluster) -> RequestJournal:
+    if cluster.journal is None:
+        pytest.skip("this check needs the request-recording proxy (record_requests=False)")
+    return cluster.journal
+
+
+def requests_for(
+    cluster: Cluster, api: str, *, dest: int | None = None, topic: str | None = None, since: int = 0
+) -> list[ControllerRequest]:
+    items = journal(cluster).requests(api=api, dest=dest, since=since)
+    return [r for r in items if topic is None or any(p.topic == topic for p in r.partitions)]

@@ -1,0 +1,145 @@
+"""`ConfigWatcher`: topic config changes ⇒ `TopicUncleanLeaderElectionEnable` (ring: drivers).
+
+Every Kafka broker watches the children of `/config/changes` (DynamicConfigManager +
+ZkNodeChangeNotificationListener, spec §2.3 and §6.11). For each notification
+`config_change_<seq>` newer than the last one processed — `{"version":2,"entity_path":"topics/<t>"}`
+or v1 `{"version":1,"entity_type":"topics","entity_name":"<t>"}` — it re-reads `/config/topics/<t>`;
+TopicConfigHandler (ConfigHandler.scala@2.5.1 L88-90) then calls
+`kafkaController.enableTopicUncleanLeaderElection(t)` when `unclean.leader.election.enable` is
+"true", which enqueues `TopicUncleanLeaderElectionEnable(t)` only on the active controller.
+As in Kafka, the notifications present at start-up are processed too.
+
+Threads: kazoo's watch callback and the reconnect listener only *signal* a worker thread owned by
+this class, which does the ZooKeeper reads (never from a listener). After any reconnection the
+worker re-reads the children, re-arming the one-shot child watch kazoo dropped.
+Not done: purging notifications older than 15 minutes (Kafka's `purgeObsoleteNotifications`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.protocol.states import EventType, KazooState, WatchedEvent
+
+from reference_controller.controller.events import ControllerEvent, TopicUncleanLeaderElectionEnable
+from reference_controller.zkdata import CONFIG_CHANGES, config_topic_path
+
+log = logging.getLogger("kafka.common.ZkNodeChangeNotificationListener")
+
+CHANGE_PREFIX = "config_change_"
+UNCLEAN_KEY = "unclean.leader.election.enable"
+
+
+def notified_topic(data: bytes | None) -> str | None:
+    """The topic a config-change notification names, or None (other entity, malformed)."""
+    try:
+        obj = json.loads((data or b"").decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if obj.get("version") == 2:
+        path = obj.get("entity_path")
+        if isinstance(path, str) and path.startswith("topics/"):
+            return path.removeprefix("topics/")
+        return None
+    if obj.get("entity_type") == "topics" and isinstance(obj.get("entity_name"), str):
+        return str(obj["entity_name"])
+    return None
+
+
+def unclean_enabled(data: bytes | None) -> bool:
+    try:
+        obj = json.loads((data or b"").decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    config = obj.get("config") if isinstance(obj, dict) else None
+    return isinstance(config, dict) and str(config.get(UNCLEAN_KEY, "")).strip().lower() == "true"
+
+
+def sequence_of(name: str) -> int:
+    try:
+        return int(name.removeprefix(CHANGE_PREFIX))
+    except ValueError:
+        return -1
+
+
+class ConfigWatcher:
+    def __init__(
+        self, zk: Any, enqueue: Callable[[ControllerEvent], None], is_active: Callable[[], bool]
+    ) -> None:
+        self._zk = zk
+        self._enqueue = enqueue
+        self._is_active = is_active
+        self._last_executed = -1
+        self._wake = threading.Event()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="config-change-listener", daemon=True)
+
+    def start(self) -> None:
+        self._zk.add_listener(self._on_state)
+        self._wake.set()
+        self._thread.start()
+
+    def shutdown(self) -> None:
+        self._stopped = True
+        self._zk.remove_listener(self._on_state)
+        self._wake.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    # ---- kazoo threads: signal only ---------------------------------------------------------------
+    def _on_state(self, state: str) -> bool:
+        if state == KazooState.CONNECTED:
+            self._wake.set()
+        return False
+
+    def _on_watch(self, event: WatchedEvent) -> None:
+        if event.type != EventType.NONE:
+            self._wake.set()
+
+    # ---- worker ------------------------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._stopped:
+                return
+            try:
+                self._process_notifications()
+            except KazooException as exc:  # connection trouble: the next CONNECTED wakes us again
+                log.info("Reading %s failed (%r); retrying after reconnection", CONFIG_CHANGES, exc)
+            except Exception:
+                log.exception("Error processing config change notifications")
+
+    def _process_notifications(self) -> None:
+        try:
+            children = self._zk.get_children(CONFIG_CHANGES, watch=self._on_watch)
+        except NoNodeError:
+            return
+        fresh = sorted((c for c in children if sequence_of(c) > self._last_executed), key=sequence_of)
+        for name in fresh:
+            if self._stopped:
+                return
+            try:
+                data, _ = self._zk.get(f"{CONFIG_CHANGES}/{name}")
+            except NoNodeError:
+                data = None
+            topic = notified_topic(data)
+            if topic is not None:
+                self._process_topic(topic)
+            self._last_executed = sequence_of(name)
+
+    def _process_topic(self, topic: str) -> None:
+        try:
+            data, _ = self._zk.get(config_topic_path(topic))
+        except NoNodeError:
+            return
+        if unclean_enabled(data) and self._is_active():
+            log.info("Unclean leader election enabled for topic %s", topic)
+            self._enqueue(TopicUncleanLeaderElectionEnable(topic))

@@ -1,0 +1,249 @@
+"""Preferred / unclean / automatic leader elections (ring: core).
+
+KafkaController.scala@2.5.1: `processReplicaLeaderElection` (ZK-triggered via creation of
+`/admin/preferred_replica_election`, deleted afterwards even when nothing was elected, then the
+event is re-enqueued to re-arm the watch), `onReplicaElection`,
+`fetchPendingPreferredReplicaElections`, `checkAndTriggerAutoLeaderRebalance` (spec §6.6, §6.7),
+and the unclean-leader-election-enable events (§6.11). API replies carry Kafka error codes per
+partition (0 = elected).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from reference_controller import zkdata as zd
+from reference_controller.controller import zk_client as zkc
+from reference_controller.controller.common import (
+    ELECTION_NOT_NEEDED,
+    ELIGIBLE_LEADERS_NOT_AVAILABLE,
+    INVALID_TOPIC_EXCEPTION,
+    NOT_CONTROLLER,
+    PREFERRED_LEADER_NOT_AVAILABLE,
+    PREFERRED_REPLICA_ELECTION_HANDLER,
+    UNKNOWN_SERVER_ERROR,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    tps,
+)
+from reference_controller.controller.context import TopicPartition, tp_str
+from reference_controller.controller.decisions import elections as el
+from reference_controller.controller.decisions import rebalance
+from reference_controller.controller.decisions.states import PartitionState
+from reference_controller.controller.effects import ScheduleEvent
+from reference_controller.controller.events import (
+    AutoPreferredReplicaLeaderElection,
+    ElectionTrigger,
+    ElectionType,
+    ReplicaLeaderElection,
+)
+from reference_controller.controller.ports import ControllerMovedError
+from reference_controller.controller.state_change_log import StateChangeFailedException
+from reference_controller.zkdata import NO_LEADER, LeaderAndIsr
+
+if TYPE_CHECKING:
+    from reference_controller.controller.core import KafkaController
+
+Outcome = LeaderAndIsr | Exception
+
+
+def process_replica_leader_election(ctl: KafkaController, event: ReplicaLeaderElection) -> None:
+    if not ctl.is_active:
+        if event.reply is not None:
+            event.reply(dict.fromkeys(event.partitions or (), NOT_CONTROLLER))
+        return
+    admin = event.trigger == ElectionTrigger.ADMIN_CLIENT_TRIGGERED
+    if not (admin or ctl.register_node_handler(PREFERRED_REPLICA_ELECTION_HANDLER, check_exists=True)):
+        if event.reply is not None:
+            event.reply({})
+        return
+    partitions = (
+        event.partitions if event.partitions is not None else zkc.get_preferred_replica_election(ctl.zk)
+    )
+    codes = _elect(ctl, list(partitions), event.election_type, event.trigger)
+    if event.reply is not None:
+        event.reply(codes)
+
+
+def _elect(
+    ctl: KafkaController, partitions: list[TopicPartition], kind: ElectionType, trigger: ElectionTrigger
+) -> dict[TopicPartition, int]:
+    ctx = ctl.context
+    known_set = set(ctx.all_partitions())
+    known = [tp for tp in partitions if tp in known_set]
+    unknown = [tp for tp in partitions if tp not in known_set]
+    for tp in unknown:
+        ctl.log.info(
+            "Skipping replica leader election (%s) for partition %s by %s since it doesn't exist.",
+            kind.value, tp_str(tp), trigger.value,
+        )  # fmt: skip
+    deleting = [tp for tp in known if ctl.topic_deletion_manager.is_topic_queued_up_for_deletion(tp[0])]
+    if deleting:
+        ctl.log.warning(
+            "Skipping replica leader election (%s) for partitions %s by %s since the respective topics are being "
+            "deleted", kind.value, tps(deleting), trigger.value,
+        )  # fmt: skip
+    live = [tp for tp in known if tp not in deleting]
+    electable = [tp for tp in live if _needs_election(ctl, tp, kind)]
+    codes: dict[TopicPartition, int] = {}
+    for tp, outcome in on_replica_election(ctl, electable, kind, trigger).items():
+        if isinstance(outcome, StateChangeFailedException):
+            codes[tp] = (
+                PREFERRED_LEADER_NOT_AVAILABLE
+                if kind == ElectionType.PREFERRED
+                else ELIGIBLE_LEADERS_NOT_AVAILABLE
+            )
+        else:
+            codes[tp] = UNKNOWN_SERVER_ERROR if isinstance(outcome, Exception) else 0
+    codes.update(dict.fromkeys((tp for tp in live if tp not in electable), ELECTION_NOT_NEEDED))
+    codes.update(dict.fromkeys(deleting, INVALID_TOPIC_EXCEPTION))
+    codes.update(dict.fromkeys(unknown, UNKNOWN_TOPIC_OR_PARTITION))
+    return codes
+
+
+def _needs_election(ctl: KafkaController, tp: TopicPartition, kind: ElectionType) -> bool:
+    info = ctl.context.partition_leadership_info.get(tp)
+    leader = info.leader_and_isr.leader if info is not None else NO_LEADER
+    if kind == ElectionType.PREFERRED:
+        return leader != ctl.context.partition_replica_assignment(tp)[0]
+    return leader == NO_LEADER or leader not in ctl.context.live_broker_ids
+
+
+def on_replica_election(
+    ctl: KafkaController, partitions: Iterable[TopicPartition], kind: ElectionType, trigger: ElectionTrigger
+) -> dict[TopicPartition, Outcome]:
+    partitions = list(partitions)
+    ctl.log.info(
+        "Starting replica leader election (%s) for partitions %s triggered by %s", kind.value, tps(partitions),
+        trigger.value,
+    )  # fmt: skip
+    admin = trigger == ElectionTrigger.ADMIN_CLIENT_TRIGGERED
+    try:
+        strategy: el.PartitionLeaderElectionStrategy = (
+            el.PreferredReplicaPartitionLeaderElectionStrategy()
+            if kind == ElectionType.PREFERRED
+            else el.OfflinePartitionLeaderElectionStrategy(allow_unclean=admin)
+        )
+        results = ctl.partition_state_machine.handle_state_changes(
+            partitions, PartitionState.OnlinePartition, strategy
+        )
+        if not admin:
+            for tp, outcome in results.items():
+                if isinstance(outcome, ControllerMovedError):
+                    raise outcome
+                if isinstance(outcome, Exception):
+                    ctl.log.error("Error completing replica leader election (%s) for partition %s: %s",
+                                  kind.value, tp_str(tp), outcome)  # fmt: skip
+        return results
+    finally:
+        if not admin:
+            remove_partitions_from_preferred_replica_election(
+                ctl, partitions, trigger == ElectionTrigger.AUTO_TRIGGERED
+            )
+
+
+def remove_partitions_from_preferred_replica_election(
+    ctl: KafkaController, partitions: list[TopicPartition], auto: bool
+) -> None:
+    ctx = ctl.context
+    for tp in partitions:
+        info = ctx.partition_leadership_info.get(tp)
+        replicas = ctx.partition_replica_assignment(tp)
+        if info is None or not replicas:
+            continue
+        leader, preferred = info.leader_and_isr.leader, replicas[0]
+        if leader == preferred:
+            ctl.log.info(
+                "Partition %s completed preferred replica leader election. New leader is %d",
+                tp_str(tp),
+                preferred,
+            )
+        else:
+            ctl.log.warning(
+                "Partition %s failed to complete preferred replica leader election to %d. Leader is still %d",
+                tp_str(tp), preferred, leader,
+            )  # fmt: skip
+    if not auto:
+        zkc.delete_recursive(ctl.zk, zd.PREFERRED_REPLICA_ELECTION, ctx.epoch_zk_version)
+        ctl.enqueue(ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED))
+
+
+def fetch_pending_preferred_replica_elections(ctl: KafkaController) -> list[TopicPartition]:
+    ctx = ctl.context
+    undergoing = zkc.get_preferred_replica_election(ctl.zk)
+    completed: list[TopicPartition] = []
+    for tp in undergoing:
+        replicas = ctx.partition_replica_assignment(tp)
+        info = ctx.partition_leadership_info.get(tp)
+        if not replicas or (info is not None and info.leader_and_isr.leader == replicas[0]):
+            completed.append(tp)
+    pending_ignoring_deletion = [tp for tp in undergoing if tp not in completed]
+    skipped = [
+        tp
+        for tp in pending_ignoring_deletion
+        if ctl.topic_deletion_manager.is_topic_queued_up_for_deletion(tp[0])
+    ]
+    pending = [tp for tp in pending_ignoring_deletion if tp not in skipped]
+    ctl.log.info("Partitions undergoing preferred replica election: %s", tps(undergoing))
+    ctl.log.info("Partitions that completed preferred replica election: %s", tps(completed))
+    ctl.log.info("Skipping preferred replica election for partitions due to topic deletion: %s", tps(skipped))
+    ctl.log.info("Resuming preferred replica election for partitions: %s", tps(pending))
+    return pending
+
+
+# ---- auto rebalance ---------------------------------------------------------------------------
+def process_auto_preferred_replica_leader_election(ctl: KafkaController) -> None:
+    if not ctl.is_active:
+        return
+    try:
+        ctl.log.info("Processing automatic preferred replica leader election")
+        check_and_trigger_auto_leader_rebalance(ctl)
+    finally:
+        ctl.emit(
+            [
+                ScheduleEvent(
+                    "auto-leader-rebalance-task",
+                    ctl.config.leader_imbalance_check_interval_seconds * 1000,
+                    AutoPreferredReplicaLeaderElection(),
+                )
+            ]
+        )
+
+
+def check_and_trigger_auto_leader_rebalance(ctl: KafkaController) -> None:
+    ctx = ctl.context
+    tdm = ctl.topic_deletion_manager
+    assignments = {
+        tp: ctx.partition_replica_assignment(tp)
+        for tp in ctx.all_partitions()
+        if not tdm.is_topic_queued_up_for_deletion(tp[0])
+    }
+    leaders = {tp: info.leader_and_isr.leader for tp, info in ctx.partition_leadership_info.items()}
+    imbalanced = rebalance.imbalanced_partitions(
+        assignments, leaders, ctl.config.leader_imbalance_per_broker_percentage
+    )
+    for broker, not_preferred in imbalanced.items():
+        candidates = [
+            tp
+            for tp in not_preferred
+            if ctx.is_replica_online(broker, tp)
+            and not ctx.partitions_being_reassigned
+            and not tdm.is_topic_queued_up_for_deletion(tp[0])
+            and tp[0] in ctx.all_topics
+        ]
+        on_replica_election(ctl, candidates, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED)
+
+
+# ---- unclean leader election enable ------------------------------------------------------------
+def process_unclean_leader_election_enable(ctl: KafkaController) -> None:
+    if not ctl.is_active:
+        return
+    ctl.log.info("Unclean leader election has been enabled by default")
+    ctl.partition_state_machine.trigger_online_partition_state_change()
+
+
+def process_topic_unclean_leader_election_enable(ctl: KafkaController, topic: str) -> None:
+    if not ctl.is_active:
+        return
+    ctl.log.info("Unclean leader election has been enabled for topic %s", topic)
+    ctl.partition_state_machine.trigger_online_partition_state_change(topic)

@@ -1,0 +1,112 @@
+"""ISR change and log-dir event notifications, broker responses (ring: core).
+
+KafkaController.scala@2.5.1: `processIsrChangeNotification` (refresh the leadership cache from
+the state znodes, UpdateMetadata for exactly those partitions, then delete exactly the processed
+children), `processLogDirEventNotification` / `onBrokerLogDirFailure`, and the LeaderAndIsr /
+UpdateMetadata response handlers (KAFKA_STORAGE_ERROR marks replicas offline).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reference_controller import zkdata as zd
+from reference_controller.controller import brokers
+from reference_controller.controller import zk_client as zkc
+from reference_controller.controller.common import (
+    ERROR_NAMES,
+    KAFKA_STORAGE_ERROR,
+    live_or_shutting_down,
+    send_update_metadata_request,
+    tps,
+    update_leader_and_isr_cache,
+)
+from reference_controller.controller.context import TopicPartition, replica_of
+from reference_controller.controller.decisions.states import ReplicaState
+from reference_controller.controller.events import (
+    LeaderAndIsrResponseReceived,
+    UpdateMetadataResponseReceived,
+)
+from reference_controller.errors import MalformedZnodeError
+
+if TYPE_CHECKING:
+    from reference_controller.controller.core import KafkaController
+
+
+def _notification_names(ctl: KafkaController, parent: str, prefix: str) -> list[str]:
+    return [c for c in zkc.get_sorted_children(ctl.zk, parent) if c.startswith(prefix)]
+
+
+def process_isr_change_notification(ctl: KafkaController) -> None:
+    if not ctl.is_active:
+        return
+    names = _notification_names(ctl, zd.ISR_CHANGE_NOTIFICATION, zd.ISR_CHANGE_PREFIX)
+    try:
+        partitions: dict[TopicPartition, None] = {}
+        for data in zkc.read_notifications(ctl.zk, zd.ISR_CHANGE_NOTIFICATION, names):
+            if data.stat is None:
+                continue
+            try:
+                partitions.update(dict.fromkeys(zd.decode_isr_change(data.data, data.path)))
+            except MalformedZnodeError as exc:
+                ctl.log.error("Ignoring ISR change notification: %s", exc)
+        if partitions:
+            update_leader_and_isr_cache(ctl, list(partitions))
+            ctl.log.debug("Sending MetadataRequest to Brokers: %s for TopicPartitions: %s",
+                          live_or_shutting_down(ctl), tps(partitions))  # fmt: skip
+            send_update_metadata_request(ctl, live_or_shutting_down(ctl), list(partitions))
+    finally:
+        zkc.delete_paths(ctl.zk, [zd.isr_change_path(n) for n in names], ctl.context.epoch_zk_version)
+
+
+def process_log_dir_event_notification(ctl: KafkaController) -> None:
+    if not ctl.is_active:
+        return
+    names = _notification_names(ctl, zd.LOG_DIR_EVENT_NOTIFICATION, zd.LOG_DIR_EVENT_PREFIX)
+    try:
+        broker_ids: list[int] = []
+        for data in zkc.read_notifications(ctl.zk, zd.LOG_DIR_EVENT_NOTIFICATION, names):
+            if data.stat is None:
+                continue
+            try:
+                broker_ids.append(zd.decode_log_dir_event(data.data, data.path))
+            except MalformedZnodeError as exc:
+                ctl.log.error("Ignoring log dir event notification: %s", exc)
+        on_broker_log_dir_failure(ctl, sorted(set(broker_ids)))
+    finally:
+        zkc.delete_paths(ctl.zk, [zd.log_dir_event_path(n) for n in names], ctl.context.epoch_zk_version)
+
+
+def on_broker_log_dir_failure(ctl: KafkaController, broker_ids: list[int]) -> None:
+    """Probe every replica on the brokers with LeaderAndIsr (→ OnlineReplica)."""
+    ctl.log.info("Handling log directory failure for brokers %s", ",".join(str(b) for b in broker_ids))
+    replicas = ctl.context.replicas_on_brokers(broker_ids)
+    ctl.replica_state_machine.handle_state_changes(replicas, ReplicaState.OnlineReplica)
+
+
+def process_leader_and_isr_response(ctl: KafkaController, event: LeaderAndIsrResponseReceived) -> None:
+    if not ctl.is_active:
+        return
+    if event.error_code != 0:
+        ctl.state_change_log.error(
+            f"Received error {ERROR_NAMES.get(event.error_code, event.error_code)} in LeaderAndIsr response "
+            f"from broker {event.broker_id}"
+        )
+        return
+    offline = [tp for tp, code in event.partition_errors if code == KAFKA_STORAGE_ERROR]
+    online = [tp for tp, code in event.partition_errors if code == 0]
+    previous = ctl.context.replicas_on_offline_dirs.get(event.broker_id, set())
+    current = (previous - set(online)) | set(offline)
+    ctl.context.replicas_on_offline_dirs[event.broker_id] = current
+    new_offline = sorted(current - previous)
+    if new_offline:
+        ctl.state_change_log.info(f"Mark replicas {tps(new_offline)} on broker {event.broker_id} as offline")
+        brokers.on_replicas_become_offline(ctl, [replica_of(tp, event.broker_id) for tp in new_offline])
+
+
+def process_update_metadata_response(ctl: KafkaController, event: UpdateMetadataResponseReceived) -> None:
+    if ctl.is_active and event.error_code != 0:
+        ctl.state_change_log.error(
+            f"Received error {ERROR_NAMES.get(event.error_code, event.error_code)} in UpdateMetadata response "
+            f"from broker {event.broker_id}"
+        )

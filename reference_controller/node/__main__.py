@@ -1,0 +1,107 @@
+"""Command line of a reference node (ring: drivers).
+
+    python -m reference_controller.node CONFIG [--override key=value ...]
+
+CONFIG is a Kafka-style `server.properties`; `--override` (repeatable) replaces a key, as Kafka's
+`kafka-server-start.sh config --override k=v`. Logs go to `$LOG_DIR` (default `./logs`):
+`server.log`, `state-change.log`, `controller-requests.jsonl`.
+
+Exit codes: 0 after SIGTERM/SIGINT (controlled shutdown first when enabled); 2 for a bad command
+line or configuration (the message names the key); 1 when start-up fails (ZooKeeper unreachable
+within `zookeeper.connection.timeout.ms`, a port in use, an inconsistent log dir) or on a fatal
+error while running. Messages go to stderr and to server.log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from reference_controller.config import KafkaConfig
+from reference_controller.errors import ConfigError
+from reference_controller.logutil import configure_node_logging
+from reference_controller.node.server import KafkaNode, StartupError
+
+EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
+log = logging.getLogger("kafka.Kafka")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m reference_controller.node", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("config", help="server.properties")
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a property (repeatable)",
+    )
+    return parser.parse_args(argv)
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(item, "--override expects key=value")
+        result[key.strip()] = value.strip()
+    return result
+
+
+async def run_node(config: KafkaConfig, log_dir: Path) -> int:
+    node = KafkaNode(config, log_dir)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, node.request_shutdown)
+    code = EXIT_OK
+    try:
+        await node.startup()
+        await node.serve()
+    except StartupError as exc:
+        log.error(  # noqa: TRY400 - the message is the diagnosis
+            f"Fatal error during KafkaServer startup. Prepare to shutdown: {exc}"
+        )
+        print(f"reference node: {exc}", file=sys.stderr)
+        code = EXIT_FATAL
+    except Exception as exc:
+        log.exception("Fatal error in the reference node")
+        print(f"reference node: fatal error: {exc!r}", file=sys.stderr)
+        code = EXIT_FATAL
+    finally:
+        await node.shutdown()
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        config = KafkaConfig.from_file(args.config, parse_overrides(args.override))
+    except ConfigError as exc:
+        print(f"reference node: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    if config.broker_id < 0:
+        print("reference node: Invalid value for configuration key 'broker.id': must be set (>= 0); "
+              "broker id generation is not supported", file=sys.stderr)  # fmt: skip
+        return EXIT_CONFIG
+    log_dir = Path(os.environ.get("LOG_DIR", "./logs"))
+    configure_node_logging(log_dir)
+    for key in config.unknown_keys:
+        logging.getLogger("kafka.server.KafkaConfig").warning(
+            f"The configuration '{key}' was supplied but isn't a known config."
+        )
+    log.info(f"Starting reference node broker.id={config.broker_id} (pid {os.getpid()})")
+    code = asyncio.run(run_node(config, log_dir))
+    logging.shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

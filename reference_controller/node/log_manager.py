@@ -1,0 +1,202 @@
+"""Partition directories on disk, laid out as Kafka 2.5's LogManager does (ring: drivers).
+
+Per `log.dirs` entry: `meta.properties` (version=0, broker.id, cluster.id), the offset checkpoint
+files (`0\\n<count>\\n<topic> <partition> <offset>` lines), `cleaner-offset-checkpoint` (empty) and
+`.kafka_cleanshutdown` after a clean shutdown. Per partition `<dir>/<topic>-<p>/`: the empty
+active segment `00000000000000000000.log` with `.index` and `.timeindex`, and
+`leader-epoch-checkpoint` (empty at creation; `0\\n1\\n<epoch> <offset>\\n` once leader).
+Deleted partitions are renamed `<topic>-<p>.<uuid hex>-delete` and removed after
+`log.segment.delete.delay.ms`. Logs stay empty: no Produce in this issue, but the files are real.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from reference_controller.errors import ReferenceControllerError
+
+log = logging.getLogger("kafka.log.LogManager")
+
+TopicPartition = tuple[str, int]
+SEGMENT_BASE = "00000000000000000000"
+CHECKPOINT_FILES = (
+    "recovery-point-offset-checkpoint",
+    "replication-offset-checkpoint",
+    "log-start-offset-checkpoint",
+)
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+_DELETE_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-delete$")
+
+
+class LogDirError(ReferenceControllerError):
+    """A log dir is unusable or belongs to another broker/cluster (InconsistentBrokerId/ClusterId)."""
+
+
+@dataclass
+class Log:
+    topic_partition: TopicPartition
+    dir: Path
+
+    @property
+    def log_end_offset(self) -> int:
+        return 0
+
+    @property
+    def high_watermark(self) -> int:
+        return 0
+
+
+def log_dir_name(tp: TopicPartition) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+def write_checkpoint(path: Path, entries: list[str]) -> None:
+    """Kafka's CheckpointFile format, written atomically (tmp + rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("0\n" + f"{len(entries)}\n" + "".join(e + "\n" for e in entries), encoding="utf-8")
+    tmp.replace(path)
+
+
+class LogManager:
+    def __init__(self, log_dirs: tuple[Path, ...], broker_id: int, delete_delay_ms: int) -> None:
+        self.log_dirs = log_dirs
+        self.broker_id = broker_id
+        self.delete_delay_ms = delete_delay_ms
+        self.logs: dict[TopicPartition, Log] = {}
+        self._to_delete: list[tuple[float, Path]] = []
+
+    # -- start-up ------------------------------------------------------------------------------
+    def startup(self, cluster_id: str) -> None:
+        """Check/write meta.properties, load existing partition dirs, write checkpoint files."""
+        for d in self.log_dirs:
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise LogDirError(f"cannot create log dir {d}: {exc}") from exc
+            self._check_meta(d, cluster_id)
+            (d / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+            (d / "cleaner-offset-checkpoint").touch(exist_ok=True)
+            self._load_dir(d)
+        self.checkpoint()
+
+    def _check_meta(self, d: Path, cluster_id: str) -> None:
+        meta = d / "meta.properties"
+        if meta.exists():
+            props = dict(
+                line.split("=", 1) for line in meta.read_text(encoding="utf-8").splitlines() if "=" in line
+            )
+            if props.get("broker.id", str(self.broker_id)) != str(self.broker_id):
+                raise LogDirError(
+                    f"Configured broker.id {self.broker_id} doesn't match stored broker.id "
+                    f"{props.get('broker.id')} in meta.properties ({meta})."
+                )
+            if props.get("cluster.id", cluster_id) != cluster_id:
+                raise LogDirError(
+                    f"The Cluster ID {cluster_id} doesn't match stored clusterId "
+                    f"Some({props.get('cluster.id')}) "
+                    f"in meta.properties ({meta}). The broker is trying to join the wrong cluster."
+                )
+        stamp = time.strftime("%a %b %d %H:%M:%S %Z %Y")
+        tmp = meta.with_name("meta.properties.tmp")
+        tmp.write_text(
+            f"#\n#{stamp}\nversion=0\nbroker.id={self.broker_id}\ncluster.id={cluster_id}\n", encoding="utf-8"
+        )
+        tmp.replace(meta)
+
+    def _load_dir(self, d: Path) -> None:
+        for child in sorted(d.iterdir()):
+            if not child.is_dir():
+                continue
+            if _DELETE_DIR.match(child.name):
+                self._to_delete.append((time.monotonic(), child))
+                continue
+            m = _PARTITION_DIR.match(child.name)
+            if m is None or "." in child.name.rsplit("-", 1)[1]:
+                continue
+            tp = (m.group("topic"), int(m.group("partition")))
+            if tp in self.logs:
+                raise LogDirError(
+                    f"Duplicate log directories for {log_dir_name(tp)}: {self.logs[tp].dir}, {child}"
+                )
+            self._ensure_segment_files(child)
+            self.logs[tp] = Log(tp, child)
+            log.info(
+                f"Completed load of log with 1 segments, log start offset 0 and log end offset 0 ({child})"
+            )
+
+    # -- logs ----------------------------------------------------------------------------------
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        return self.logs.get(tp)
+
+    def next_log_dir(self) -> Path:
+        """The least-loaded log dir (fewest partitions); ties go to the earlier `log.dirs` entry."""
+        counts = dict.fromkeys(self.log_dirs, 0)
+        for lg in self.logs.values():
+            if lg.dir.parent in counts:
+                counts[lg.dir.parent] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def get_or_create_log(self, tp: TopicPartition) -> Log:
+        existing = self.logs.get(tp)
+        if existing is not None:
+            return existing
+        path = self.next_log_dir() / log_dir_name(tp)
+        path.mkdir(parents=True, exist_ok=True)
+        self._ensure_segment_files(path)
+        (path / "leader-epoch-checkpoint").touch(exist_ok=True)
+        created = Log(tp, path)
+        self.logs[tp] = created
+        log.info(f"Created log for partition {log_dir_name(tp)} in {path} with properties {{}}.")
+        return created
+
+    @staticmethod
+    def _ensure_segment_files(path: Path) -> None:
+        for suffix in (".log", ".index", ".timeindex"):
+            (path / f"{SEGMENT_BASE}{suffix}").touch(exist_ok=True)
+        (path / "leader-epoch-checkpoint").touch(exist_ok=True)
+
+    def assign_leader_epoch(self, tp: TopicPartition, leader_epoch: int, start_offset: int = 0) -> None:
+        """`maybeAssignEpochStartOffset`: with empty logs only the latest entry remains."""
+        lg = self.logs.get(tp)
+        if lg is None or leader_epoch < 0:
+            return
+        write_checkpoint(lg.dir / "leader-epoch-checkpoint", [f"{leader_epoch} {start_offset}"])
+
+    def async_delete(self, tp: TopicPartition) -> Path | None:
+        """Rename to `<topic>-<p>.<uuid>-delete`; removed after `log.segment.delete.delay.ms`."""
+        lg = self.logs.pop(tp, None)
+        if lg is None:
+            return None
+        target = lg.dir.with_name(f"{log_dir_name(tp)}.{uuid.uuid4().hex}-delete")
+        lg.dir.rename(target)
+        self._to_delete.append((time.monotonic() + self.delete_delay_ms / 1000, target))
+        log.info(f"Log for partition {log_dir_name(tp)} is renamed to {target} and is scheduled for deletion")
+        self.checkpoint()
+        return target
+
+    def delete_due(self, now_s: float | None = None) -> None:
+        now = time.monotonic() if now_s is None else now_s
+        due = [p for t, p in self._to_delete if t <= now]
+        self._to_delete = [(t, p) for t, p in self._to_delete if t > now]
+        for path in due:
+            shutil.rmtree(path, ignore_errors=True)
+            log.info(f"Deleted log {path}.")
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def checkpoint(self) -> None:
+        for d in self.log_dirs:
+            entries = sorted(f"{tp[0]} {tp[1]} 0" for tp, lg in self.logs.items() if lg.dir.parent == d)
+            for name in CHECKPOINT_FILES:
+                write_checkpoint(d / name, entries)
+
+    def shutdown(self) -> None:
+        self.checkpoint()
+        for d in self.log_dirs:
+            (d / CLEAN_SHUTDOWN_FILE).touch(exist_ok=True)

@@ -1,0 +1,310 @@
+"""Broker-side handling of the controller's requests, as ReplicaManager@2.5.1 (ring: drivers).
+
+Fencing (spec §7.3): a LeaderAndIsr/UpdateMetadata/StopReplica whose controller epoch is older
+than the latest seen is refused whole with STALE_CONTROLLER_EPOCH (11) and changes nothing; in a
+LeaderAndIsr each partition whose leader epoch is not newer than the broker's gets a
+per-partition 11, and a partition whose replicas do not include this broker gets
+UNKNOWN_TOPIC_OR_PARTITION (3). Broker-epoch fencing (§7.4) is `is_stale_broker_epoch`, applied
+by the API layer before any of this, as KafkaApis does.
+
+The replica manager runs on the node's asyncio loop only (no locks needed); ZooKeeper writes
+for the ISR live in `isr.py`, fetching from leaders in `fetcher.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from reference_controller.logutil import STATE_CHANGE_LOGGER, trace
+from reference_controller.node.log_manager import LogManager
+from reference_controller.node.metadata_cache import BrokerEndpoints, MetadataCache, PartitionState
+from reference_controller.node.partition import (
+    FollowerState,
+    LeaderAndIsrPartitionState,
+    LiveLeader,
+    Partition,
+    TopicPartition,
+)
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+STALE_CONTROLLER_EPOCH = 11
+STALE_BROKER_EPOCH = 77
+
+log = logging.getLogger("kafka.server.ReplicaManager")
+
+
+def now_ms() -> float:
+    return time.monotonic() * 1000
+
+
+class FetcherPort(Protocol):
+    def add_partitions(
+        self, partitions: dict[TopicPartition, tuple[int, int]], hints: list[LiveLeader]
+    ) -> None:
+        """Fetch `tp` from leader id (value[0]) at leader epoch value[1]."""
+
+    def remove_partitions(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        metadata_cache: MetadataCache,
+        fetcher: FetcherPort,
+        clock_ms: Callable[[], float] = now_ms,
+    ) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.metadata_cache = metadata_cache
+        self.fetcher = fetcher
+        self.clock_ms = clock_ms
+        self.controller_epoch = 0
+        self.broker_epoch = -1
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.state_change = _PrefixedLogger(
+            logging.getLogger(STATE_CHANGE_LOGGER), f"[Broker id={broker_id}] "
+        )
+
+    def is_stale_broker_epoch(self, request_broker_epoch: int) -> bool:
+        """KIP-380: BrokerEpoch != -1 and older than this broker's current czxid."""
+        return request_broker_epoch != -1 and request_broker_epoch < self.broker_epoch
+
+    # -- LeaderAndIsr --------------------------------------------------------------------------
+    def become_leader_or_follower(
+        self,
+        correlation_id: int,
+        controller_id: int,
+        controller_epoch: int,
+        states: list[LeaderAndIsrPartitionState],
+        leaders: list[LiveLeader],
+    ) -> tuple[int, dict[TopicPartition, int]]:
+        """Returns (top-level error, per-partition errors) as `becomeLeaderOrFollower` does."""
+        sc = self.state_change
+        for st in states:
+            sc.trace(
+                f"Received LeaderAndIsr request {st} correlation id {correlation_id} from controller "
+                f"{controller_id} epoch {controller_epoch}"
+            )
+        if controller_epoch < self.controller_epoch:
+            sc.warn(
+                f"Ignoring LeaderAndIsr request from controller {controller_id} with correlation id "
+                f"{correlation_id} since its controller epoch {controller_epoch} is old. "
+                f"Latest known controller epoch is {self.controller_epoch}"
+            )
+            return STALE_CONTROLLER_EPOCH, {st.tp: STALE_CONTROLLER_EPOCH for st in states}
+        self.controller_epoch = controller_epoch
+        errors: dict[TopicPartition, int] = {}
+        accepted: list[LeaderAndIsrPartitionState] = []
+        for st in states:
+            partition = self.partitions.setdefault(st.tp, Partition(st.tp, self.broker_id))
+            prefix = (
+                f"Ignoring LeaderAndIsr request from controller {controller_id} with correlation id "
+                f"{correlation_id} epoch {controller_epoch} for partition {st.topic}-{st.partition}"
+            )
+            if st.leader_epoch > partition.leader_epoch:
+                if self.broker_id in st.replicas:
+                    accepted.append(st)
+                else:
+                    sc.warn(
+                        f"{prefix} as itself is not in assigned replica list "
+                        f"{','.join(map(str, st.replicas))}"
+                    )
+                    errors[st.tp] = UNKNOWN_TOPIC_OR_PARTITION
+            elif st.leader_epoch < partition.leader_epoch:
+                sc.warn(
+                    f"{prefix} since its associated leader epoch {st.leader_epoch} is smaller than the "
+                    f"current leader epoch {partition.leader_epoch}"
+                )
+                errors[st.tp] = STALE_CONTROLLER_EPOCH
+            else:
+                sc.debug(
+                    f"{prefix} since its associated leader epoch {st.leader_epoch} matches the "
+                    "current leader epoch"
+                )
+                errors[st.tp] = STALE_CONTROLLER_EPOCH
+        for st in accepted:
+            if st.leader == self.broker_id:
+                self._make_leader(st, correlation_id, controller_id, controller_epoch)
+            else:
+                self._make_follower(st, correlation_id, controller_id, controller_epoch)
+            errors[st.tp] = NONE
+        followers = {st.tp: (st.leader, st.leader_epoch) for st in accepted if st.leader != self.broker_id}
+        self.fetcher.remove_partitions(st.tp for st in accepted if st.leader == self.broker_id)
+        if followers:
+            self.fetcher.add_partitions(followers, leaders)
+        for tp in {st.tp for st in states}:  # drop placeholder partitions that never got a log
+            if tp not in self.log_manager.logs and self.partitions[tp].leader_epoch < 0:
+                del self.partitions[tp]
+        self.log_manager.checkpoint()
+        return NONE, errors
+
+    def _apply(self, p: Partition, st: LeaderAndIsrPartitionState) -> None:
+        p.controller_epoch = st.controller_epoch
+        p.replicas, p.adding, p.removing = st.replicas, st.adding, st.removing
+        p.leader, p.leader_epoch, p.zk_version = st.leader, st.leader_epoch, st.zk_version
+        self.log_manager.get_or_create_log(st.tp)
+
+    def _make_leader(self, st: LeaderAndIsrPartitionState, cid: int, ctrl: int, epoch: int) -> None:
+        sc = self.state_change
+        p = self.partitions[st.tp]
+        sc.trace(
+            f"Handling LeaderAndIsr request correlationId {cid} from controller {ctrl} epoch {epoch} "
+            f"starting the become-leader transition for partition {st.topic}-{st.partition}"
+        )
+        previous_epoch, was_leader = p.leader_epoch, p.is_leader
+        self._apply(p, st)
+        p.isr = st.isr
+        log.info(
+            f"[Partition {st.topic}-{st.partition} broker={self.broker_id}] {st.topic}-{st.partition} "
+            "starts at "
+            f"leader epoch {st.leader_epoch} from offset 0 with high watermark 0. "
+            f"Previous leader epoch was {previous_epoch}."
+        )
+        self.log_manager.assign_leader_epoch(st.tp, st.leader_epoch)
+        now = self.clock_ms()
+        old = p.followers if was_leader else {}
+        p.followers = {}
+        for r in st.replicas:
+            if r == self.broker_id:
+                continue
+            f = FollowerState(r, last_caught_up_time_ms=now if r in st.isr else 0.0)
+            if r in old:
+                f.last_fetch_time_ms, f.log_end_offset = old[r].last_fetch_time_ms, old[r].log_end_offset
+            p.followers[r] = f
+        sc.trace(
+            f"Completed LeaderAndIsr request correlationId {cid} from controller {ctrl} epoch {epoch} "
+            f"for the become-leader transition for partition {st.topic}-{st.partition}"
+        )
+
+    def _make_follower(self, st: LeaderAndIsrPartitionState, cid: int, ctrl: int, epoch: int) -> None:
+        sc = self.state_change
+        p = self.partitions[st.tp]
+        sc.trace(
+            f"Handling LeaderAndIsr request correlationId {cid} from controller {ctrl} epoch {epoch} "
+            f"starting the become-follower transition for partition {st.topic}-{st.partition} with "
+            f"leader {st.leader}"
+        )
+        if st.leader not in self.metadata_cache.live_brokers:
+            sc.error(
+                f"Received LeaderAndIsrRequest with correlation id {cid} from controller {ctrl} epoch "
+                f"{epoch} "
+                f"for partition {st.topic}-{st.partition} (last update controller epoch "
+                f"{st.controller_epoch}) "
+                f"but cannot become follower since the new leader {st.leader} is unavailable."
+            )
+        self._apply(p, st)
+        p.isr, p.followers = (), {}
+        sc.trace(
+            f"Started fetcher to new leader as part of become-follower request from controller {ctrl} epoch "
+            f"{epoch} with correlation id {cid} for partition {st.topic}-{st.partition} with leader "
+            f"{st.leader}"
+        )
+
+    # -- StopReplica / UpdateMetadata ----------------------------------------------------------
+    def stop_replicas(
+        self, controller_epoch: int, delete: bool, partitions: list[TopicPartition]
+    ) -> tuple[int, dict[TopicPartition, int]]:
+        sc = self.state_change
+        if controller_epoch < self.controller_epoch:
+            sc.warn(
+                f"Received stop replica request from an old controller epoch {controller_epoch}. "
+                f"Latest known controller epoch is {self.controller_epoch}"
+            )
+            return STALE_CONTROLLER_EPOCH, {}
+        self.controller_epoch = controller_epoch
+        self.fetcher.remove_partitions(partitions)
+        for tp in partitions:
+            name = f"{tp[0]}-{tp[1]}"
+            sc.trace(f"Handling stop replica (delete={str(delete).lower()}) for partition {name}")
+            if delete:
+                if self.partitions.pop(tp, None) is None:
+                    sc.trace(
+                        f"Ignoring stop replica (delete=true) for partition {name} as replica doesn't "
+                        "exist on broker"
+                    )
+                self.log_manager.async_delete(tp)
+            sc.trace(f"Finished handling stop replica (delete={str(delete).lower()}) for partition {name}")
+        return NONE, dict.fromkeys(partitions, NONE)
+
+    def maybe_update_metadata_cache(
+        self,
+        correlation_id: int,
+        controller_id: int,
+        controller_epoch: int,
+        brokers: list[BrokerEndpoints],
+        states: list[tuple[TopicPartition, PartitionState]],
+    ) -> int:
+        if controller_epoch < self.controller_epoch:
+            self.state_change.warn(
+                f"Received update metadata request with correlation id {correlation_id} from an old "
+                "controller "
+                f"{controller_id} with epoch {controller_epoch}. Latest known controller epoch is "
+                f"{self.controller_epoch}"
+            )
+            return STALE_CONTROLLER_EPOCH
+        for tp, st in states:
+            self.state_change.trace(
+                f"Cached leader info {st} for partition {tp[0]}-{tp[1]} in response to UpdateMetadata "
+                "request "
+                f"sent by controller {controller_id} epoch {controller_epoch} with correlation id "
+                f"{correlation_id}"
+            )
+        self.metadata_cache.update(controller_id, brokers, states)
+        self.controller_epoch = controller_epoch
+        return NONE
+
+    # -- leader side of Fetch ------------------------------------------------------------------
+    def record_follower_fetch(self, tp: TopicPartition, follower: int, fetch_offset: int) -> bool:
+        """`updateFollowerFetchState`; True when the follower should join the ISR (`needsExpandIsr`)."""
+        p = self.partitions.get(tp)
+        if p is None or not p.is_leader or follower not in p.followers:
+            return False
+        now = self.clock_ms()
+        f = p.followers[follower]
+        leader_end_offset = self.log_manager.logs[tp].log_end_offset if tp in self.log_manager.logs else 0
+        if fetch_offset >= leader_end_offset:
+            f.last_caught_up_time_ms = max(f.last_caught_up_time_ms, now)
+        f.last_fetch_time_ms, f.log_end_offset = now, fetch_offset
+        return follower not in p.isr and fetch_offset >= 0
+
+    def out_of_sync_replicas(self, p: Partition, max_lag_ms: int) -> set[int]:
+        """`getOutOfSyncReplicas`: ISR followers not caught up within the lag time."""
+        now = self.clock_ms()
+        return {
+            r
+            for r in p.isr
+            if r != self.broker_id
+            and r in p.followers
+            and now - p.followers[r].last_caught_up_time_ms > max_lag_ms
+        }
+
+    def leader_partitions(self) -> list[Partition]:
+        return [p for p in self.partitions.values() if p.is_leader]
+
+    def shutdown(self) -> None:
+        self.fetcher.remove_partitions(list(self.partitions))
+
+
+class _PrefixedLogger:
+    """Kafka's StateChangeLogger: `[Broker id=N] ` before every message."""
+
+    def __init__(self, logger: logging.Logger, prefix: str) -> None:
+        self.logger, self.prefix = logger, prefix
+
+    def trace(self, msg: str) -> None:
+        trace(self.logger, self.prefix + msg)
+
+    def debug(self, msg: str) -> None:
+        self.logger.debug(self.prefix + msg)
+
+    def warn(self, msg: str) -> None:
+        self.logger.warning(self.prefix + msg)
+
+    def error(self, msg: str) -> None:
+        self.logger.error(self.prefix + msg)

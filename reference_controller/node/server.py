@@ -1,0 +1,274 @@
+"""A reference node: start-up and shutdown in KafkaServer@2.5.1's order (ring: drivers).
+
+Start-up: (1) connect to ZooKeeper, retrying until `zookeeper.connection.timeout.ms` (then
+`StartupError` naming the connect string), creating the chroot if missing; (2)
+createTopLevelPaths (null data); (3) `/cluster/id` create-or-get; (4) log manager (meta.properties,
+load existing partition dirs); (5) bind every listener (port 0 ⇒ a free port; the bound port is
+what is advertised when `advertised.listeners` has no port for that listener); (6) replica
+manager + ISR tasks; (7) register `/brokers/ids/<id>` (broker epoch = czxid); (8) start the
+controller component unless `reference.controller.enable=false` or it is not installed; (9) serve.
+Shutdown: controlled shutdown (if enabled and registered), stop listeners, fetchers, ISR tasks,
+controller component, ZooKeeper session, checkpoint files + `.kafka_cleanshutdown`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import NodeExistsError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
+
+from reference_controller import zkdata
+from reference_controller.config import KafkaConfig
+from reference_controller.errors import ReferenceControllerError
+from reference_controller.node import registration
+from reference_controller.node.admin import create_recursive
+from reference_controller.node.apis import SUPPORTED_VERSIONS, KafkaApis
+from reference_controller.node.context import NodeContext
+from reference_controller.node.controlled_shutdown import controlled_shutdown
+from reference_controller.node.fetcher import ReplicaFetcherManager
+from reference_controller.node.isr import IsrManager
+from reference_controller.node.journal import ControllerRequestJournal
+from reference_controller.node.log_manager import LogManager
+from reference_controller.node.metadata_cache import MetadataCache
+from reference_controller.node.protocol import KafkaProtocolServer
+from reference_controller.node.replica_manager import ReplicaManager
+from reference_controller.zkdata import BrokerInfo, EndPoint
+
+log = logging.getLogger("kafka.server.KafkaServer")
+
+
+class StartupError(ReferenceControllerError):
+    """The node cannot start (ZooKeeper unreachable, port in use, inconsistent log dir …)."""
+
+
+def load_controller_service() -> Any:
+    """The controller component's class, or None while it does not exist (broker-only mode)."""
+    try:
+        from reference_controller.controller.service import (  # noqa: PLC0415 - optional component
+            ControllerService,  # type: ignore[import-not-found,unused-ignore]
+        )
+    except ImportError:
+        return None
+    return ControllerService
+
+
+def generate_cluster_id() -> str:
+    """`CoreUtils.generateUuidAsBase64`: 22-char URL-safe base64 of a random UUID."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+
+
+class KafkaNode:
+    def __init__(self, config: KafkaConfig, log_dir: Any) -> None:
+        self.config = config
+        self.log_dir = log_dir
+        self.zk: KazooClient | None = None
+        self.servers: list[KafkaProtocolServer] = []
+        self.controller: Any = None
+        self.node: NodeContext | None = None
+        self.fetcher: ReplicaFetcherManager | None = None
+        self.broker_info: BrokerInfo | None = None
+        self.tasks: list[asyncio.Task[None]] = []
+        self.shutdown_requested = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._session_lost = False
+        self.registered = False
+
+    # -- start-up ------------------------------------------------------------------------------
+    def _connect_zookeeper(self) -> KazooClient:
+        cfg = self.config
+        log.info(f"Connecting to zookeeper on {cfg.zookeeper_connect}")
+        zk = KazooClient(
+            hosts=cfg.zookeeper_connect,
+            timeout=cfg.zookeeper_session_timeout_ms / 1000,
+            connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
+        )
+        try:
+            zk.start(timeout=cfg.zookeeper_connection_timeout_ms / 1000)
+        except KazooTimeoutError:
+            zk.stop()
+            zk.close()
+            raise StartupError(
+                f"Timed out waiting for connection to ZooKeeper at {cfg.zookeeper_connect} while in state: "
+                f"CONNECTING (zookeeper.connection.timeout.ms={cfg.zookeeper_connection_timeout_ms})"
+            ) from None
+        chroot = zk.chroot
+        if chroot:  # KafkaServer.initZkClient: create the chroot path if necessary
+            zk.chroot = ""
+            try:
+                create_recursive(zk, chroot, None)
+            except NodeExistsError:
+                pass
+            finally:
+                zk.chroot = chroot
+        return zk
+
+    def _create_top_level_paths(self, zk: KazooClient) -> None:
+        for path in zkdata.PERSISTENT_PATHS:
+            with contextlib.suppress(NodeExistsError):
+                create_recursive(zk, path, None)
+
+    def _create_or_get_cluster_id(self, zk: KazooClient) -> str:
+        with contextlib.suppress(NodeExistsError):
+            create_recursive(zk, zkdata.CLUSTER_ID, zkdata.encode_cluster_id(generate_cluster_id()))
+        return zkdata.decode_cluster_id(zk.get(zkdata.CLUSTER_ID)[0])
+
+    async def _bind_listeners(self, apis: KafkaApis) -> None:
+        for listener in self.config.listeners:
+            server = KafkaProtocolServer(
+                listener.name, listener.host, listener.port, supported=SUPPORTED_VERSIONS, handler=apis.handle
+            )
+            try:
+                await server.start()
+            except OSError as exc:
+                raise StartupError(
+                    f"Socket server failed to bind to {listener.host}:{listener.port} ({listener.name}): "
+                    f"{exc.strerror or exc}"
+                ) from exc
+            self.servers.append(server)
+
+    def _broker_info(self) -> BrokerInfo:
+        bound = {s.listener: s.bound_port for s in self.servers}
+        endpoints = []
+        for a in self.config.advertised_listeners:
+            port = a.port or bound[a.name]
+            protocol = self.config.listener_security_protocol_map.get(a.name, "PLAINTEXT")
+            endpoints.append(EndPoint(a.name, a.host, port, protocol))
+        return BrokerInfo(
+            broker_id=self.config.broker_id,
+            endpoints=tuple(endpoints),
+            rack=self.config.broker_rack,
+            timestamp_ms=int(time.time() * 1000),
+            version=self.config.inter_broker_protocol_version.broker_znode_version(),
+        )
+
+    async def startup(self) -> None:
+        cfg = self.config
+        self._loop = asyncio.get_running_loop()
+        log.info("starting")
+        zk = await asyncio.to_thread(self._connect_zookeeper)
+        self.zk = zk
+        await asyncio.to_thread(self._create_top_level_paths, zk)
+        cluster_id = await asyncio.to_thread(self._create_or_get_cluster_id, zk)
+        log.info(f"Cluster ID = {cluster_id}")
+        log_manager = LogManager(cfg.log_dirs, cfg.broker_id, cfg.log_segment_delete_delay_ms)
+        try:
+            log_manager.startup(cluster_id)
+        except ReferenceControllerError as exc:
+            raise StartupError(str(exc)) from exc
+        cache = MetadataCache()
+        self.fetcher = ReplicaFetcherManager(cfg, cache)
+        rm = ReplicaManager(cfg.broker_id, log_manager, cache, self.fetcher)
+        isr = IsrManager(
+            zk,
+            rm,
+            cfg.replica_lag_time_max_ms,
+            cfg.reference_isr_change_propagation_blackout_ms,
+            cfg.reference_isr_change_propagation_interval_ms,
+        )
+        journal = ControllerRequestJournal(self.log_dir)
+        self.node = NodeContext(cfg, zk, cluster_id, rm, cache, isr, journal)
+        await self._bind_listeners(KafkaApis(self.node))
+        loop = asyncio.get_running_loop()
+        self.tasks += [
+            loop.create_task(isr.run_isr_expiration(), name="isr-expiration"),
+            loop.create_task(isr.run_isr_change_propagation(), name="isr-change-propagation"),
+            loop.create_task(self._delete_logs(log_manager), name="kafka-delete-logs"),
+        ]
+        self.broker_info = self._broker_info()
+        rm.broker_epoch = await asyncio.to_thread(registration.register_broker, zk, self.broker_info)
+        self.registered = True
+        zk.add_listener(self._zk_state_listener)
+        await self._start_controller(rm.broker_epoch)
+        log.info(f"[KafkaServer id={cfg.broker_id}] started")
+
+    async def _start_controller(self, broker_epoch: int) -> None:
+        service_cls = load_controller_service() if self.config.reference_controller_enable else None
+        if service_cls is None:
+            log.info("Controller component not started (broker-only mode)")
+            return
+        self.controller = service_cls(self.config, self.zk, broker_epoch=broker_epoch)
+        assert self.node is not None
+        self.node.controller = self.controller
+        await asyncio.to_thread(self.controller.startup)
+
+    async def _delete_logs(self, log_manager: LogManager) -> None:
+        while True:
+            await asyncio.sleep(0.1)
+            log_manager.delete_due()
+
+    # -- session expiry ------------------------------------------------------------------------
+    def _zk_state_listener(self, state: str) -> None:
+        """Runs on kazoo's thread: never call ZooKeeper here, hand over to the loop."""
+        if state == KazooState.LOST:
+            self._session_lost = True
+        elif state == KazooState.CONNECTED and self._session_lost and self._loop is not None:
+            self._session_lost = False
+            self._loop.call_soon_threadsafe(self._spawn_reregister)
+
+    def _spawn_reregister(self) -> None:
+        self.tasks.append(asyncio.get_running_loop().create_task(self._reregister(), name="reregister"))
+
+    async def _reregister(self) -> None:
+        assert self.zk is not None
+        assert self.broker_info is not None
+        assert self.node is not None
+        deadline = time.monotonic() + self.config.zookeeper_session_timeout_ms / 1000
+        log.info("Re-registering broker after ZooKeeper session expiry")
+        try:
+            epoch = await asyncio.to_thread(
+                registration.register_with_retry, self.zk, self.broker_info, deadline
+            )
+        except Exception:
+            log.exception("Re-registration of the broker failed")
+            return
+        self.node.replica_manager.broker_epoch = epoch
+        if self.controller is not None:
+            await asyncio.to_thread(self.controller.on_broker_registered, epoch)
+
+    # -- run / shutdown ------------------------------------------------------------------------
+    async def serve(self) -> None:
+        await self.shutdown_requested.wait()
+
+    def request_shutdown(self) -> None:
+        self.shutdown_requested.set()
+
+    async def shutdown(self) -> None:
+        log.info(f"[KafkaServer id={self.config.broker_id}] shutting down")
+        if self.registered and self.config.controlled_shutdown_enable and self.zk is not None and self.node:
+            await controlled_shutdown(self.config, self.zk, self.node.replica_manager.broker_epoch)
+        for server in self.servers:
+            await server.stop()
+        if self.fetcher is not None:
+            await self.fetcher.shutdown()
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.controller is not None:
+            await asyncio.to_thread(self.controller.shutdown)
+        if self.zk is not None:
+            zk, self.zk = self.zk, None
+            await asyncio.to_thread(_close_zookeeper, zk)
+        if self.node is not None:
+            self.node.replica_manager.log_manager.shutdown()
+            self.node.journal.close()
+        log.info(f"[KafkaServer id={self.config.broker_id}] shut down completed")
+
+
+def _close_zookeeper(zk: KazooClient) -> None:
+    zk.stop()
+    zk.close()
+
+
+def live_threads() -> list[str]:
+    """Threads other than the main one (for the exit check: none may be left behind)."""
+    return [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]

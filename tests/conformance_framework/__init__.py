@@ -1,0 +1,1 @@
+"""Unit tests of the conformance framework (catalogue, targets, records, parsers, proxy)."""

@@ -1,0 +1,92 @@
+"""Unit: target definitions and the server.properties they generate (incl. the kafka target)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.nodeconfig import Interpose, NodeSpec, listener_names, render_properties, server_properties
+from conformance.targets import SPEED_PROFILE, TargetError, load_target, parse_target, profile_properties
+
+pytestmark = pytest.mark.unit
+
+
+def _props(target_name: str, broker_id: int = 2, **kw: object) -> dict[str, str]:
+    target = load_target(target_name)
+    spec = NodeSpec(broker_id, (1, 2, 3), "127.0.0.1:2181/kzk/t1", ("/tmp/n2/data",), **kw)  # type: ignore[arg-type]
+    return server_properties(spec, profile=profile_properties("2.5"), target_extra=target.extra_properties)
+
+
+def test_builtin_targets_load() -> None:
+    ref = load_target("reference")
+    assert ref.command[1:3] == ("-m", "reference_controller.node")
+    assert ref.has_probe("request_journal")
+    kafka = load_target("kafka")
+    assert not kafka.has_probe("request_journal")
+    assert kafka.requires_env == ("KAFKA_HOME",)
+
+
+def test_kafka_target_command_and_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("KAFKA_HOME", "/opt/kafka_2.12-2.5.1")
+    kafka = load_target("kafka")
+    cmd = kafka.render_command(tmp_path / "server.properties", tmp_path)
+    assert cmd == ["/opt/kafka_2.12-2.5.1/bin/kafka-server-start.sh", str(tmp_path / "server.properties")]
+    assert kafka.render_env(tmp_path)["LOG_DIR"] == str(tmp_path / "logs")
+    assert kafka.log_path("state_change", tmp_path) == tmp_path / "logs" / "state-change.log"
+    assert "does not exist" in (kafka.unavailable_reason() or "")
+
+
+def test_kafka_target_unavailable_without_kafka_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KAFKA_HOME", raising=False)
+    assert "KAFKA_HOME" in (load_target("kafka").unavailable_reason() or "")
+
+
+def test_kafka_config_satisfies_kafka_validation_rules() -> None:
+    props = _props("kafka")
+    listeners = props["listeners"].split(",")
+    names = [entry.split("://")[0] for entry in listeners]
+    assert names == listener_names((1, 2, 3)) and len(set(names)) == len(names)
+    advertised = [entry.split("://")[0] for entry in props["advertised.listeners"].split(",")]
+    assert advertised == names
+    # KafkaConfig: control plane listener differs from inter-broker, both advertised and mapped.
+    assert props["inter.broker.listener.name"] == "FROM_2"
+    assert props["control.plane.listener.name"] == "CTRL_2"
+    mapped = dict(kv.split(":") for kv in props["listener.security.protocol.map"].split(","))
+    assert set(mapped) == set(names) and set(mapped.values()) == {"PLAINTEXT"}
+    # port 0 everywhere: no pre-picked ports; Kafka registers the bound ports
+    assert all(entry.endswith(":0") for entry in listeners)
+    assert props["zookeeper.connect"].endswith("/kzk/t1")
+    assert props["inter.broker.protocol.version"] == "2.5"
+    assert int(props["replica.fetch.wait.max.ms"]) <= int(props["replica.lag.time.max.ms"])
+    for key, value in SPEED_PROFILE.items():
+        assert props[key] == value
+    assert not any(k.startswith("reference.") for k in props)
+
+
+def test_interposed_control_listener_advertises_the_proxy_port() -> None:
+    props = _props("reference", interpose={"CTRL_1": Interpose(bind_port=40001, advertised_port=50001)})
+    assert "CTRL_1://127.0.0.1:40001" in props["listeners"].split(",")
+    assert "CTRL_1://127.0.0.1:50001" in props["advertised.listeners"].split(",")
+    assert "CTRL_2://127.0.0.1:0" in props["advertised.listeners"].split(",")
+
+
+def test_unknown_interpose_listener_rejected() -> None:
+    with pytest.raises(ValueError, match="unknown listeners"):
+        _props("reference", interpose={"NOPE": Interpose(1, 2)})
+
+
+def test_render_properties_escapes() -> None:
+    text = render_properties({"a:b": "x=y", "k": " lead\nline"}, header="generated")
+    assert text.splitlines() == ["# generated", "a\\:b=x=y", "k=\\ lead\\nline"]
+
+
+def test_parse_target_rejects_bad_definitions() -> None:
+    with pytest.raises(TargetError, match="config"):
+        parse_target({"name": "x", "command": ["run"]})
+    with pytest.raises(TargetError, match="unknown keys"):
+        parse_target({"name": "x", "command": ["run", "{config}"], "bogus": 1})
+    with pytest.raises(TargetError, match="no target"):
+        load_target("no-such-target")
+    with pytest.raises(TargetError, match="profile"):
+        profile_properties("0.8")

@@ -1,0 +1,1 @@
+"""Integration tests of the controller drivers and the controller on real ZooKeeper."""

@@ -1,0 +1,1 @@
+"""Tests of the reference broker node (issue 4)."""

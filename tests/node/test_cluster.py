@@ -1,0 +1,91 @@
+"""A 3-node reference cluster (broker + controller component per node) driven by confluent-kafka.
+
+ring: integration tests. Checks that the admin APIs agree with ZooKeeper, that log dirs appear on
+exactly the replica brokers, and that SIGTERM on a leader moves its leaderships before it exits.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from kazoo.client import KazooClient
+
+from reference_controller import zkdata
+from reference_controller.node.server import load_controller_service
+from tests.node.helpers import NodeFactory, NodeProcess, wait_for
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(load_controller_service() is None, reason="controller component not installed"),
+]
+
+
+@pytest.fixture
+def cluster(node_factory: NodeFactory, zk_client: KazooClient) -> Iterator[list[NodeProcess]]:
+    nodes = [node_factory.start(i) for i in (1, 2, 3)]
+    for n in nodes:
+        n.endpoint(zk_client)
+    wait_for(lambda: zk_client.exists(zkdata.CONTROLLER), 20, "/controller")
+    yield nodes
+
+
+def _admin(zk: KazooClient, nodes: list[NodeProcess]) -> AdminClient:
+    servers = ",".join(f"{h}:{p}" for h, p in (n.endpoint(zk) for n in nodes))
+    return AdminClient({"bootstrap.servers": servers})
+
+
+def _state(zk: KazooClient, topic: str, p: int) -> zkdata.LeaderIsrAndControllerEpoch:
+    path = zkdata.partition_state_path(topic, p)
+    data, stat = zk.get(path)
+    return zkdata.decode_partition_state(data, stat.version, path)
+
+
+def _partition_dirs(node: NodeProcess, prefix: str) -> set[str]:
+    return {d.name for d in node.data_dir.iterdir() if d.is_dir() and d.name.startswith(prefix)}
+
+
+def test_admin_apis_agree_with_zookeeper(cluster: list[NodeProcess], zk_client: KazooClient) -> None:
+    admin = _admin(zk_client, cluster)
+    md = wait_for(lambda: (m := admin.list_topics(timeout=10)) and len(m.brokers) == 3 and m, 20, "3 brokers")
+    controller_id = zkdata.decode_controller(zk_client.get(zkdata.CONTROLLER)[0])
+    assert md.controller_id == controller_id
+    futures = admin.create_topics([NewTopic("orders", num_partitions=3, replication_factor=2)], operation_timeout=20)
+    futures["orders"].result(timeout=30)
+    assignment = zkdata.decode_topic("orders", zk_client.get(zkdata.topic_path("orders"))[0]).partitions
+    md = admin.list_topics(timeout=10)
+    for p, a in assignment.items():
+        assert list(md.topics["orders"].partitions[p].replicas) == list(a.replicas)
+        assert md.topics["orders"].partitions[p].leader == _state(zk_client, "orders", p).leader_and_isr.leader
+    for n in cluster:
+        expected = {f"orders-{p}" for p, a in assignment.items() if n.broker_id in a.replicas}
+        wait_for(lambda n=n, e=expected: _partition_dirs(n, "orders-") == e, 10, f"log dirs {expected} on {n}")
+    cluster_desc = admin.describe_cluster(request_timeout=10).result(timeout=10)
+    assert cluster_desc.controller.id == controller_id
+    assert {node.id for node in cluster_desc.nodes} == {1, 2, 3}
+    admin.create_partitions([NewPartitions("orders", 5)], operation_timeout=20)["orders"].result(timeout=30)
+    assert len(zkdata.decode_topic("orders", zk_client.get(zkdata.topic_path("orders"))[0]).partitions) == 5
+    wait_for(lambda: len(admin.list_topics(timeout=10).topics["orders"].partitions) == 5, 20, "5 partitions")
+    dup = admin.create_topics([NewTopic("orders", num_partitions=1, replication_factor=1)])["orders"]
+    with pytest.raises(Exception, match="TOPIC_ALREADY_EXISTS"):
+        dup.result(timeout=30)
+    admin.delete_topics(["orders"], operation_timeout=30)["orders"].result(timeout=40)
+    wait_for(lambda: not zk_client.exists(zkdata.topic_path("orders")), 30, "topic znode deleted")
+    assert "orders" not in admin.list_topics(timeout=10).topics
+
+
+def test_sigterm_on_a_leader_moves_its_leaderships_before_it_exits(
+    cluster: list[NodeProcess], zk_client: KazooClient
+) -> None:
+    admin = _admin(zk_client, cluster)
+    wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == 3, 20, "3 brokers")
+    admin.create_topics([NewTopic("moves", num_partitions=3, replication_factor=3)])["moves"].result(timeout=30)
+    victim = next(n for n in cluster if n.broker_id == _state(zk_client, "moves", 0).leader_and_isr.leader)
+    led = [p for p in range(3) if _state(zk_client, "moves", p).leader_and_isr.leader == victim.broker_id]
+    victim.signal(signal.SIGTERM)
+    assert victim.wait(60) == 0, victim.stderr()
+    for p in led:
+        assert _state(zk_client, "moves", p).leader_and_isr.leader != victim.broker_id
+    assert "Controlled shutdown succeeded" in victim.read("server.log")

@@ -1,0 +1,1 @@
+"""Unit tests of the controller (decisions, core, in-memory ZooKeeper)."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 TRACE = 5
 logging.addLevelName(TRACE, "TRACE")
+logging.addLevelName(logging.WARNING, "WARN")  # log4j's name for the level
 
 STATE_CHANGE_LOGGER = "state.change.logger"
 

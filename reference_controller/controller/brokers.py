@@ -38,8 +38,11 @@ def process_broker_change(ctl: KafkaController) -> None:
     bounced_ids = sorted(b for b in set(current) & known if current[b][1] > ctx.live_broker_epochs.get(b, -1))
     ctl.log.info(
         "Newly added brokers: %s, deleted brokers: %s, bounced brokers: %s, all live brokers: %s",
-        csv(new_ids), csv(dead_ids), csv(bounced_ids), csv(sorted(current)),
-    )  # fmt: skip
+        csv(new_ids),
+        csv(dead_ids),
+        csv(bounced_ids),
+        csv(sorted(current)),
+    )
     ctl.emit([AddBroker(current[b][0]) for b in new_ids])
     ctl.emit([RemoveBroker(b) for b in bounced_ids])
     ctl.emit([AddBroker(current[b][0]) for b in bounced_ids])
@@ -77,8 +80,10 @@ def on_broker_startup(ctl: KafkaController, new_brokers: Sequence[int]) -> None:
         ctl.log.info(
             "Some replicas %s for topics scheduled for deletion %s are on the newly restarted brokers %s. "
             "Signaling restart of topic deletion for these topics",
-            csv(for_deletion), csv(sorted(ctx.topics_to_be_deleted)), csv(new_brokers),
-        )  # fmt: skip
+            csv(for_deletion),
+            csv(sorted(ctx.topics_to_be_deleted)),
+            csv(new_brokers),
+        )
         tdm.resume_deletion_for_topics({r.topic for r in for_deletion})
     register_broker_modifications_handlers(ctl, new_brokers)
 

@@ -44,9 +44,12 @@ def elect(ctl: KafkaController) -> None:
         ctl.context.epoch_zk_version = epoch_zk_version
         ctl.active_controller_id = ctl.broker_id
         ctl.log.info(
-            "%d successfully elected as the controller. Epoch incremented to %d and epoch zk version is now %d",
-            ctl.broker_id, epoch, epoch_zk_version,
-        )  # fmt: skip
+            "%d successfully elected as the controller. Epoch incremented to %d and epoch zk "
+            "version is now %d",
+            ctl.broker_id,
+            epoch,
+            epoch_zk_version,
+        )
         failover.on_controller_failover(ctl)
     except ControllerMovedError:
         maybe_resign(ctl)
@@ -58,11 +61,13 @@ def elect(ctl: KafkaController) -> None:
             )
         else:
             ctl.log.warning(
-                "A controller has been elected but just resigned, this will result in another round of election"
+                "A controller has been elected but just resigned, this will result in another "
+                "round of election"
             )
     except Exception:
         ctl.log.exception(
-            "Error while electing or becoming controller on broker %d. Trigger controller movement immediately",
+            "Error while electing or becoming controller on broker %d. Trigger controller "
+            "movement immediately",
             ctl.broker_id,
         )
         trigger_controller_move(ctl)

@@ -75,14 +75,20 @@ def _elect(
     for tp in unknown:
         ctl.log.info(
             "Skipping replica leader election (%s) for partition %s by %s since it doesn't exist.",
-            kind.value, tp_str(tp), trigger.value,
-        )  # fmt: skip
+            kind.value,
+            tp_str(tp),
+            trigger.value,
+        )
     deleting = [tp for tp in known if ctl.topic_deletion_manager.is_topic_queued_up_for_deletion(tp[0])]
     if deleting:
         ctl.log.warning(
-            "Skipping replica leader election (%s) for partitions %s by %s since the respective topics are being "
-            "deleted", kind.value, tps(deleting), trigger.value,
-        )  # fmt: skip
+            "Skipping replica leader election (%s) for partitions %s by %s since the respective "
+            "topics are being "
+            "deleted",
+            kind.value,
+            tps(deleting),
+            trigger.value,
+        )
     live = [tp for tp in known if tp not in deleting]
     electable = [tp for tp in live if _needs_election(ctl, tp, kind)]
     codes: dict[TopicPartition, int] = {}
@@ -114,9 +120,11 @@ def on_replica_election(
 ) -> dict[TopicPartition, Outcome]:
     partitions = list(partitions)
     ctl.log.info(
-        "Starting replica leader election (%s) for partitions %s triggered by %s", kind.value, tps(partitions),
+        "Starting replica leader election (%s) for partitions %s triggered by %s",
+        kind.value,
+        tps(partitions),
         trigger.value,
-    )  # fmt: skip
+    )
     admin = trigger == ElectionTrigger.ADMIN_CLIENT_TRIGGERED
     try:
         strategy: el.PartitionLeaderElectionStrategy = (
@@ -132,8 +140,12 @@ def on_replica_election(
                 if isinstance(outcome, ControllerMovedError):
                     raise outcome
                 if isinstance(outcome, Exception):
-                    ctl.log.error("Error completing replica leader election (%s) for partition %s: %s",
-                                  kind.value, tp_str(tp), outcome)  # fmt: skip
+                    ctl.log.error(
+                        "Error completing replica leader election (%s) for partition %s: %s",
+                        kind.value,
+                        tp_str(tp),
+                        outcome,
+                    )
         return results
     finally:
         if not admin:
@@ -161,8 +173,10 @@ def remove_partitions_from_preferred_replica_election(
         else:
             ctl.log.warning(
                 "Partition %s failed to complete preferred replica leader election to %d. Leader is still %d",
-                tp_str(tp), preferred, leader,
-            )  # fmt: skip
+                tp_str(tp),
+                preferred,
+                leader,
+            )
     if not auto:
         zkc.delete_recursive(ctl.zk, zd.PREFERRED_REPLICA_ELECTION, ctx.epoch_zk_version)
         ctl.enqueue(ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED))

@@ -208,7 +208,7 @@ class MemoryZooKeeper:
         node = self.nodes.get(path)
         if node is None:
             raise _OpFailed(ZkCode.NONODE)
-        if version != -1 and node.version != version:
+        if version not in (-1, node.version):
             raise _OpFailed(ZkCode.BADVERSION)
         return node
 
@@ -242,7 +242,9 @@ class MemoryZooKeeper:
         del parent.children[_name(path)]
         parent.cversion -= 1
 
-    def _delete(self, op: DeleteOp, undo: list[Callable[[], None]], fired: list[tuple[str, str, str]]) -> OpResult:
+    def _delete(
+        self, op: DeleteOp, undo: list[Callable[[], None]], fired: list[tuple[str, str, str]]
+    ) -> OpResult:
         if op.path == "/":
             raise _OpFailed(ZkCode.BADVERSION)
         node = self._existing(op.path, op.version)
@@ -341,11 +343,15 @@ class MemoryZkClient:
         results: list[OpResult] = []
         moved = False
         for op in ops:
-            check_result, op_result = self.server.transact(self.session, [CheckOp(CONTROLLER_EPOCH, epoch_zk_version), op])
+            check_result, op_result = self.server.transact(
+                self.session, [CheckOp(CONTROLLER_EPOCH, epoch_zk_version), op]
+            )
             moved = moved or not check_result.ok
             results.append(op_result)
         if moved:
-            raise ControllerMovedError(f"Controller epoch zkVersion check fails. Expected zkVersion = {epoch_zk_version}")
+            raise ControllerMovedError(
+                f"Controller epoch zkVersion check fails. Expected zkVersion = {epoch_zk_version}"
+            )
         return results
 
     def multi(self, ops: Sequence[ZkOp]) -> list[OpResult]:

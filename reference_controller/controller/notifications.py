@@ -49,11 +49,16 @@ def process_isr_change_notification(ctl: KafkaController) -> None:
             try:
                 partitions.update(dict.fromkeys(zd.decode_isr_change(data.data, data.path)))
             except MalformedZnodeError as exc:
-                ctl.log.error("Ignoring ISR change notification: %s", exc)
+                ctl.log.error(  # noqa: TRY400 - a value, not a crash
+                    "Ignoring ISR change notification: %s", exc
+                )
         if partitions:
             update_leader_and_isr_cache(ctl, list(partitions))
-            ctl.log.debug("Sending MetadataRequest to Brokers: %s for TopicPartitions: %s",
-                          live_or_shutting_down(ctl), tps(partitions))  # fmt: skip
+            ctl.log.debug(
+                "Sending MetadataRequest to Brokers: %s for TopicPartitions: %s",
+                live_or_shutting_down(ctl),
+                tps(partitions),
+            )
             send_update_metadata_request(ctl, live_or_shutting_down(ctl), list(partitions))
     finally:
         zkc.delete_paths(ctl.zk, [zd.isr_change_path(n) for n in names], ctl.context.epoch_zk_version)
@@ -71,7 +76,9 @@ def process_log_dir_event_notification(ctl: KafkaController) -> None:
             try:
                 broker_ids.append(zd.decode_log_dir_event(data.data, data.path))
             except MalformedZnodeError as exc:
-                ctl.log.error("Ignoring log dir event notification: %s", exc)
+                ctl.log.error(  # noqa: TRY400 - a value, not a crash
+                    "Ignoring log dir event notification: %s", exc
+                )
         on_broker_log_dir_failure(ctl, sorted(set(broker_ids)))
     finally:
         zkc.delete_paths(ctl.zk, [zd.log_dir_event_path(n) for n in names], ctl.context.epoch_zk_version)
@@ -107,6 +114,7 @@ def process_leader_and_isr_response(ctl: KafkaController, event: LeaderAndIsrRes
 def process_update_metadata_response(ctl: KafkaController, event: UpdateMetadataResponseReceived) -> None:
     if ctl.is_active and event.error_code != 0:
         ctl.state_change_log.error(
-            f"Received error {ERROR_NAMES.get(event.error_code, event.error_code)} in UpdateMetadata response "
+            f"Received error {ERROR_NAMES.get(event.error_code, event.error_code)} in "
+            "UpdateMetadata response "
             f"from broker {event.broker_id}"
         )

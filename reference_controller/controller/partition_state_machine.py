@@ -40,11 +40,14 @@ UNCLEAN_KEY = "unclean.leader.election.enable"
 
 def lai_str(lai: LeaderAndIsr) -> str:
     isr = ", ".join(str(r) for r in lai.isr)
-    return f"LeaderAndIsr(leader={lai.leader}, leaderEpoch={lai.leader_epoch}, isr=List({isr}), zkVersion={lai.zk_version})"
+    return (
+        f"LeaderAndIsr(leader={lai.leader}, leaderEpoch={lai.leader_epoch}, isr=List({isr}), "
+        f"zkVersion={lai.zk_version})"
+    )
 
 
 class PartitionStateMachine:
-    def __init__(
+    def __init__(  # noqa: PLR0917 - the collaborators, as in Kafka
         self,
         controller_id: int,
         context: ControllerContext,
@@ -112,7 +115,9 @@ class PartitionStateMachine:
             return result
         except ControllerMovedError:
             self.batch.clear()
-            log.error("Controller moved to another broker when moving some partitions to %s state", target)
+            log.error(  # noqa: TRY400 - logged without the stack, as in Kafka
+                "Controller moved to another broker when moving some partitions to %s state", target
+            )
             raise
         except Exception as exc:
             self.batch.clear()
@@ -184,10 +189,12 @@ class PartitionStateMachine:
             live = tuple(r for r in replicas if ctx.is_replica_online(r, tp))
             if not live:
                 message = (
-                    f"Controller {self.controller_id} epoch {ctx.epoch} encountered error during state change of "
+                    f"Controller {self.controller_id} epoch {ctx.epoch} encountered error during "
+                    "state change of "
                     f"partition {tp_str(tp)} from New to Online, assigned replicas are "
                     f"[{','.join(str(r) for r in replicas)}], live brokers are "
-                    f"[Set({', '.join(str(b) for b in sorted(ctx.live_broker_ids))})]. No assigned replica is alive."
+                    f"[Set({', '.join(str(b) for b in sorted(ctx.live_broker_ids))})]. No "
+                    "assigned replica is alive."
                 )
                 self._log_failed_state_change(
                     tp, P.NewPartition, P.OnlinePartition, StateChangeFailedException(message)
@@ -199,7 +206,7 @@ class PartitionStateMachine:
         try:
             responses = zkc.create_topic_partition_states_raw(self.zk, states, ctx.epoch_zk_version)
         except ControllerMovedError:
-            log.error(
+            log.error(  # noqa: TRY400 - logged without the stack, as in Kafka
                 "Controller moved to another broker when trying to create the topic partition state znode"
             )
             raise
@@ -238,8 +245,9 @@ class PartitionStateMachine:
             if remaining:
                 log.info(
                     "Retrying leader election with strategy %s for partitions %s",
-                    strategy, ",".join(tp_str(tp) for tp in remaining),
-                )  # fmt: skip
+                    strategy,
+                    ",".join(tp_str(tp) for tp in remaining),
+                )
         return finished_elections
 
     def _do_elect_leader_for_partitions(
@@ -257,9 +265,11 @@ class PartitionStateMachine:
                 )
             elif decoded.controller_epoch > ctx.epoch:
                 failed[tp] = StateChangeFailedException(
-                    f"Aborted leader election for partition {tp_str(tp)} since the LeaderAndIsr path was already "
+                    f"Aborted leader election for partition {tp_str(tp)} since the LeaderAndIsr "
+                    "path was already "
                     f"written by another controller. This probably means that the current controller "
-                    f"{self.controller_id} went through a soft failure and another controller was elected with "
+                    f"{self.controller_id} went through a soft failure and another controller was "
+                    "elected with "
                     f"epoch {decoded.controller_epoch}."
                 )
             else:
@@ -361,7 +371,8 @@ class PartitionStateMachine:
         current = self.context.partition_state(tp)
         exc = IllegalStateException(
             f"Partition {tp_str(tp)} should be in one of "
-            f"{valid_previous_names(VALID_PREVIOUS_PARTITION_STATES[target])} states before moving to {target} "
+            f"{valid_previous_names(VALID_PREVIOUS_PARTITION_STATES[target])} states before "
+            f"moving to {target} "
             f"state. Instead it is in {current} state"
         )
         self._log_failed_state_change(tp, current, target, exc)
@@ -370,7 +381,8 @@ class PartitionStateMachine:
         self, tp: TopicPartition, current: PartitionState, target: PartitionState, cause: BaseException
     ) -> None:
         self.scl.error(
-            f"Controller {self.controller_id} epoch {self.context.epoch} failed to change state for partition "
+            f"Controller {self.controller_id} epoch {self.context.epoch} failed to change state "
+            "for partition "
             f"{tp_str(tp)} from {current} to {target}",
             cause,
         )

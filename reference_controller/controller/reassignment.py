@@ -83,7 +83,8 @@ def maybe_trigger_partition_reassignment(
                 results[tp] = 0
             except ControllerMovedError:
                 ctl.log.info(
-                    "Failed completing reassignment of partition %s because controller has moved to another broker",
+                    "Failed completing reassignment of partition %s because controller has moved "
+                    "to another broker",
                     tp_str(tp),
                 )
                 raise
@@ -148,23 +149,32 @@ def move_reassigned_partition_leader_if_required(
     psm = ctl.partition_state_machine
     if leader not in replicas:
         ctl.log.info(
-            "Leader %d for partition %s being reassigned, is not in the new list of replicas %s. Re-electing leader",
-            leader, tp_str(tp), csv(replicas),
-        )  # fmt: skip
+            "Leader %d for partition %s being reassigned, is not in the new list of replicas %s. "
+            "Re-electing leader",
+            leader,
+            tp_str(tp),
+            csv(replicas),
+        )
         psm.handle_state_changes(
             [tp], PartitionState.OnlinePartition, el.ReassignPartitionLeaderElectionStrategy()
         )
     elif ctl.context.is_replica_online(leader, tp):
         ctl.log.info(
-            "Leader %d for partition %s being reassigned, is already in the new list of replicas %s and is alive",
-            leader, tp_str(tp), csv(replicas),
-        )  # fmt: skip
+            "Leader %d for partition %s being reassigned, is already in the new list of replicas "
+            "%s and is alive",
+            leader,
+            tp_str(tp),
+            csv(replicas),
+        )
         update_leader_epoch_and_send_request(ctl, tp, new_assignment)
     else:
         ctl.log.info(
-            "Leader %d for partition %s being reassigned, is already in the new list of replicas %s but is dead",
-            leader, tp_str(tp), csv(replicas),
-        )  # fmt: skip
+            "Leader %d for partition %s being reassigned, is already in the new list of replicas "
+            "%s but is dead",
+            leader,
+            tp_str(tp),
+            csv(replicas),
+        )
         psm.handle_state_changes(
             [tp], PartitionState.OnlinePartition, el.ReassignPartitionLeaderElectionStrategy()
         )
@@ -204,7 +214,8 @@ def update_leader_epoch_and_send_request(
     updated = update_leader_epoch(ctl, tp)
     if updated is None:
         ctl.state_change_log.error(
-            f"Failed to send LeaderAndIsr request with new replica assignment {_ra_str(assignment)} to leader "
+            "Failed to send LeaderAndIsr request with new replica assignment "
+            f"{_ra_str(assignment)} to leader "
             f"for partition being reassigned {tp_str(tp)}"
         )
         return
@@ -227,13 +238,16 @@ def update_leader_epoch(ctl: KafkaController, tp: TopicPartition) -> LeaderIsrAn
         current = zkc.get_topic_partition_states(ctl.zk, [tp]).get(tp)
         if current is None:
             raise StateChangeFailedException(
-                f"Cannot update leader epoch for partition {tp_str(tp)} as leaderAndIsr path is empty. This could "
+                f"Cannot update leader epoch for partition {tp_str(tp)} as leaderAndIsr path is "
+                "empty. This could "
                 "mean we somehow tried to reassign a partition that doesn't exist"
             )
         if current.controller_epoch > ctx.epoch:
             raise StateChangeFailedException(
-                "Leader and isr path written by another controller. This probably means the current controller with "
-                f"epoch {ctx.epoch} went through a soft failure and another controller was elected with epoch "
+                "Leader and isr path written by another controller. This probably means the "
+                "current controller with "
+                f"epoch {ctx.epoch} went through a soft failure and another controller was "
+                "elected with epoch "
                 f"{current.controller_epoch}. Aborting state change by this controller"
             )
         finished, _retry = zkc.update_leader_and_isr(
@@ -273,8 +287,10 @@ def maybe_remove_from_zk_reassignment(
     current = zkc.get_partition_reassignment(ctl.zk)
     removing = {tp: r for tp, r in current.items() if should_remove(tp, r)}
     remaining = {tp: r for tp, r in current.items() if tp not in removing}
-    ctl.log.info("Removing partitions %s from the list of reassigned partitions in zookeeper",
-                 {tp_str(tp): r for tp, r in removing.items()})  # fmt: skip
+    ctl.log.info(
+        "Removing partitions %s from the list of reassigned partitions in zookeeper",
+        {tp_str(tp): r for tp, r in removing.items()},
+    )
     if not remaining:
         ctl.log.info("No more partitions need to be reassigned. Deleting zk path %s", zd.REASSIGN_PARTITIONS)
         zkc.delete_recursive(ctl.zk, zd.REASSIGN_PARTITIONS, ctl.context.epoch_zk_version)
@@ -299,8 +315,9 @@ def process_partition_reassignment_isr_change(ctl: KafkaController, tp: TopicPar
     if is_reassignment_complete(ctl, tp, reassignment):
         ctl.log.info(
             "Target replicas %s have all caught up with the leader for reassigning partition %s",
-            list(reassignment.target_replicas), tp_str(tp),
-        )  # fmt: skip
+            list(reassignment.target_replicas),
+            tp_str(tp),
+        )
         on_partition_reassignment(ctl, tp, reassignment)
 
 

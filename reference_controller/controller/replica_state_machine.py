@@ -40,7 +40,7 @@ log = logging.getLogger("kafka.controller.ZkReplicaStateMachine")
 
 
 class ReplicaStateMachine:
-    def __init__(
+    def __init__(  # noqa: PLR0917 - the collaborators, as in Kafka
         self,
         controller_id: int,
         context: ControllerContext,
@@ -97,7 +97,9 @@ class ReplicaStateMachine:
             self.emit(self.batch.send_requests_to_brokers(self.context.epoch))
         except ControllerMovedError:
             self.batch.clear()
-            log.error("Controller moved to another broker when moving some replicas to %s state", target)
+            log.error(  # noqa: TRY400 - logged without the stack, as in Kafka
+                "Controller moved to another broker when moving some replicas to %s state", target
+            )
             raise
         except Exception:
             self.batch.clear()
@@ -152,7 +154,8 @@ class ReplicaStateMachine:
         elif info.leader_and_isr.leader == replica_id:
             # Kafka logs this failure with target OfflineReplica (a quirk kept verbatim).
             failure = StateChangeFailedException(
-                f"Replica {replica_id} for partition {tp_str(tp)} cannot be moved to NewReplica state as it is "
+                f"Replica {replica_id} for partition {tp_str(tp)} cannot be moved to NewReplica "
+                "state as it is "
                 "being requested to become leader"
             )
             self._log_failed_state_change(
@@ -252,7 +255,8 @@ class ReplicaStateMachine:
         for tp in missing:
             if not ctx.is_topic_queued_up_for_deletion(tp[0]):
                 outcome[tp] = StateChangeFailedException(
-                    f"Failed to change state of replica {replica_id} for partition {tp_str(tp)} since the leader "
+                    f"Failed to change state of replica {replica_id} for partition {tp_str(tp)} "
+                    "since the leader "
                     "and isr path in zookeeper is empty"
                 )
         return outcome, retry
@@ -269,8 +273,10 @@ class ReplicaStateMachine:
                 missing.append(tp)
             elif decoded.controller_epoch > epoch:
                 states[tp] = StateChangeFailedException(
-                    "Leader and isr path written by another controller. This probably means the current controller "
-                    f"with epoch {epoch} went through a soft failure and another controller was elected with epoch "
+                    "Leader and isr path written by another controller. This probably means the "
+                    "current controller "
+                    f"with epoch {epoch} went through a soft failure and another controller was "
+                    "elected with epoch "
                     f"{decoded.controller_epoch}. Aborting state change by this controller"
                 )
             else:
@@ -289,7 +295,8 @@ class ReplicaStateMachine:
     def _log_invalid_transition(self, replica: PartitionAndReplica, target: ReplicaState) -> None:
         current = self.context.replica_state(replica)
         exc = IllegalStateException(
-            f"Replica {replica} should be in the {valid_previous_names(VALID_PREVIOUS_REPLICA_STATES[target])} "
+            f"Replica {replica} should be in the "
+            f"{valid_previous_names(VALID_PREVIOUS_REPLICA_STATES[target])} "
             f"states before moving to {target} state. Instead it is in {current} state"
         )
         self._log_failed_state_change(replica, current, target, exc)
@@ -299,6 +306,7 @@ class ReplicaStateMachine:
     ) -> None:
         self.scl.error(
             f"Controller {self.controller_id} epoch {self.context.epoch} initiated state change of replica "
-            f"{replica.replica} for partition {tp_str(replica.topic_partition)} from {current} to {target} failed",
+            f"{replica.replica} for partition {tp_str(replica.topic_partition)} from {current} to "
+            f"{target} failed",
             cause,
         )

@@ -39,7 +39,7 @@ def _csv(items: Iterable[object]) -> str:
 
 
 class TopicDeletionManager:
-    def __init__(
+    def __init__(  # noqa: PLR0917 - the collaborators, as in Kafka
         self,
         broker_id: int,
         delete_topic_enable: bool,
@@ -93,8 +93,12 @@ class TopicDeletionManager:
         failed = sorted(r for r in replicas if self.is_topic_queued_up_for_deletion(r.topic))
         if failed:
             topics = {r.topic for r in failed}
-            self.log.debug("%sDeletion failed for replicas %s. Halting deletion for topics %s", self.prefix,
-                           _csv(failed), sorted(topics))  # fmt: skip
+            self.log.debug(
+                "%sDeletion failed for replicas %s. Halting deletion for topics %s",
+                self.prefix,
+                _csv(failed),
+                sorted(topics),
+            )
             self.rsm.handle_state_changes(failed, R.ReplicaDeletionIneligible)
             self.mark_topic_ineligible_for_deletion(topics, "replica deletion failure")
             self.resume_deletions()

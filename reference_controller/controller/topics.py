@@ -9,7 +9,7 @@ client the TopicDeletionManager writes through (spec §5.2, §6.9).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from reference_controller import zkdata as zd
@@ -26,6 +26,7 @@ from reference_controller.controller.context import TopicPartition, replica_of
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import TopicDeletionStopReplicaResponseReceived
+from reference_controller.zkdata import ReplicaAssignment
 
 if TYPE_CHECKING:
     from reference_controller.controller.core import KafkaController
@@ -48,8 +49,10 @@ def process_topic_change(ctl: KafkaController) -> None:
         ctx.update_partition_full_replica_assignment(tp, assignment)
     ctl.log.info(
         "New topics: [%s], deleted topics: [%s], new partition replica assignment [%s]",
-        sorted(new_topics), sorted(deleted_topics), {f"{t}-{p}": a for (t, p), a in added.items()},
-    )  # fmt: skip
+        sorted(new_topics),
+        sorted(deleted_topics),
+        {f"{t}-{p}": a for (t, p), a in added.items()},
+    )
     if added:
         on_new_partition_creation(ctl, list(added))
 
@@ -78,8 +81,9 @@ def process_partition_modifications(ctl: KafkaController, topic: str) -> None:
         if to_add:
             ctl.log.warning(
                 "Skipping adding partitions %s for topic %s since it is currently being deleted",
-                csv(p for _, p in to_add), topic,
-            )  # fmt: skip
+                csv(p for _, p in to_add),
+                topic,
+            )
             _restore_partition_replica_assignment(ctl, topic, assignment)
         else:
             ctl.log.info("Ignoring partition change during topic deletion as no new partitions are added")
@@ -91,7 +95,7 @@ def process_partition_modifications(ctl: KafkaController, topic: str) -> None:
 
 
 def _restore_partition_replica_assignment(
-    ctl: KafkaController, topic: str, assignment: dict[TopicPartition, object]
+    ctl: KafkaController, topic: str, assignment: Mapping[TopicPartition, ReplicaAssignment]
 ) -> None:
     ctl.log.info("Restoring the partition replica assignment for topic %s", topic)
     existing = set(ctl.zk.get_children(zd.topic_partitions_path(topic)) or [])
@@ -145,8 +149,11 @@ def process_topic_deletion_stop_replica_response(
         return
     ctl.log.debug(
         "Delete topic callback invoked on StopReplica response received from broker %d: request error = %d, "
-        "partition errors = %s", event.broker_id, event.error_code, errors,
-    )  # fmt: skip
+        "partition errors = %s",
+        event.broker_id,
+        event.error_code,
+        errors,
+    )
     in_error = set(errors) if event.error_code != 0 else {tp for tp, code in errors.items() if code != 0}
     tdm = ctl.topic_deletion_manager
     tdm.fail_replica_deletion([replica_of(tp, event.broker_id) for tp in sorted(in_error)])

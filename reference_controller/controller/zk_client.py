@@ -103,8 +103,10 @@ def register_controller_and_increment_controller_epoch(
     new_epoch = cur_epoch + 1
     log.info(
         "Try to create %s and increment controller epoch to %d with expected controller epoch zkVersion %d",
-        zd.CONTROLLER, new_epoch, cur_version,
-    )  # fmt: skip
+        zd.CONTROLLER,
+        new_epoch,
+        cur_version,
+    )
     results = zk.multi(
         [
             CreateOp(zd.CONTROLLER, zd.encode_controller(broker_id, timestamp_ms), ephemeral=True),
@@ -158,7 +160,9 @@ def _decode_broker(broker_id: int, data: DataResult) -> BrokerInfo | None:
     try:
         return zd.decode_broker(broker_id, data.data, data.path)
     except MalformedZnodeError as exc:
-        log.error("Skipping broker %d: %s", broker_id, exc)
+        log.error(  # noqa: TRY400 - a value, not a crash
+            "Skipping broker %d: %s", broker_id, exc
+        )
         return None
 
 
@@ -182,7 +186,9 @@ def get_full_replica_assignment_for_topics(
         try:
             decoded = zd.decode_topic(topic, data.data, data.path)
         except MalformedZnodeError as exc:
-            log.error("Skipping topic %s: %s", topic, exc)
+            log.error(  # noqa: TRY400 - a value, not a crash
+                "Skipping topic %s: %s", topic, exc
+            )
             continue
         for partition in sorted(decoded.partitions):
             result[(topic, partition)] = decoded.partitions[partition]
@@ -207,7 +213,9 @@ def decode_state(data: DataResult) -> LeaderIsrAndControllerEpoch | None:
     try:
         return zd.decode_partition_state(data.data, data.stat.version, data.path)
     except MalformedZnodeError as exc:
-        log.error("%s", exc)
+        log.error(  # noqa: TRY400 - a value, not a crash
+            "%s", exc
+        )
         return None
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kio.serial import _parse, readers
+from kio.serial._shared import NullableEntityMarker
 
 _PATCHED = "_reference_node_tolerant"
 
@@ -20,7 +21,7 @@ def _read_compiled(buffer: Any, offset: int, schema: Any) -> tuple[Any, int]:
     if isinstance(schema, _parse._NullableSchema):
         marker_int, add_size = readers.read_int8(buffer, offset)
         size += add_size
-        if _parse.NullableEntityMarker(marker_int) is _parse.NullableEntityMarker.null:
+        if NullableEntityMarker(marker_int) is NullableEntityMarker.null:
             return None, size
     kwargs: dict[str, Any] = {}
     for fld, field_reader in schema.field_readers:
@@ -50,7 +51,7 @@ def _read_compiled(buffer: Any, offset: int, schema: Any) -> tuple[Any, int]:
 
 def install() -> None:
     if not getattr(_parse, _PATCHED, False):
-        _parse._read_compiled = _read_compiled  # type: ignore[assignment]
+        _parse._read_compiled = _read_compiled
         setattr(_parse, _PATCHED, True)
 
 

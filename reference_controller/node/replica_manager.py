@@ -250,7 +250,8 @@ class ReplicaManager:
             return STALE_CONTROLLER_EPOCH
         for tp, st in states:
             self.state_change.trace(
-                f"Cached leader info {st} for partition {tp[0]}-{tp[1]} in response to UpdateMetadata "
+                f"Cached leader info {_update_metadata_state(tp, st)} for partition {tp[0]}-{tp[1]} "
+                "in response to UpdateMetadata "
                 "request "
                 f"sent by controller {controller_id} epoch {controller_epoch} with correlation id "
                 f"{correlation_id}"
@@ -289,6 +290,20 @@ class ReplicaManager:
 
     def shutdown(self) -> None:
         self.fetcher.remove_partitions(list(self.partitions))
+
+
+def _update_metadata_state(tp: TopicPartition, st: PartitionState) -> str:
+    """`UpdateMetadataPartitionState.toString` as Kafka 2.5 prints it."""
+
+    def lst(v: tuple[int, ...]) -> str:
+        return "[" + ", ".join(map(str, v)) + "]"
+
+    return (
+        f"UpdateMetadataPartitionState(topicName='{tp[0]}', partitionIndex={tp[1]}, "
+        f"controllerEpoch={st.controller_epoch}, leader={st.leader}, leaderEpoch={st.leader_epoch}, "
+        f"isr={lst(st.isr)}, zkVersion={st.zk_version}, replicas={lst(st.replicas)}, "
+        f"offlineReplicas={lst(st.offline_replicas)})"
+    )
 
 
 class _PrefixedLogger:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -31,7 +32,7 @@ def wait_for(check: Callable[[], T | None], timeout_s: float, what: str, interva
     while time.monotonic() < deadline:
         try:
             last = check()
-        except Exception as exc:  # noqa: BLE001 - report the last failure if we time out
+        except Exception as exc:  # report the last failure if we time out
             last = exc
         if last and not isinstance(last, Exception):
             return last  # type: ignore[no-any-return]
@@ -85,10 +86,8 @@ class NodeProcess:
         return self.proc.wait(timeout=timeout_s)
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(timeout=10)
 
 
@@ -203,7 +202,7 @@ def leader_and_isr(
                     adding_replicas=(),
                     removing_replicas=(),
                     is_new=p.is_new,
-                )  # fmt: skip
+                )
             )
         return build(
             schema,
@@ -247,7 +246,7 @@ def update_metadata(
                     zk_version=p.zk_version,
                     replicas=p.replicas,
                     offline_replicas=(),
-                )  # fmt: skip
+                )
             )
         live = tuple(
             build(
@@ -255,7 +254,7 @@ def update_metadata(
                 id_=bid,
                 rack=None,
                 endpoints=(build(ep_cls, port=port, host=host, listener="PLAINTEXT", security_protocol=0),),
-            )  # fmt: skip
+            )
             for bid, (host, port) in sorted(brokers.items())
         )
         return build(

@@ -14,7 +14,15 @@ import pytest
 from kazoo.client import KazooClient
 
 from reference_controller import zkdata
-from tests.node.helpers import REPO, NodeFactory, PartitionSpec, leader_and_isr, send, stop_replica, update_metadata
+from tests.node.helpers import (
+    REPO,
+    NodeFactory,
+    PartitionSpec,
+    leader_and_isr,
+    send,
+    stop_replica,
+    update_metadata,
+)
 
 pytestmark = pytest.mark.integration
 BROKER_ONLY = {"reference.controller.enable": "false"}
@@ -110,7 +118,9 @@ def test_malformed_frames_and_unknown_apis_close_the_connection_and_the_node_kee
     assert node.wait(30) == 0
 
 
-def test_stale_controller_and_broker_epochs_are_fenced(node_factory: NodeFactory, zk_client: KazooClient) -> None:
+def test_stale_controller_and_broker_epochs_are_fenced(
+    node_factory: NodeFactory, zk_client: KazooClient
+) -> None:
     node = node_factory.start(1, BROKER_ONLY)
     address = node.endpoint(zk_client)
     czxid = zk_client.exists(zkdata.broker_path(1)).czxid
@@ -121,7 +131,9 @@ def test_stale_controller_and_broker_epochs_are_fenced(node_factory: NodeFactory
     resp = leader_and_isr(address, [newer], controller_epoch=4)
     assert int(resp.error_code) == 11
     assert [int(e.error_code) for e in resp.partition_errors] == [11]
-    assert int(update_metadata(address, {1: address}, [], controller_id=1, controller_epoch=4).error_code) == 11
+    assert (
+        int(update_metadata(address, {1: address}, [], controller_id=1, controller_epoch=4).error_code) == 11
+    )
     assert int(stop_replica(address, [("fenced", 0)], delete=True, controller_epoch=4).error_code) == 11
     # FENCE-3: same or older leader epoch → per-partition 11; not a replica → 3
     resp = leader_and_isr(address, [p], controller_epoch=5)
@@ -134,7 +146,9 @@ def test_stale_controller_and_broker_epochs_are_fenced(node_factory: NodeFactory
     assert int(resp.error_code) == 77
     assert (node.data_dir / "fenced-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n3 0\n"
     assert not (node.data_dir / "elsewhere-0").exists()
-    assert "since its controller epoch 4 is old. Latest known controller epoch is 5" in node.read("state-change.log")
+    assert "since its controller epoch 4 is old. Latest known controller epoch is 5" in node.read(
+        "state-change.log"
+    )
     journal = node.journal()
     assert [(e["api"], e["error_code"]) for e in journal] == [
         ("LeaderAndIsr", 0), ("LeaderAndIsr", 11), ("UpdateMetadata", 11), ("StopReplica", 11),

@@ -7,10 +7,11 @@ exactly the replica brokers, and that SIGTERM on a leader moves its leaderships 
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
 from kazoo.client import KazooClient
 
 from reference_controller import zkdata
@@ -24,12 +25,12 @@ pytestmark = [
 
 
 @pytest.fixture
-def cluster(node_factory: NodeFactory, zk_client: KazooClient) -> Iterator[list[NodeProcess]]:
+def cluster(node_factory: NodeFactory, zk_client: KazooClient) -> list[NodeProcess]:
     nodes = [node_factory.start(i) for i in (1, 2, 3)]
     for n in nodes:
         n.endpoint(zk_client)
     wait_for(lambda: zk_client.exists(zkdata.CONTROLLER), 20, "/controller")
-    yield nodes
+    return nodes
 
 
 def _admin(zk: KazooClient, nodes: list[NodeProcess]) -> AdminClient:
@@ -47,21 +48,31 @@ def _partition_dirs(node: NodeProcess, prefix: str) -> set[str]:
     return {d.name for d in node.data_dir.iterdir() if d.is_dir() and d.name.startswith(prefix)}
 
 
+def _dirs_are(node: NodeProcess, prefix: str, expected: set[str]) -> Callable[[], bool]:
+    return lambda: _partition_dirs(node, prefix) == expected
+
+
 def test_admin_apis_agree_with_zookeeper(cluster: list[NodeProcess], zk_client: KazooClient) -> None:
     admin = _admin(zk_client, cluster)
-    md = wait_for(lambda: (m := admin.list_topics(timeout=10)) and len(m.brokers) == 3 and m, 20, "3 brokers")
+    md: Any = wait_for(
+        lambda: (m := admin.list_topics(timeout=10)) and len(m.brokers) == 3 and m, 20, "3 brokers"
+    )
     controller_id = zkdata.decode_controller(zk_client.get(zkdata.CONTROLLER)[0])
     assert md.controller_id == controller_id
-    futures = admin.create_topics([NewTopic("orders", num_partitions=3, replication_factor=2)], operation_timeout=20)
+    futures = admin.create_topics(
+        [NewTopic("orders", num_partitions=3, replication_factor=2)], operation_timeout=20
+    )
     futures["orders"].result(timeout=30)
     assignment = zkdata.decode_topic("orders", zk_client.get(zkdata.topic_path("orders"))[0]).partitions
     md = admin.list_topics(timeout=10)
     for p, a in assignment.items():
         assert list(md.topics["orders"].partitions[p].replicas) == list(a.replicas)
-        assert md.topics["orders"].partitions[p].leader == _state(zk_client, "orders", p).leader_and_isr.leader
+        assert (
+            md.topics["orders"].partitions[p].leader == _state(zk_client, "orders", p).leader_and_isr.leader
+        )
     for n in cluster:
         expected = {f"orders-{p}" for p, a in assignment.items() if n.broker_id in a.replicas}
-        wait_for(lambda n=n, e=expected: _partition_dirs(n, "orders-") == e, 10, f"log dirs {expected} on {n}")
+        wait_for(_dirs_are(n, "orders-", expected), 10, f"log dirs {expected} on broker {n.broker_id}")
     cluster_desc = admin.describe_cluster(request_timeout=10).result(timeout=10)
     assert cluster_desc.controller.id == controller_id
     assert {node.id for node in cluster_desc.nodes} == {1, 2, 3}
@@ -81,7 +92,9 @@ def test_sigterm_on_a_leader_moves_its_leaderships_before_it_exits(
 ) -> None:
     admin = _admin(zk_client, cluster)
     wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == 3, 20, "3 brokers")
-    admin.create_topics([NewTopic("moves", num_partitions=3, replication_factor=3)])["moves"].result(timeout=30)
+    admin.create_topics([NewTopic("moves", num_partitions=3, replication_factor=3)])["moves"].result(
+        timeout=30
+    )
     victim = next(n for n in cluster if n.broker_id == _state(zk_client, "moves", 0).leader_and_isr.leader)
     led = [p for p in range(3) if _state(zk_client, "moves", p).leader_and_isr.leader == victim.broker_id]
     victim.signal(signal.SIGTERM)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -30,7 +31,9 @@ def _state(zk: KazooClient) -> tuple[zkdata.LeaderIsrAndControllerEpoch, int]:
 def _notifications(zk: KazooClient) -> list[list[tuple[str, int]]]:
     children = sorted(zk.get_children(zkdata.ISR_CHANGE_NOTIFICATION))
     return [
-        zkdata.decode_isr_change(zk.get(zkdata.isr_change_path(c))[0], c) for c in children if c.startswith("isr_")
+        zkdata.decode_isr_change(zk.get(zkdata.isr_change_path(c))[0], c)
+        for c in children
+        if c.startswith("isr_")
     ]
 
 
@@ -46,21 +49,32 @@ def test_follower_cut_off_leaves_isr_after_lag_time_and_rejoins(
         makepath=True,
     )
     for bid in (1, 2):
-        assert int(update_metadata(addresses[bid], addresses, [spec], controller_id=1, controller_epoch=7).error_code) == 0
+        assert (
+            int(
+                update_metadata(
+                    addresses[bid], addresses, [spec], controller_id=1, controller_epoch=7
+                ).error_code
+            )
+            == 0
+        )
         assert int(leader_and_isr(addresses[bid], [spec], controller_epoch=7).error_code) == 0
     time.sleep(2.5)  # longer than replica.lag.time.max.ms: the fetching follower stays in the ISR
     assert _state(zk_client)[0].leader_and_isr.isr == (1, 2)
     follower.signal(signal.SIGSTOP)
     try:
         cut_at = time.monotonic()
-        shrunk = wait_for(lambda: (s := _state(zk_client)) and s[0].leader_and_isr.isr == (1,) and s, 10, "ISR [1]")
+        shrunk: Any = wait_for(
+            lambda: (s := _state(zk_client)) and s[0].leader_and_isr.isr == (1,) and s, 10, "ISR [1]"
+        )
         assert time.monotonic() - cut_at >= 1.4
         assert shrunk[0] == zkdata.LeaderIsrAndControllerEpoch(zkdata.LeaderAndIsr(1, 0, (1,), shrunk[1]), 7)
         assert shrunk[1] == 1
         wait_for(lambda: [("isr", 0)] in _notifications(zk_client), 10, "isr_change notification")
     finally:
         follower.signal(signal.SIGCONT)
-    expanded = wait_for(lambda: (s := _state(zk_client)) and s[0].leader_and_isr.isr == (1, 2) and s, 10, "ISR [1,2]")
+    expanded: Any = wait_for(
+        lambda: (s := _state(zk_client)) and s[0].leader_and_isr.isr == (1, 2) and s, 10, "ISR [1,2]"
+    )
     assert expanded[0].leader_and_isr.leader_epoch == 0
     assert expanded[0].controller_epoch == 7
     data = json.loads(zk_client.get(zkdata.partition_state_path("isr", 0))[0])

@@ -20,7 +20,7 @@ def test_node_registers_and_serves_metadata_from_update_metadata(
 ) -> None:
     node = node_factory.start(1, BROKER_ONLY)
     address = node.endpoint(zk_client)
-    data, stat = zk_client.get(zkdata.broker_path(1))
+    _, stat = zk_client.get(zkdata.broker_path(1))
     assert stat.version == 1
     assert stat.ephemeralOwner != 0
     for path in zkdata.PERSISTENT_PATHS:
@@ -42,3 +42,22 @@ def test_node_registers_and_serves_metadata_from_update_metadata(
     assert node.wait(30) == 0, node.stderr()
     assert (node.data_dir / ".kafka_cleanshutdown").exists()
     assert zk_client.exists(zkdata.broker_path(1)) is None
+
+
+def test_node_reregisters_with_a_new_broker_epoch_after_session_expiry(
+    node_factory: NodeFactory, zk_client: KazooClient
+) -> None:
+    node = node_factory.start(1, {**BROKER_ONLY, "zookeeper.session.timeout.ms": "4000"})
+    address = node.endpoint(zk_client)
+    old_epoch = zk_client.exists(zkdata.broker_path(1)).czxid
+    node.signal(signal.SIGSTOP)
+    try:
+        wait_for(lambda: zk_client.exists(zkdata.broker_path(1)) is None, 20, "ephemeral gone after expiry")
+    finally:
+        node.signal(signal.SIGCONT)
+    stat = wait_for(lambda: zk_client.exists(zkdata.broker_path(1)), 20, "re-registration")
+    assert stat.czxid > old_epoch
+    assert stat.version == 1
+    foo0 = PartitionSpec("foo", 0, leader=1, leader_epoch=0, isr=(1,), replicas=(1,))
+    assert int(leader_and_isr(address, [foo0], broker_epoch=old_epoch).error_code) == 77
+    assert int(leader_and_isr(address, [foo0], broker_epoch=stat.czxid).error_code) == 0

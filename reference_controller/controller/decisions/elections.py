@@ -7,10 +7,12 @@ the brokers that must receive the LeaderAndIsr request.
 
 | Strategy | Leader | New ISR | Recipients |
 |---|---|---|---|
-| Offline(allowUnclean) | first in assignment that is live and in ISR; else (unclean) first live | live ISR members; unclean: [leader] | live assigned replicas |
-| Reassign | first of targetReplicas that is live and in ISR | unchanged | targetReplicas |
+| Offline | first live ISR member in assignment order; | live ISR members | live replicas |
+|         | unclean: first live replica              | [leader]         |               |
+| Reassign | first of targetReplicas live and in ISR | unchanged | targetReplicas |
 | Preferred | assignment.head iff live and in ISR | unchanged | assignment |
-| ControlledShutdown | first in assignment live-or-shutting-down, in ISR, not shutting down | ISR minus shutting down | live-or-shutting-down assigned replicas |
+| ControlledShutdown | first live-or-shutting-down ISR member | ISR minus | live-or-shutting-down |
+|                    | in assignment order, not shutting down | shutting down | replicas |
 """
 
 from __future__ import annotations

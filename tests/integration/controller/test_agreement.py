@@ -58,8 +58,10 @@ def random_op(rng: random.Random) -> ZkOp:
     kind = rng.choice(("create", "create", "set", "delete"))
     path = rng.choice(PATHS)
     if kind == "create":
-        sequential = path == "/s" or rng.random() < 0.1
-        return CreateOp(path + ("/n-" if path == "/s" else ""), rng.choice(DATA), rng.random() < 0.2, sequential)
+        sequential = path == "/s"  # see test_sequential_numbering_after_a_sibling_delete_agrees
+        return CreateOp(
+            path + ("/n-" if sequential else ""), rng.choice(DATA), rng.random() < 0.2, sequential
+        )
     if kind == "set":
         return SetDataOp(path, rng.choice(DATA), rng.choice((-1, 0, 1, 2)))
     return DeleteOp(path, rng.choice((-1, -1, 0, 1)))
@@ -90,7 +92,9 @@ def program(seed: int) -> list[Step]:
 NODE_EVENTS: dict[str, tuple[ControllerEvent, ControllerEvent, ControllerEvent]] = {
     p: (ControllerChange(), Reelect(), PartitionModifications(p)) for p in PATHS
 }
-CHILD_EVENTS: dict[str, ControllerEvent] = {p: (BrokerChange() if p == "/a" else TopicChange()) for p in PATHS}
+CHILD_EVENTS: dict[str, ControllerEvent] = {
+    p: (BrokerChange() if p == "/a" else TopicChange()) for p in PATHS
+}
 
 
 # ---- one side -----------------------------------------------------------------------------------
@@ -104,7 +108,9 @@ class Side:
     def norm_stat(self, stat: Stat | None) -> Any:
         if stat is None:
             return None
-        owner = {0: 0, self.port.session_id(): "port", self.admin.session_id(): "admin"}.get(stat.ephemeral_owner)
+        owner = {0: 0, self.port.session_id(): "port", self.admin.session_id(): "admin"}.get(
+            stat.ephemeral_owner
+        )
         return (stat.version, stat.cversion, stat.num_children, stat.data_length, owner)
 
     def norm_result(self, r: OpResult) -> Any:
@@ -116,7 +122,7 @@ class Side:
     def run(self, step: Step) -> Any:  # noqa: PLR0911 - one branch per step kind
         match step:
             case ("admin", op):
-                return [self.norm_result(r) for r in self.admin.multi([op])] if False else self._admin(op)
+                return self._admin(op)
             case ("create", op) if isinstance(op, CreateOp):
                 return self.norm_result(self.port.create(op))
             case ("create", op):
@@ -124,7 +130,7 @@ class Side:
             case ("multi", ops):
                 return [self.norm_result(r) for r in self.port.multi(ops)]
             case ("fenced", ops, current):
-                version = self.epoch_version if current else self.epoch_version - 1
+                version = self.epoch_version if current else self.epoch_version + 1  # -1 would match any
                 try:
                     return [self.norm_result(r) for r in self.port.fenced(ops, version)]
                 except ControllerMovedError as exc:
@@ -161,7 +167,9 @@ class Side:
             self.port.unregister_child_handler(path)
 
 
-def transcript(side: Side, steps: list[Step], expected_events: list[int] | None) -> list[tuple[Any, list[Any]]]:
+def transcript(
+    side: Side, steps: list[Step], expected_events: list[int] | None
+) -> list[tuple[Any, list[Any]]]:
     out: list[tuple[Any, list[Any]]] = []
     for i, step in enumerate(steps):
         outcome = side.run(step)
@@ -179,10 +187,8 @@ def memory_side() -> Side:
     def events(_n: int) -> list[ControllerEvent]:
         return port.drain_events()
 
-    side = Side(port, admin, events)
-    side.events = lambda _n: port.drain_events()
     assert isinstance(port, MemoryZkClient)
-    return side
+    return Side(port, admin, events)
 
 
 @pytest.fixture
@@ -210,11 +216,59 @@ def real_side(zk_client: KazooClient, zk_connect: str) -> Iterator[Side]:
     admin_client.close()
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_memory_model_agrees_with_real_zookeeper(seed: int, real_side: Side) -> None:
-    steps = program(seed)
+FENCED_BUG = pytest.mark.xfail(
+    strict=True,
+    reason="memory_zk.MemoryZkClient.fenced raises ControllerMovedError when the *op* fails (its check is "
+    "then rolled back, code != OK); ZooKeeper + Kafka raise only on BADVERSION of the check and report "
+    "the op's own code (MIDCREATE-2 tolerates NODEEXISTS per op). Remove this mark when fixed.",
+)
+SEQUENCE_BUG = pytest.mark.xfail(
+    strict=True,
+    reason="memory_zk names sequential znodes after the parent's cversion, which counts deletes; "
+    "ZooKeeper 3.8 numbers them by the parent's count of child creations. Remove when fixed.",
+)
+
+
+def agree(steps: list[Step], real: Side, label: str) -> None:
     expected = transcript(memory_side(), steps, None)
-    actual = transcript(real_side, steps, [len(fired) for _, fired in expected])
+    actual = transcript(real, steps, [len(fired) for _, fired in expected])
     for i, (step, want, got) in enumerate(zip(steps, expected, actual, strict=True)):
-        assert got == want, f"seed {seed} step {i} {step}:\n memory: {want}\n real:   {got}"
-    assert real_side.events(0) == []
+        assert got == want, f"{label} step {i} {step}:\n memory: {want}\n real:   {got}"
+    assert real.events(0) == []
+
+
+@FENCED_BUG
+@pytest.mark.parametrize("seed", range(1, 9))
+def test_memory_model_agrees_with_real_zookeeper(seed: int, real_side: Side) -> None:
+    agree(program(seed), real_side, f"seed {seed}")
+
+
+@FENCED_BUG
+def test_fenced_write_whose_op_fails_agrees(real_side: Side) -> None:
+    agree([("fenced", [CreateOp("/a", None), CreateOp("/a", b"again"), SetDataOp("/b", b"", 0)], True)],
+          real_side, "fenced")  # fmt: skip
+
+
+@SEQUENCE_BUG
+def test_sequential_numbering_after_a_sibling_delete_agrees(real_side: Side) -> None:
+    steps: list[Step] = [
+        ("create", CreateOp("/a", None)), ("create", CreateOp("/s/n-", None, sequential=True)),
+        ("create", CreateOp("/s", None)), ("admin", DeleteOp("/a")),
+        ("create", CreateOp("/e", b"", sequential=True)),
+    ]  # fmt: skip
+    agree(steps, real_side, "sequential")
+
+
+def test_memory_model_agrees_on_watches_and_null_data(real_side: Side) -> None:
+    """The part of the program the model already gets right, as a guard while the marks above stand."""
+    steps: list[Step] = [
+        ("handler", "node", "/a", True), ("handler", "child", "/a", True), ("read", "exists", ["/a", "/b"]),
+        ("admin", CreateOp("/a", None)), ("read", "get_children", ["/a", "/b"]), ("read", "get_data", ["/a", "/b"]),
+        ("admin", CreateOp("/a/b", b"")), ("admin", SetDataOp("/a", b"x", 0)), ("read", "get_data", ["/a"]),
+        ("multi", [CreateOp("/a/c", b"x", ephemeral=True), CreateOp("/a/c/d", None)]),
+        ("multi", [CreateOp("/e", None, ephemeral=True), SetDataOp("/e", b"", 0)]), ("read", "get_data", ["/e"]),
+        ("handler", "node", "/a", False), ("read", "get_children", ["/a"]), ("admin", DeleteOp("/a/b")),
+        ("admin", SetDataOp("/a", None)), ("fenced", [CreateOp("/b", None), DeleteOp("/e")], True),
+        ("fenced", [CreateOp("/b/x", None)], False), ("bump_epoch",), ("read", "exists", ["/b", "/b/x", "/e"]),
+    ]  # fmt: skip
+    agree(steps, real_side, "watches")

@@ -20,7 +20,13 @@ from reference_controller.controller.effects import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
-from reference_controller.controller.events import ControllerEvent, Startup
+from reference_controller.controller.events import (
+    ControllerEvent,
+    Expire,
+    RegisterBrokerAndReelect,
+    Startup,
+    TopicDeletionStopReplicaResponseReceived,
+)
 from reference_controller.controller.memory_zk import MemoryZkClient, MemoryZooKeeper
 from reference_controller.controller.ports import CreateOp, ManualClock, SetDataOp
 from reference_controller.zkdata import BrokerInfo, EndPoint, LeaderAndIsr
@@ -68,7 +74,8 @@ class Node:
 
 
 class Cluster:
-    def __init__(self, **config_overrides: str) -> None:
+    def __init__(self, auto_delete_responses: bool = False, **config_overrides: str) -> None:
+        self.auto_delete_responses = auto_delete_responses
         self.zk = MemoryZooKeeper()
         self.admin = self.zk.client()
         self.clock = ManualClock()
@@ -115,8 +122,30 @@ class Cluster:
                     node.queue.append(effect.event)
                 else:
                     node.timers[effect.key] = effect
+            elif self.auto_delete_responses and isinstance(effect, SendRequest):
+                self._respond_to_stop_replica(node, effect)
         node.queue.extend(node.client.drain_events())
         return effects
+
+    def _respond_to_stop_replica(self, node: Node, effect: SendRequest) -> None:
+        request = effect.request
+        if isinstance(request, StopReplicaRequest) and request.delete_partitions:
+            target = self.nodes.get(request.broker_id)
+            if target is not None and target.alive:
+                errors = tuple((tp, 0) for tp in request.partitions)
+                node.queue.append(TopicDeletionStopReplicaResponseReceived(request.broker_id, 0, errors))
+
+    def expire(self, broker_id: int, run: bool = True) -> None:
+        """Session expiry of a live node: Expire, re-register (new czxid), RegisterBrokerAndReelect."""
+        node = self.nodes[broker_id]
+        node.queue.clear()
+        self.zk.expire_session(node.client)
+        node.client.drain_events()
+        self.process(node, Expire())
+        epoch = register_broker(node.client, broker_id)
+        node.queue.append(RegisterBrokerAndReelect(epoch))
+        if run:
+            self.run()
 
     def run(self, max_steps: int = 10_000) -> None:
         for _ in range(max_steps):
@@ -149,7 +178,9 @@ class Cluster:
         lai, controller_epoch = self.state(topic, partition)
         new = LeaderAndIsr(lai.leader, lai.leader_epoch, tuple(isr), lai.zk_version)
         result = self.admin.set_data(
-            zd.partition_state_path(topic, partition), zd.encode_partition_state(new, controller_epoch), lai.zk_version
+            zd.partition_state_path(topic, partition),
+            zd.encode_partition_state(new, controller_epoch),
+            lai.zk_version,
         )
         assert result.ok, result
         if run:
@@ -162,14 +193,22 @@ class Cluster:
 
 
 def leader_and_isr_requests(effects: list[Effect]) -> list[LeaderAndIsrRequest]:
-    return [e.request for e in effects if isinstance(e, SendRequest) and isinstance(e.request, LeaderAndIsrRequest)]
+    return [
+        e.request
+        for e in effects
+        if isinstance(e, SendRequest) and isinstance(e.request, LeaderAndIsrRequest)
+    ]
 
 
 def update_metadata_requests(effects: list[Effect]) -> list[UpdateMetadataRequest]:
     return [
-        e.request for e in effects if isinstance(e, SendRequest) and isinstance(e.request, UpdateMetadataRequest)
+        e.request
+        for e in effects
+        if isinstance(e, SendRequest) and isinstance(e.request, UpdateMetadataRequest)
     ]
 
 
 def stop_replica_requests(effects: list[Effect]) -> list[StopReplicaRequest]:
-    return [e.request for e in effects if isinstance(e, SendRequest) and isinstance(e.request, StopReplicaRequest)]
+    return [
+        e.request for e in effects if isinstance(e, SendRequest) and isinstance(e.request, StopReplicaRequest)
+    ]

@@ -22,16 +22,22 @@ from reference_controller.controller.events import (
     ControlledShutdownResult,
     TopicChange,
     TopicDeletionStopReplicaResponseReceived,
+    ZkReconnected,
 )
 from reference_controller.controller.ports import CreateOp, DeleteOp, SetDataOp
 from tests.unit.controller.harness import (
     Cluster,
+    Node,
     leader_and_isr_requests,
     stop_replica_requests,
     update_metadata_requests,
 )
 
 pytestmark = pytest.mark.unit
+
+
+def is_active(node: Node) -> bool:
+    return node.controller.is_active
 
 
 def test_first_election_gives_epoch_1_at_data_version_1() -> None:
@@ -54,9 +60,9 @@ def test_loser_of_election_never_sets_controller_epoch() -> None:
     cluster.start(1, 2)
     assert cluster.controller().broker_id == 1
     sets = [
-        t for t in cluster.zk.writes(cluster.nodes[2].client.session, ok_only=False) if any(
-            isinstance(op, SetDataOp) and op.path == zd.CONTROLLER_EPOCH for op in t.ops
-        )
+        t
+        for t in cluster.zk.writes(cluster.nodes[2].client.session, ok_only=False)
+        if any(isinstance(op, SetDataOp) and op.path == zd.CONTROLLER_EPOCH for op in t.ops)
     ]
     assert sets == []
     assert not cluster.nodes[2].controller.is_active
@@ -71,7 +77,8 @@ def test_controller_move_increments_controller_epoch() -> None:
     cluster.kill(cluster.controller().broker_id)
     assert cluster.controller().controller.epoch == 3
     found = cluster.zk.get(zd.CONTROLLER_EPOCH)
-    assert found is not None and found[0] == b"3"
+    assert found is not None
+    assert found[0] == b"3"
 
 
 def test_failover_order_of_zookeeper_operations_and_requests() -> None:
@@ -79,7 +86,9 @@ def test_failover_order_of_zookeeper_operations_and_requests() -> None:
     cluster.start(1, 2)
     cluster.create_topic("foo", {0: [1, 2]})
     session2 = cluster.nodes[2].client.session
-    cluster.admin.create(CreateOp(zd.isr_change_path("isr_change_"), zd.encode_isr_change([]), sequential=True))
+    cluster.admin.create(
+        CreateOp(zd.isr_change_path("isr_change_"), zd.encode_isr_change([]), sequential=True)
+    )
     reads_before = len(cluster.zk.reads)
     cluster.kill(1)
     node2 = cluster.nodes[2]
@@ -282,7 +291,7 @@ def test_topic_deletion_removes_znodes_after_stop_replica_responses() -> None:
 
 
 def test_delete_topic_disabled_removes_only_the_marker() -> None:
-    cluster = Cluster(**{"delete.topic.enable": "false"})
+    cluster = Cluster(False, **{"delete.topic.enable": "false"})
     cluster.start(1)
     cluster.create_topic("foo", {0: [1]})
     cluster.admin.create(CreateOp(zd.delete_topic_path("foo"), None))
@@ -347,8 +356,9 @@ def test_fenced_write_after_epoch_bump_resigns_iff_controller_znode_names_anothe
     cluster.create_topic("bar", {0: [1]}, run=False)
     node.client.drain_events()
     effects = cluster.process(node, TopicChange())
-    assert not node.controller.is_active
-    assert CancelScheduled(None) in effects and Resigned() in effects
+    assert not is_active(node)
+    assert CancelScheduled(None) in effects
+    assert Resigned() in effects
 
 
 def test_isr_change_notification_refreshes_cache_and_deletes_children() -> None:
@@ -363,11 +373,14 @@ def test_isr_change_notification_refreshes_cache_and_deletes_children() -> None:
         lai.zk_version,
     )
     mark = len(node.effects)
-    cluster.admin.create(CreateOp(zd.isr_change_path("isr_change_"), zd.encode_isr_change([("foo", 0)]), sequential=True))
+    cluster.admin.create(
+        CreateOp(zd.isr_change_path("isr_change_"), zd.encode_isr_change([("foo", 0)]), sequential=True)
+    )
     cluster.run()
     assert cluster.zk.children(zd.ISR_CHANGE_NOTIFICATION) == []
     um = update_metadata_requests(node.effects[mark:])
-    assert um and all([s.isr for s in r.partition_states] == [(1,)] for r in um)
+    assert um
+    assert all([s.isr for s in r.partition_states] == [(1,)] for r in um)
     assert not leader_and_isr_requests(node.effects[mark:])
 
 
@@ -381,3 +394,19 @@ def test_requests_order_leader_and_isr_then_update_metadata_then_stop_replica() 
     kinds = [type(e.request) for e in node.effects[mark:] if isinstance(e, SendRequest)]
     assert kinds.index(LeaderAndIsrRequest) < kinds.index(UpdateMetadataRequest)
     assert all(k is not StopReplicaRequest for k in kinds)  # broker 3 is gone: nothing sent to it
+
+
+def test_zk_reconnected_rereads_every_watched_path_and_catches_up() -> None:
+    cluster = Cluster()
+    cluster.start(1, 2)
+    cluster.create_topic("foo", {0: [2]})
+    node = cluster.controller()
+    node.client.drop_watches()
+    cluster.kill(2)  # the controller misses the BrokerChange: its watch is gone
+    assert cluster.state("foo", 0)[0].leader == 2
+    cluster.process(node, ZkReconnected())
+    cluster.run()
+    assert cluster.state("foo", 0)[0].leader == -1
+    assert zd.BROKER_IDS in node.client.child_watches
+    assert zd.topic_path("foo") in node.client.data_watches
+    assert zd.CONTROLLER in node.client.data_watches

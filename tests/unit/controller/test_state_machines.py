@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import logging
 
 import pytest
 
 from reference_controller.controller.context import PartitionAndReplica
 from reference_controller.controller.core import KafkaController
+from reference_controller.controller.decisions.elections import OfflinePartitionLeaderElectionStrategy
 from reference_controller.controller.decisions.states import (
     VALID_PREVIOUS_PARTITION_STATES,
     VALID_PREVIOUS_REPLICA_STATES,
@@ -16,7 +18,7 @@ from reference_controller.controller.decisions.states import (
 )
 from reference_controller.controller.memory_zk import MemoryZooKeeper
 from reference_controller.controller.ports import ManualClock
-from reference_controller.logutil import STATE_CHANGE_LOGGER, TRACE
+from reference_controller.logutil import STATE_CHANGE_LOGGER, TRACE, KafkaLayout
 from reference_controller.zkdata import ReplicaAssignment
 from tests.unit.controller.harness import broker_info, make_config
 
@@ -51,8 +53,12 @@ def test_replica_table_is_kafkas() -> None:
 REPLICA_EDGES = list(itertools.product(list(R), list(R)))
 
 
-@pytest.mark.parametrize(("current", "target"), REPLICA_EDGES, ids=[f"{c.name}->{t.name}" for c, t in REPLICA_EDGES])
-def test_replica_transition(current: ReplicaState, target: ReplicaState, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    ("current", "target"), REPLICA_EDGES, ids=[f"{c.name}->{t.name}" for c, t in REPLICA_EDGES]
+)
+def test_replica_transition(
+    current: ReplicaState, target: ReplicaState, caplog: pytest.LogCaptureFixture
+) -> None:
     ctl = bare_controller()
     ctl.context.replica_states[REPLICA] = current
     caplog.set_level(TRACE, logger=STATE_CHANGE_LOGGER)
@@ -62,7 +68,8 @@ def test_replica_transition(current: ReplicaState, target: ReplicaState, caplog:
         assert ctl.context.replica_state(REPLICA) == current
         record = next(r for r in caplog.records if r.levelname == "ERROR")
         assert record.getMessage() == (
-            f"[Controller id=1 epoch=3] Controller 1 epoch 3 initiated state change of replica 2 for partition "
+            "[Controller id=1 epoch=3] Controller 1 epoch 3 initiated state change of replica 2 "
+            "for partition "
             f"foo-0 from {current.name} to {target.name} failed"
         )
         assert record.exc_info is not None
@@ -71,11 +78,15 @@ def test_replica_transition(current: ReplicaState, target: ReplicaState, caplog:
             f"Replica [Topic=foo,Partition=0,Replica=2] should be in the {previous} states before moving to "
             f"{target.name} state. Instead it is in {current.name} state"
         )
-        assert record.exc_info[0].__module__ == "java.lang"
-        assert record.exc_info[0].__name__ == "IllegalStateException"
+        exc_type = record.exc_info[0]
+        assert exc_type is not None
+        assert f"{exc_type.__module__}.{exc_type.__name__}" == "java.lang.IllegalStateException"
     else:
         assert ctl.context.replica_state(REPLICA) == target
-        assert f"Changed state of replica 2 for partition foo-0 from {current.name} to {target.name}" in caplog.text
+        assert (
+            f"Changed state of replica 2 for partition foo-0 from {current.name} to {target.name}"
+            in caplog.text
+        )
         assert not [r for r in caplog.records if r.levelname == "ERROR"]
 
 
@@ -98,13 +109,10 @@ def test_exact_invalid_replica_message_from_spec(caplog: pytest.LogCaptureFixtur
     ctl = bare_controller()
     ctl.context.replica_states[REPLICA] = R.ReplicaDeletionSuccessful
     ctl.replica_state_machine.handle_state_changes([REPLICA], R.ReplicaDeletionIneligible)
-    import logging
-
-    from reference_controller.logutil import KafkaLayout
-
     text = KafkaLayout().format(next(r for r in caplog.records if r.levelno == logging.ERROR))
     assert text.endswith(
-        "ERROR [Controller id=1 epoch=3] Controller 1 epoch 3 initiated state change of replica 2 for partition "
+        "ERROR [Controller id=1 epoch=3] Controller 1 epoch 3 initiated state change of replica "
+        "2 for partition "
         "foo-0 from ReplicaDeletionSuccessful to ReplicaDeletionIneligible failed (state.change.logger)\n"
         "java.lang.IllegalStateException: Replica [Topic=foo,Partition=0,Replica=2] should be in the "
         "OfflineReplica,ReplicaDeletionStarted states before moving to ReplicaDeletionIneligible state. "
@@ -126,9 +134,9 @@ def test_partition_transition(
     caplog.set_level(TRACE, logger=STATE_CHANGE_LOGGER)
     if target == P.OnlinePartition:
         ctl.context.live_brokers.clear()  # no live replica and no state znode: every election fails
-    from reference_controller.controller.decisions.elections import OfflinePartitionLeaderElectionStrategy
-
-    ctl.partition_state_machine.handle_state_changes([TP], target, OfflinePartitionLeaderElectionStrategy(False))
+    ctl.partition_state_machine.handle_state_changes(
+        [TP], target, OfflinePartitionLeaderElectionStrategy(False)
+    )
     valid = current in VALID_PREVIOUS_PARTITION_STATES[target]
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
     header = (
@@ -146,7 +154,8 @@ def test_partition_transition(
         )
     elif target == P.OnlinePartition:
         assert ctl.context.partition_state(TP) == current  # the election failed: state unchanged
-        assert errors and errors[0].getMessage().startswith(header.rsplit(" from ", 1)[0])
+        assert errors
+        assert errors[0].getMessage().startswith(header.rsplit(" from ", 1)[0])
     else:
         assert ctl.context.partition_state(TP) == target
         assert f"Changed partition foo-0 state from {current.name} to {target.name}" in caplog.text
@@ -156,9 +165,9 @@ def test_new_to_online_without_live_replica_logs_kafkas_message(caplog: pytest.L
     ctl = bare_controller()
     ctl.context.partition_states[TP] = P.NewPartition
     ctl.context.live_brokers.clear()
-    from reference_controller.controller.decisions.elections import OfflinePartitionLeaderElectionStrategy
-
-    ctl.partition_state_machine.handle_state_changes([TP], P.OnlinePartition, OfflinePartitionLeaderElectionStrategy(False))
+    ctl.partition_state_machine.handle_state_changes(
+        [TP], P.OnlinePartition, OfflinePartitionLeaderElectionStrategy(False)
+    )
     record = next(r for r in caplog.records if r.levelname == "ERROR")
     assert record.exc_info is not None
     assert str(record.exc_info[1]) == (

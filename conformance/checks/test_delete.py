@@ -1,0 +1,67 @@
+"""DELETE checks: topic deletion (spec §6.9)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from conformance import admin
+from conformance.cluster import Cluster, wait_for
+from conformance.conftest import ClusterFactory
+from conformance.scenarios import create_topic, journal, state_history, writes
+
+pytestmark = pytest.mark.conformance
+
+
+@pytest.mark.behaviour("DELETE-1", "DELETE-2", "RSM-6", "REQ-2")
+def test_deletion_sequence_and_cleanup(cluster: Cluster) -> None:
+    cluster.wait_controller()
+    create_topic(cluster, "dt", {0: [1, 2], 1: [2, 3]})
+    create_topic(cluster, "keep", {0: [3, 1]})
+    mark = journal(cluster).mark()
+    n = len(cluster.history())
+    admin.delete_topic_zk(cluster, "dt")
+    wait_for(lambda: not cluster.zk.exists("/brokers/topics/dt"), cluster.deadline(30), "dt deleted")
+    later = [op for _, op in writes(cluster.history()[n:])]
+    deleted = {op.path for op in later if op.op == "delete"}
+    assert {"/brokers/topics/dt", "/config/topics/dt", "/admin/delete_topics/dt"} <= deleted, sorted(deleted)  # type: ignore[operator]
+    touched = {op.path for op in later if op.path and "keep" in op.path}
+    assert not touched, f"deletion touched another topic: {touched}"
+    for p in (0, 1):
+        hist = [(s["leader"], s["isr"]) for s, _ in state_history(cluster, "dt", p)]
+        assert hist[-1][0] == -1 and len(hist[-1][1]) == 1, f"dt-{p} ISR shrink writes: {hist}"
+    reqs = journal(cluster).requests(since=mark)
+    um = [p for r in reqs if r.api == "UpdateMetadata" for p in r.partitions if p.topic == "dt"]
+    assert um and all(p.leader == -2 for p in um), f"UpdateMetadata for dt must carry leader -2: {um}"
+    for dest in (1, 2, 3):
+        mine = [r for r in reqs if r.dest == dest and r.api == "StopReplica" and any(p.topic == "dt" for p in r.partitions)]
+        if dest in (1, 2, 3) and any(dest in a for a in ([1, 2], [2, 3])):
+            flags = [r.delete_partitions for r in mine]
+            assert False in flags and True in flags and flags.index(False) < flags.index(True), (
+                f"broker {dest}: StopReplica delete=false then delete=true expected, got {flags}")  # fmt: skip
+
+
+@pytest.mark.behaviour("DELETE-3")
+def test_dead_replica_makes_deletion_wait(cluster: Cluster) -> None:
+    cluster.wait_controller()
+    create_topic(cluster, "wait", {0: [1, 2]})
+    victim = 2 if cluster.controller_id() != 2 else 1
+    cluster.stop(victim)
+    admin.delete_topic_zk(cluster, "wait")
+    time.sleep(2.0)
+    assert cluster.zk.exists("/brokers/topics/wait"), "deletion completed with a replica on a dead broker"
+    cluster.start([victim])
+    wait_for(lambda: not cluster.zk.exists("/brokers/topics/wait"), cluster.deadline(30), "deletion resumed")
+
+
+@pytest.mark.behaviour("DELETE-4")
+def test_delete_disabled_removes_only_the_marker(cluster_factory: ClusterFactory) -> None:
+    cluster = cluster_factory(overrides={"delete.topic.enable": "false"})
+    cluster.wait_controller()
+    create_topic(cluster, "stay", {0: [1, 2]})
+    before = cluster.partition_state_stat("stay", 0)
+    admin.delete_topic_zk(cluster, "stay")
+    wait_for(lambda: not cluster.zk.exists("/admin/delete_topics/stay"), cluster.deadline(10), "marker removed")
+    assert cluster.zk.exists("/brokers/topics/stay") and cluster.zk.exists("/config/topics/stay")
+    assert cluster.partition_state_stat("stay", 0) == before

@@ -1,0 +1,104 @@
+"""ISR, PREFERRED and REBALANCE checks (spec §6.5–§6.7)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from conformance import admin
+from conformance.cluster import Cluster, wait_for
+from conformance.conftest import ClusterFactory
+from conformance.scenarios import create_topic, fmt, journal, wait_state, writes
+
+pytestmark = pytest.mark.conformance
+
+
+def _session(cluster: Cluster, bid: int) -> int:
+    stat = cluster.zk.exists(f"/brokers/ids/{bid}")
+    assert stat is not None
+    return int(stat.ephemeralOwner)
+
+
+@pytest.mark.behaviour("ISR-1", "ISR-2")
+def test_leader_isr_change_and_notification(cluster_factory: ClusterFactory) -> None:
+    cluster = cluster_factory(start=False)
+    cluster.start([3])
+    assert cluster.wait_controller() == 3
+    cluster.start([1, 2])
+    create_topic(cluster, "isr", {0: [1, 2]})
+    before = cluster.partition_state("isr", 0) or {}
+    leader_session, n = _session(cluster, 1), len(cluster.history())
+    mark = journal(cluster).mark()
+    cluster.pause(2)  # lag > replica.lag.time.max.ms, < session timeout
+    try:
+        st = wait_state(cluster, "isr", 0, lambda s: s["isr"] == [1], "leader 1 shrinks ISR to [1]", 5)
+    finally:
+        cluster.resume(2)
+    assert (st["leader_epoch"], st["controller_epoch"]) == (before["leader_epoch"], before["controller_epoch"]), st
+    later = writes(cluster.history()[n:])
+    by_leader = [(r, op) for r, op in later if r.session_id == leader_session]
+    assert any(op.path == "/brokers/topics/isr/partitions/0/state" and op.op == "setData" for _, op in by_leader), (
+        f"ISR shrink not written by the leader's session:\n{fmt([r for r, _ in later])}")  # fmt: skip
+    notes = wait_for(lambda: [op for r, op in writes(cluster.history()[n:]) if r.session_id == leader_session
+                              and (op.path or "").startswith("/isr_change_notification/isr_change_")],
+                     cluster.deadline(10), "an isr_change notification from the leader")  # fmt: skip
+    assert json.loads(notes[0].data or b"") == {"version": 1, "partitions": [{"topic": "isr", "partition": 0}]}
+    wait_for(lambda: not cluster.zk.get_children("/isr_change_notification"), cluster.deadline(10), "consumed")
+    ums = [r for r in journal(cluster).requests(api="UpdateMetadata", since=mark) if r.partitions]
+    assert ums and all({(p.topic, p.partition) for p in r.partitions} == {("isr", 0)} for r in ums), (
+        journal(cluster).dump(mark))  # fmt: skip
+    wait_state(cluster, "isr", 0, lambda s: s["isr"] == [1, 2], "follower 2 rejoins the ISR", 10)
+
+
+def _led_by_2(cluster: Cluster, topic: str) -> None:
+    create_topic(cluster, topic, {0: [1, 2]})
+    cluster.kill(1)
+    wait_state(cluster, topic, 0, lambda s: s["leader"] == 2, "leader 2", 20)
+    cluster.start([1])
+    wait_state(cluster, topic, 0, lambda s: s["isr"] == [2, 1], "1 back in ISR", 15)
+
+
+@pytest.mark.behaviour("PREFERRED-1", "ELECT-3")
+def test_preferred_election_moves_leadership_back(cluster_factory: ClusterFactory) -> None:
+    cluster = cluster_factory(start=False)
+    cluster.start([3])
+    cluster.wait_controller()
+    cluster.start([1, 2])
+    _led_by_2(cluster, "pref")
+    epoch = (cluster.partition_state("pref", 0) or {})["leader_epoch"]
+    admin.preferred_election_zk(cluster, [("pref", 0)])
+    st = wait_state(cluster, "pref", 0, lambda s: s["leader"] == 1, "preferred leader 1")
+    assert st["leader_epoch"] == epoch + 1 and st["isr"] == [2, 1], st
+    wait_for(lambda: not cluster.zk.exists("/admin/preferred_replica_election"), cluster.deadline(10), "znode deleted")
+    admin.preferred_election_zk(cluster, [("pref", 0)])  # nothing to do: still deleted
+    wait_for(lambda: not cluster.zk.exists("/admin/preferred_replica_election"), cluster.deadline(10), "deleted again")
+    assert (cluster.partition_state("pref", 0) or {})["leader_epoch"] == epoch + 1
+
+
+@pytest.mark.behaviour("PREFERRED-2")
+def test_preferred_election_skips_unknown_and_deleting(cluster: Cluster) -> None:
+    cluster.wait_controller()
+    create_topic(cluster, "dying", {0: [1, 2]})
+    n = len(cluster.history())
+    admin.preferred_election_zk(cluster, [("nosuch", 0), ("dying", 7)])
+    wait_for(lambda: not cluster.zk.exists("/admin/preferred_replica_election"), cluster.deadline(10), "deleted")
+    stray = [op.path for _, op in writes(cluster.history()[n:]) if op.path and "/brokers/topics/" in op.path]
+    assert not stray, f"writes for skipped partitions: {stray}"
+
+
+@pytest.mark.behaviour("REBALANCE-1")
+def test_auto_rebalance_waits_for_reassignments(cluster_factory: ClusterFactory) -> None:
+    cluster = cluster_factory(4, start=False, overrides={"auto.leader.rebalance.enable": "true"})
+    cluster.start([3])
+    cluster.wait_controller()
+    cluster.start([1, 2])
+    create_topic(cluster, "blocker", {0: [3]})
+    admin.reassign_zk(cluster, {("blocker", 0): [4]})  # pending: broker 4 is down
+    _led_by_2(cluster, "imb")
+    time.sleep(cluster.deadline(12))
+    assert (cluster.partition_state("imb", 0) or {})["leader"] == 2, "rebalanced during a reassignment"
+    cluster.start([4])
+    wait_for(lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(30), "reassignment done")
+    wait_state(cluster, "imb", 0, lambda s: s["leader"] == 1, "auto rebalance back to 1", 20)

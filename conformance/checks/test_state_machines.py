@@ -1,0 +1,119 @@
+"""RSM, PSM and ELECT checks seen through the state-change log and ZooKeeper (spec §3.1, §3.2, §3.5, §6.11)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from conformance import admin
+from conformance.admin import encode
+from conformance.cluster import Cluster, wait_for
+from conformance.conftest import ClusterFactory
+from conformance.scenarios import create_topic, wait_state
+from fixtures.probes.state_change_log import invalid_transitions, partition_transitions, replica_transitions
+
+pytestmark = pytest.mark.conformance
+
+VALID_REPLICA = {
+    "NewReplica": {"NonExistentReplica"},
+    "OnlineReplica": {"NewReplica", "OnlineReplica", "OfflineReplica", "ReplicaDeletionIneligible"},
+    "OfflineReplica": {"NewReplica", "OnlineReplica", "OfflineReplica", "ReplicaDeletionIneligible"},
+    "ReplicaDeletionStarted": {"OfflineReplica"},
+    "ReplicaDeletionSuccessful": {"ReplicaDeletionStarted"},
+    "ReplicaDeletionIneligible": {"OfflineReplica", "ReplicaDeletionStarted"},
+    "NonExistentReplica": {"ReplicaDeletionSuccessful"},
+}
+VALID_PARTITION = {
+    "NewPartition": {"NonExistentPartition"},
+    "OnlinePartition": {"NewPartition", "OnlinePartition", "OfflinePartition"},
+    "OfflinePartition": {"NewPartition", "OnlinePartition", "OfflinePartition"},
+    "NonExistentPartition": {"OfflinePartition"},
+}
+
+
+def _lifecycle(cluster: Cluster) -> None:
+    create_topic(cluster, "sm", {0: [1, 2], 1: [2, 3]})
+    cluster.kill(2)
+    wait_state(cluster, "sm", 1, lambda s: s["leader"] == 3, "leader 3", 20)
+    cluster.start([2])
+    wait_state(cluster, "sm", 0, lambda s: s["isr"] == [1, 2], "2 back in ISR", 15)
+    admin.delete_topic_zk(cluster, "sm")
+    wait_for(lambda: not cluster.zk.exists("/brokers/topics/sm"), cluster.deadline(30), "sm deleted")
+
+
+@pytest.mark.behaviour("RSM-1", "RSM-2", "PSM-1")
+def test_only_valid_transitions_are_traced(cluster_factory: ClusterFactory) -> None:
+    cluster = cluster_factory(start=False)
+    cluster.start([1])
+    assert cluster.wait_controller() == 1
+    cluster.start([2, 3])
+    _lifecycle(cluster)
+    entries = cluster.state_changes(1)
+    rts = [t for t in replica_transitions(entries) if t.topic == "sm"]
+    pts = [t for t in partition_transitions(entries) if t.topic == "sm"]
+    assert rts and pts, "no TRACE state transitions in the controller's state-change log"
+    bad = [t.entry.raw for t in rts if t.from_state not in VALID_REPLICA.get(t.to_state, set())]
+    bad += [t.entry.raw for t in pts if t.from_state not in VALID_PARTITION.get(t.to_state, set())]
+    assert not bad, "invalid transitions traced as valid:\n" + "\n".join(bad)
+    seen = {(t.from_state, t.to_state) for t in rts}
+    for edge in (("NonExistentReplica", "NewReplica"), ("NewReplica", "OnlineReplica"),
+                 ("OnlineReplica", "OfflineReplica"), ("OfflineReplica", "OnlineReplica"),
+                 ("OfflineReplica", "ReplicaDeletionStarted"), ("ReplicaDeletionStarted", "ReplicaDeletionSuccessful"),
+                 ("ReplicaDeletionSuccessful", "NonExistentReplica")):  # fmt: skip
+        assert edge in seen, f"replica edge {edge} not traced; seen {sorted(seen)}"
+    pseen = {(t.from_state, t.to_state) for t in pts}
+    for edge in (("NonExistentPartition", "NewPartition"), ("NewPartition", "OnlinePartition"),
+                 ("OnlinePartition", "OfflinePartition"), ("OfflinePartition", "OnlinePartition"),
+                 ("OfflinePartition", "NonExistentPartition")):  # fmt: skip
+        assert edge in pseen, f"partition edge {edge} not traced; seen {sorted(pseen)}"
+    invalid = invalid_transitions(entries)
+    assert not invalid, "reachable scenario produced invalid transitions:\n" + "\n".join(i.entry.raw for i in invalid)
+
+
+@pytest.mark.behaviour("PSM-3")
+def test_partition_without_live_replica_stays_new(cluster_factory: ClusterFactory) -> None:
+    cluster = cluster_factory(4, start=False)
+    cluster.start([1, 2, 3])
+    cluster.wait_controller()
+    admin.create_topic_zk(cluster, "nolive", {0: [4]})
+    time.sleep(1.5)
+    assert not cluster.zk.exists("/brokers/topics/nolive/partitions"), "state created without a live replica"
+    cluster.start([4])
+    st = wait_state(cluster, "nolive", 0, lambda s: s["leader"] == 4, "created when 4 registers")
+    assert (st["isr"], st["leader_epoch"]) == ([4], 0), st
+
+
+@pytest.mark.behaviour("PSM-4", "BROKER-4")
+def test_failed_election_leaves_partition_and_logs(cluster_factory: ClusterFactory) -> None:
+    cluster = cluster_factory(start=False)
+    cluster.start([3])
+    assert cluster.wait_controller() == 3
+    cluster.start([1, 2])
+    create_topic(cluster, "noel", {0: [1]})
+    cluster.kill(1)
+    st = wait_state(cluster, "noel", 0, lambda s: s["leader"] == -1, "leader -1", 20)
+    assert (st["isr"], st["leader_epoch"]) == ([1], 1), st
+    wait_for(lambda: any("Failed to elect leader for partition noel-0" in e.message for e in cluster.state_changes(3)),
+             cluster.deadline(5), "'Failed to elect leader for partition noel-0' in the state-change log")  # fmt: skip
+
+
+@pytest.mark.behaviour("ELECT-1", "ELECT-5")
+def test_unclean_election_by_topic_config(cluster_factory: ClusterFactory) -> None:
+    cluster = cluster_factory(start=False)
+    cluster.start([3])
+    assert cluster.wait_controller() == 3
+    cluster.start([1, 2])
+    create_topic(cluster, "unc", {0: [1, 2]})
+    cluster.kill(2)
+    wait_state(cluster, "unc", 0, lambda s: s["isr"] == [1], "ISR [1]", 20)
+    cluster.kill(1)
+    wait_state(cluster, "unc", 0, lambda s: s["leader"] == -1, "leader -1", 20)
+    cluster.start([2])
+    time.sleep(1.5)
+    assert (cluster.partition_state("unc", 0) or {})["leader"] == -1, "unclean election while disabled"
+    cluster.zk.set("/config/topics/unc", encode({"version": 1, "config": {"unclean.leader.election.enable": "true"}}))
+    cluster.zk.create("/config/changes/config_change_", encode({"version": 2, "entity_path": "topics/unc"}),
+                      sequence=True, makepath=True)  # fmt: skip
+    st = wait_state(cluster, "unc", 0, lambda s: s["leader"] == 2, "unclean leader 2", 20)
+    assert st["isr"] == [2], st

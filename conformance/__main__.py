@@ -43,9 +43,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def pytest_command(args: argparse.Namespace, results_dir: Path) -> list[str]:
-    cmd = [sys.executable, "-m", "pytest", str(REPO_ROOT / "conformance" / "checks"), "-q", "-rs",
-           f"--target={args.target}", f"--profile={args.profile}", f"--results-dir={results_dir}",
-           f"--alluredir={results_dir / 'allure-results'}", "-p", "no:cacheprovider"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(REPO_ROOT / "conformance" / "checks"),
+        "-q",
+        "-rs",
+        f"--target={args.target}",
+        f"--profile={args.profile}",
+        f"--results-dir={results_dir}",
+        f"--alluredir={results_dir / 'allure-results'}",
+        "-p",
+        "no:cacheprovider",
+    ]
     if args.areas:
         cmd.append(f"--areas={args.areas}")
     if str(args.numprocesses) not in ("0", ""):
@@ -56,12 +67,16 @@ def pytest_command(args: argparse.Namespace, results_dir: Path) -> list[str]:
 def target_version(target: Target) -> str | None:
     if not target.version_command or target.unavailable_reason():
         return None
-    values = target._vars()  # noqa: SLF001 - same package
+    values = target._vars()
     try:
         out = subprocess.run(
-            [target._fmt(c, values) for c in target.version_command],  # noqa: SLF001
-            capture_output=True, text=True, timeout=30, cwd=REPO_ROOT, check=False,
-        )  # fmt: skip
+            [target._fmt(c, values) for c in target.version_command],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=REPO_ROOT,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     text = (out.stdout or out.stderr).strip().splitlines()
@@ -153,7 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = results_dir / "certificate.json"
     path.write_text(json.dumps(certificate, indent=2) + "\n", encoding="utf-8")
     print(
-        f"certificate: {path}  allure results: {results_dir / 'allure-results'}  wall: {certificate['wall_s']} s"
+        f"certificate: {path}  allure results: {results_dir / 'allure-results'}",
+        f"wall: {certificate['wall_s']} s",
     )
     return 1 if failed else 0
 

@@ -14,7 +14,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from conformance.cluster import Cluster
+from confluent_kafka.admin import AdminClient
+
+from conformance.cluster import Cluster, wait_for
 
 __all__ = [
     "admin_client",
@@ -33,18 +35,24 @@ def encode(obj: Any) -> bytes:
 
 
 def topic_znode(assignment: Mapping[int, Iterable[int]]) -> bytes:
-    return encode({
-        "version": 2,
-        "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
-        "adding_replicas": {},
-        "removing_replicas": {},
-    })  # fmt: skip
+    return encode(
+        {
+            "version": 2,
+            "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
+            "adding_replicas": {},
+            "removing_replicas": {},
+        }
+    )
 
 
 def create_topic_zk(
-    cluster: Cluster, topic: str, assignment: Mapping[int, Iterable[int]], config: Mapping[str, str] = {},
-    *, with_config: bool = True,
-) -> None:  # fmt: skip
+    cluster: Cluster,
+    topic: str,
+    assignment: Mapping[int, Iterable[int]],
+    config: Mapping[str, str] = {},
+    *,
+    with_config: bool = True,
+) -> None:
     """``/config/topics/<t>`` then ``/brokers/topics/<t>`` (``with_config=False``: topic znode only)."""
     if with_config:
         cluster.zk.create(
@@ -69,8 +77,18 @@ def delete_topic_zk(cluster: Cluster, topic: str) -> None:
     cluster.zk.create(f"/admin/delete_topics/{topic}", None, makepath=True)
 
 
-def admin_client(cluster: Cluster, **conf: Any) -> Any:
-    """A confluent-kafka ``AdminClient`` bootstrapped on every registered broker's CLIENT listener."""
-    from confluent_kafka.admin import AdminClient
+def admin_client(cluster: Cluster, *, ready_s: float = 20.0, **conf: Any) -> Any:
+    """A confluent-kafka ``AdminClient`` on every registered broker's CLIENT listener.
 
-    return AdminClient({"bootstrap.servers": cluster.bootstrap(), "socket.timeout.ms": 10000, **conf})
+    Waits (``ready_s``, scaled) until the client's Metadata names a registered controller: a Kafka
+    broker answers controller -1 until the controller's first UpdateMetadata reaches it, and a
+    CreateTopics issued before then times out in librdkafka.
+    """
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap(), "socket.timeout.ms": 10000, **conf})
+
+    def ready() -> bool:
+        md = client.list_topics(timeout=5)
+        return int(md.controller_id) >= 0 and int(md.controller_id) in {int(b) for b in md.brokers}
+
+    wait_for(ready, cluster.deadline(ready_s), "client metadata to name a controller")
+    return client

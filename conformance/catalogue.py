@@ -35,17 +35,48 @@ UnitMark = Literal["none", "partly", "only"]
 _UNIT_MARKS: dict[str, UnitMark] = {"none": "none", "partly": "partly", "only": "only"}
 
 AREAS: tuple[str, ...] = (
-    "EPOCH", "FENCE", "LISTEN", "FAILOVER", "RSM", "PSM", "ELECT", "TOPIC", "LOGDIR", "MIDCREATE",
-    "BROKER", "ISR", "PREFERRED", "REBALANCE", "REASSIGN", "DELETE", "SHUTDOWN", "REQ", "BADINPUT",
-)  # fmt: skip
+    "EPOCH",
+    "FENCE",
+    "LISTEN",
+    "FAILOVER",
+    "RSM",
+    "PSM",
+    "ELECT",
+    "TOPIC",
+    "LOGDIR",
+    "MIDCREATE",
+    "BROKER",
+    "ISR",
+    "PREFERRED",
+    "REBALANCE",
+    "REASSIGN",
+    "DELETE",
+    "SHUTDOWN",
+    "REQ",
+    "BADINPUT",
+)
 
 _AREA_SPEC: dict[str, str] = {
-    "EPOCH": "§2.1", "FENCE": "§2.1, §7.3, §7.4", "LISTEN": "§2.2, §2.3", "FAILOVER": "§2.2",
-    "RSM": "§3.1, §3.5", "PSM": "§3.2", "ELECT": "§3.2", "TOPIC": "§5.1, §5.2", "LOGDIR": "§5.4",
-    "MIDCREATE": "§5.3", "BROKER": "§6.1–§6.3", "ISR": "§6.5", "PREFERRED": "§6.6", "REBALANCE": "§6.7",
-    "REASSIGN": "§4, §11; seed 000", "DELETE": "§6.9", "SHUTDOWN": "§6.10", "REQ": "§7",
+    "EPOCH": "§2.1",
+    "FENCE": "§2.1, §7.3, §7.4",
+    "LISTEN": "§2.2, §2.3",
+    "FAILOVER": "§2.2",
+    "RSM": "§3.1, §3.5",
+    "PSM": "§3.2",
+    "ELECT": "§3.2",
+    "TOPIC": "§5.1, §5.2",
+    "LOGDIR": "§5.4",
+    "MIDCREATE": "§5.3",
+    "BROKER": "§6.1–§6.3",
+    "ISR": "§6.5",
+    "PREFERRED": "§6.6",
+    "REBALANCE": "§6.7",
+    "REASSIGN": "§4, §11; seed 000",
+    "DELETE": "§6.9",
+    "SHUTDOWN": "§6.10",
+    "REQ": "§7",
     "BADINPUT": "§1.3, §4.2, ecosystem §4",
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)

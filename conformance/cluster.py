@@ -64,7 +64,7 @@ def wait_for(
             if value:
                 return value
             last = value
-        except Exception as exc:  # noqa: BLE001 - a failing probe is "not yet", reported on timeout
+        except Exception as exc:
             last = exc
         if time.monotonic() >= give_up:
             seen = describe() if callable(describe) else describe
@@ -195,9 +195,13 @@ class Cluster:
             node.proc = subprocess.Popen(
                 self.target.render_command(node.config_path, node.node_dir),
                 cwd=self.target.render_cwd(node.node_dir),
-                env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl
-            )  # fmt: skip
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl, async-signal-safe
+            )
         finally:
             out.close()
         node.paused = False
@@ -255,8 +259,11 @@ class Cluster:
         self.start([bid], wait=wait)
 
     def wait_unregistered(self, bid: int, deadline_s: float = 20.0) -> None:
-        wait_for(lambda: not self.zk.exists(f"/brokers/ids/{bid}"), self.deadline(deadline_s),
-                 f"/brokers/ids/{bid} to disappear")  # fmt: skip
+        wait_for(
+            lambda: not self.zk.exists(f"/brokers/ids/{bid}"),
+            self.deadline(deadline_s),
+            f"/brokers/ids/{bid} to disappear",
+        )
 
     def close(self) -> None:
         """Kill every node, stop proxies and clients; never raises."""
@@ -375,5 +382,9 @@ class Cluster:
 
     def summary(self) -> str:
         live = {b: bool(self.zk.exists(f"/brokers/ids/{b}")) for b in self.broker_ids}
-        procs = {b: ("paused" if n.paused else "up" if n.running else f"down{n.exit_codes[-1:]}") for b, n in self.nodes.items()}  # fmt: skip
-        return f"controller={self.controller_id()} epoch={self.controller_epoch()} registered={live} processes={procs}"
+        procs = {
+            b: ("paused" if n.paused else "up" if n.running else f"down{n.exit_codes[-1:]}")
+            for b, n in self.nodes.items()
+        }
+        ctrl = f"controller={self.controller_id()} epoch={self.controller_epoch()}"
+        return f"{ctrl} registered={live} processes={procs}"

@@ -16,7 +16,7 @@ import pytest
 
 from conformance.cluster import Cluster
 from conformance.evidence import add_evidence, cluster_evidence
-from conformance.plugin import (  # noqa: F401 - hooks and fixtures of the plugin
+from conformance.plugin import (
     conformance_target,
     phase_metrics,
     pytest_addoption,
@@ -26,6 +26,19 @@ from conformance.plugin import (  # noqa: F401 - hooks and fixtures of the plugi
     pytest_runtest_protocol,
 )
 from conformance.targets import Target
+
+__all__ = [
+    "ClusterFactory",
+    "cluster",
+    "cluster_factory",
+    "conformance_target",
+    "phase_metrics",
+    "pytest_addoption",
+    "pytest_collection_modifyitems",
+    "pytest_configure",
+    "pytest_runtest_makereport",
+    "pytest_runtest_protocol",
+]
 
 ClusterFactory = Callable[..., Cluster]
 

@@ -10,7 +10,7 @@ check fails; checks add their own focused observations to assertion messages.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 from kazoo.exceptions import NoNodeError
@@ -47,7 +47,7 @@ def dump_tree(cluster: Cluster, path: str = "/", limit: int = 400) -> str:
     return "\n".join(lines)
 
 
-def fmt_records(records: list[object], last: int = 200) -> str:
+def fmt_records(records: Sequence[object], last: int = 200) -> str:
     return "\n".join(r.describe() for r in records[-last:])  # type: ignore[attr-defined]
 
 

@@ -47,12 +47,18 @@ _ENV_RUN_STARTED = "KZK_RUN_STARTED"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("conformance", "Kafka ZooKeeper-mode controller conformance")
-    group.addoption("--target", default=os.environ.get("KZK_TARGET", "reference"),
-                    help="target name (reference, kafka) or path to a target TOML (default: reference)")  # fmt: skip
+    group.addoption(
+        "--target",
+        default=os.environ.get("KZK_TARGET", "reference"),
+        help="target name (reference, kafka) or path to a target TOML (default: reference)",
+    )
     group.addoption("--profile", default=catalogue.DEFAULT_PROFILE, help="behaviour profile (default 2.5)")
     group.addoption("--areas", default="", help="comma list of areas to run (default: all)")
-    group.addoption("--results-dir", default=os.environ.get("KZK_RESULTS_DIR", ""),
-                    help="write one run record (JSON line) per test execution under this directory")  # fmt: skip
+    group.addoption(
+        "--results-dir",
+        default=os.environ.get("KZK_RESULTS_DIR", ""),
+        help="write one run record (JSON line) per test execution under this directory",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -99,7 +105,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:  # fmt: skip
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     item.stash.setdefault(_REPORTS, {})[report.when] = report
     if report.when == "call" and report.failed:
@@ -112,7 +120,7 @@ def _add_evidence(item: pytest.Item, report: pytest.TestReport) -> None:
     for provider in item.stash.get(EVIDENCE, []):
         try:
             sections = provider()
-        except Exception as exc:  # noqa: BLE001 - evidence must never mask the failure
+        except Exception as exc:
             sections = {"evidence error": repr(exc)}
         for name, text in sections.items():
             report.sections.append((f"evidence: {name}", text))
@@ -172,7 +180,7 @@ def current_commit() -> str | None:
         if not commit:
             try:
                 commit = subprocess.run(
-                    ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10
+                    ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=False
                 ).stdout.strip()
             except (OSError, subprocess.SubprocessError):
                 commit = ""

@@ -55,8 +55,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "MetricDefinition",
     "PhaseMetric",
-    "RunRecord",
     "RecordError",
+    "RunRecord",
     "new_run_id",
     "read_records",
     "run_order_key",
@@ -184,14 +184,29 @@ class RunRecord:
 
 
 _REQUIRED: Final[dict[str, type | tuple[type, ...]]] = {
-    "schema_version": int, "kind": str, "run_id": str, "run_order": str, "test_id": str,
-    "behaviour_ids": list, "target": str, "profile": str, "fault_package": str,
-    "seed": (int, type(None)), "outcome": str, "duration_s": (int, float), "phase_metrics": list,
-    "commit": (str, type(None)), "host": str, "started_at": str, "finished_at": str,
-}  # fmt: skip
+    "schema_version": int,
+    "kind": str,
+    "run_id": str,
+    "run_order": str,
+    "test_id": str,
+    "behaviour_ids": list,
+    "target": str,
+    "profile": str,
+    "fault_package": str,
+    "seed": (int, type(None)),
+    "outcome": str,
+    "duration_s": (int, float),
+    "phase_metrics": list,
+    "commit": (str, type(None)),
+    "host": str,
+    "started_at": str,
+    "finished_at": str,
+}
 _OPTIONAL: Final[dict[str, type | tuple[type, ...]]] = {
-    "reason": (str, type(None)), "worker": (str, type(None)), "target_version": (str, type(None)),
-}  # fmt: skip
+    "reason": (str, type(None)),
+    "worker": (str, type(None)),
+    "target_version": (str, type(None)),
+}
 
 
 def _check_time(d: dict[str, Any], key: str, problems: list[str]) -> None:
@@ -224,7 +239,7 @@ def validate(d: dict[str, Any]) -> list[str]:
         if key not in d:
             if key in _REQUIRED:
                 problems.append(f"{key}: missing")
-        elif isinstance(d[key], bool) and typ is not bool or not isinstance(d[key], typ):
+        elif (isinstance(d[key], bool) and typ is not bool) or not isinstance(d[key], typ):
             problems.append(f"{key}: wrong type {type(d[key]).__name__}")
     problems += [f"{k}: unknown field" for k in d if k not in _REQUIRED and k not in _OPTIONAL]
     if problems:

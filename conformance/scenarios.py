@@ -66,28 +66,47 @@ def fenced(record: TxnRecord, epoch_version: int | None = None) -> bool:
 def state_history(cluster: Cluster, topic: str, partition: int) -> list[tuple[State, TxnRecord]]:
     """Every state a partition's state znode was written with, in order."""
     path = f"/brokers/topics/{topic}/partitions/{partition}/state"
-    return [(json.loads(op.data or b"{}"), r) for r, op in writes(cluster.history())
-            if op.path == path and op.op in (*CREATES, "setData")]  # fmt: skip
+    return [
+        (json.loads(op.data or b"{}"), r)
+        for r, op in writes(cluster.history())
+        if op.path == path and op.op in (*CREATES, "setData")
+    ]
 
 
 def wait_state(
-    cluster: Cluster, topic: str, partition: int, pred: Callable[[State], bool], what: str, deadline_s: float = 20.0
+    cluster: Cluster,
+    topic: str,
+    partition: int,
+    pred: Callable[[State], bool],
+    what: str,
+    deadline_s: float = 20.0,
 ) -> State:
     def ok() -> State | None:
         st = cluster.partition_state(topic, partition)
         return st if st is not None and pred(st) else None
 
-    return wait_for(ok, cluster.deadline(deadline_s),
-                    lambda: f"{topic}-{partition} {what}; state={cluster.partition_state(topic, partition)}; "
-                    f"{cluster.summary()}")  # fmt: skip
+    return wait_for(
+        ok,
+        cluster.deadline(deadline_s),
+        lambda: (
+            f"{topic}-{partition} {what}; state={cluster.partition_state(topic, partition)}; "
+            f"{cluster.summary()}"
+        ),
+    )
 
 
-def wait_online(cluster: Cluster, topic: str, partitions: Iterable[int], deadline_s: float = 20.0) -> dict[int, State]:
-    return {p: wait_state(cluster, topic, p, lambda s: s["leader"] >= 0, "to have a leader", deadline_s)
-            for p in partitions}  # fmt: skip
+def wait_online(
+    cluster: Cluster, topic: str, partitions: Iterable[int], deadline_s: float = 20.0
+) -> dict[int, State]:
+    return {
+        p: wait_state(cluster, topic, p, lambda s: s["leader"] >= 0, "to have a leader", deadline_s)
+        for p in partitions
+    }
 
 
-def create_topic(cluster: Cluster, topic: str, assignment: dict[int, list[int]], **kw: Any) -> dict[int, State]:
+def create_topic(
+    cluster: Cluster, topic: str, assignment: dict[int, list[int]], **kw: Any
+) -> dict[int, State]:
     """Admin-write a topic (Kafka's ``--zookeeper`` way) and wait for all its state znodes."""
     admin.create_topic_zk(cluster, topic, assignment, **kw)
     return wait_online(cluster, topic, assignment)

@@ -170,8 +170,21 @@ def _str_tuple(raw: Any, what: str) -> tuple[str, ...]:
 
 def parse_target(data: Mapping[str, Any], source: str = "") -> Target:
     """A :class:`Target` from parsed TOML, validated once."""
-    known = {"name", "description", "command", "cwd", "env", "logs", "probes", "extra_properties",
-             "requires_env", "requires_files", "version_command", "deadline_scale", "stop_timeout_s"}  # fmt: skip
+    known = {
+        "name",
+        "description",
+        "command",
+        "cwd",
+        "env",
+        "logs",
+        "probes",
+        "extra_properties",
+        "requires_env",
+        "requires_files",
+        "version_command",
+        "deadline_scale",
+        "stop_timeout_s",
+    }
     unknown = set(data) - known
     if unknown:
         raise TargetError(f"{source}: unknown keys {sorted(unknown)}")

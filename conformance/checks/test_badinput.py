@@ -54,5 +54,7 @@ def test_malformed_frames_do_not_stop_the_broker(cluster: Cluster) -> None:
     _send_raw(port, struct.pack(">i", len(body)) + body)  # unsupported version
     _send_raw(port, struct.pack(">i", 100) + b"\x00\x03")  # truncated frame, then close
     _send_raw(port, struct.pack(">i", -5) + b"junk")  # negative size
-    md = wait_for(lambda: admin.admin_client(cluster).list_topics(timeout=5), cluster.deadline(15), "Metadata answered")
+    md = wait_for(
+        lambda: admin.admin_client(cluster).list_topics(timeout=5), cluster.deadline(15), "Metadata answered"
+    )
     assert 1 in {b.id for b in md.brokers.values()}

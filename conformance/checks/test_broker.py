@@ -1,4 +1,5 @@
 """BROKER checks: registration, startup, failure, bounce, endpoint change (spec §1.3, §6.1–§6.3)."""
+# ruff: noqa: PT018 - one assertion per observation keeps its message with the trace it printed
 
 from __future__ import annotations
 
@@ -33,16 +34,28 @@ def test_registration_is_one_multi_with_v4_json(cluster: Cluster) -> None:
         assert regs, f"no registration multi for {path}:\n{fmt(records)}"
         ops = [(o.op, o.path) for o in regs[0].ops]
         assert ops[0][0] in CREATES and ops[1] == ("setData", path) and len(ops) == 2, f"{path} multi: {ops}"
-        assert regs[0].ops[0].ephemeral and regs[0].ops[0].data in (None, b""), "create must be ephemeral, null data"
+        assert regs[0].ops[0].ephemeral and regs[0].ops[0].data in (None, b""), (
+            "create must be ephemeral, null data"
+        )
         data, stat = cluster.zk.get(path)
         reg = json.loads(data)
-        assert {"version", "host", "port", "endpoints", "jmx_port", "timestamp",
-                "listener_security_protocol_map"} <= set(reg), f"{path}: {reg}"  # fmt: skip
+        assert {
+            "version",
+            "host",
+            "port",
+            "endpoints",
+            "jmx_port",
+            "timestamp",
+            "listener_security_protocol_map",
+        } <= set(reg), f"{path}: {reg}"
         assert reg["version"] == 4 and isinstance(reg["timestamp"], str), reg
         assert stat.ephemeralOwner != 0 and stat.version == 1, f"{path} stat {stat}"
     create_topic(cluster, "epochs", {0: [1, 2, 3]})
-    lai = wait_for(lambda: [r for r in journal(cluster).requests(api="LeaderAndIsr") if r.partitions],
-                   cluster.deadline(10), "LeaderAndIsr requests")  # fmt: skip
+    lai = wait_for(
+        lambda: [r for r in journal(cluster).requests(api="LeaderAndIsr") if r.partitions],
+        cluster.deadline(10),
+        "LeaderAndIsr requests",
+    )
     for r in lai:
         assert r.broker_epoch == cluster.broker_epoch(r.dest), f"broker epoch != czxid: {r.describe()}"
         assert r.api_version == 4, f"IBP 2.5 sends LeaderAndIsr v4: {r.describe()}"
@@ -56,15 +69,33 @@ def test_broker_startup_gets_metadata_and_its_replicas(cluster: Cluster) -> None
     create_topic(cluster, "late", {0: [cid, other]})
     mark = journal(cluster).mark()
     cluster.start([other])
-    um_new = wait_for(lambda: [r for r in journal(cluster).requests(api="UpdateMetadata", dest=other, since=mark)
-                               if any(p.topic == "late" for p in r.partitions)],
-                      cluster.deadline(15), lambda: journal(cluster).dump(mark))  # fmt: skip
+    um_new = wait_for(
+        lambda: [
+            r
+            for r in journal(cluster).requests(api="UpdateMetadata", dest=other, since=mark)
+            if any(p.topic == "late" for p in r.partitions)
+        ],
+        cluster.deadline(15),
+        lambda: journal(cluster).dump(mark),
+    )
     assert um_new, "new broker got no full UpdateMetadata"
-    lai = wait_for(lambda: [r for r in journal(cluster).requests(api="LeaderAndIsr", dest=other, since=mark)
-                            if any(p.topic == "late" for p in r.partitions)],
-                   cluster.deadline(15), lambda: journal(cluster).dump(mark))  # fmt: skip
-    assert lai[0].partitions[0].is_new is False, f"OnlineReplica LeaderAndIsr must be isNew=false: {lai[0].describe()}"
-    um_old = [r for r in journal(cluster).requests(api="UpdateMetadata", dest=cid, since=mark) if other in r.live_brokers]
+    lai = wait_for(
+        lambda: [
+            r
+            for r in journal(cluster).requests(api="LeaderAndIsr", dest=other, since=mark)
+            if any(p.topic == "late" for p in r.partitions)
+        ],
+        cluster.deadline(15),
+        lambda: journal(cluster).dump(mark),
+    )
+    assert lai[0].partitions[0].is_new is False, (
+        f"OnlineReplica LeaderAndIsr must be isNew=false: {lai[0].describe()}"
+    )
+    um_old = [
+        r
+        for r in journal(cluster).requests(api="UpdateMetadata", dest=cid, since=mark)
+        if other in r.live_brokers
+    ]
     assert um_old, f"existing broker {cid} not told about {other}:\n{journal(cluster).dump(mark)}"
 
 
@@ -96,15 +127,24 @@ def test_last_isr_member_failure_keeps_it(cluster_factory: ClusterFactory) -> No
     cluster = _placed(cluster_factory, controller=3)
     create_topic(cluster, "last", {0: [1, 2]})
     cluster.kill(2)
-    wait_state(cluster, "last", 0, lambda s: s["isr"] == [1], "ISR [1] after follower 2 died", 30)
+    # the leader (lag) or the controller (OfflineReplica, +1) shrinks the ISR, whichever is first
+    shrunk = wait_state(cluster, "last", 0, lambda s: s["isr"] == [1], "ISR [1] after follower 2 died", 30)
+    time.sleep(cluster.deadline(8))  # let the controller see 2's session expire
+    shrunk = cluster.partition_state("last", 0) or shrunk
     cluster.kill(1)
-    st = wait_state(cluster, "last", 0, lambda s: s["leader"] == -1, "leader -1 after last ISR member died", 30)
-    assert (st["isr"], st["leader_epoch"]) == ([1], 2), f"state {st}"
+    st = wait_state(
+        cluster, "last", 0, lambda s: s["leader"] == -1, "leader -1 after last ISR member died", 30
+    )
+    assert (st["isr"], st["leader_epoch"]) == ([1], shrunk["leader_epoch"] + 1), (
+        f"state {st}, before {shrunk}"
+    )
 
 
 @pytest.mark.behaviour("BROKER-5")
 def test_bounce_is_failure_then_startup(cluster_factory: ClusterFactory) -> None:
-    cluster = _placed(cluster_factory, controller=3, node_overrides={1: {"controlled.shutdown.enable": "false"}})
+    cluster = _placed(
+        cluster_factory, controller=3, node_overrides={1: {"controlled.shutdown.enable": "false"}}
+    )
     create_topic(cluster, "bnc", {0: [1, 2]})
     old = cluster.broker_epoch(1)
     mark = journal(cluster).mark()
@@ -115,10 +155,15 @@ def test_bounce_is_failure_then_startup(cluster_factory: ClusterFactory) -> None
     finally:
         cluster.resume(3)
     assert (cluster.broker_epoch(1) or 0) > (old or 0)
-    st = wait_state(cluster, "bnc", 0, lambda s: s["leader_epoch"] >= 1, "a failure election for bounced 1", 20)
+    st = wait_state(
+        cluster, "bnc", 0, lambda s: s["leader_epoch"] >= 1, "a failure election for bounced 1", 20
+    )
     assert st["leader"] == 2, f"bounced leader must fail over to 2 first: {st}"
-    wait_for(lambda: journal(cluster).requests(api="LeaderAndIsr", dest=1, since=mark), cluster.deadline(10),
-             lambda: journal(cluster).dump(mark))  # fmt: skip
+    wait_for(
+        lambda: journal(cluster).requests(api="LeaderAndIsr", dest=1, since=mark),
+        cluster.deadline(10),
+        lambda: journal(cluster).dump(mark),
+    )
 
 
 @pytest.mark.behaviour("BROKER-6")

@@ -1,4 +1,5 @@
 """DELETE checks: topic deletion (spec §6.9)."""
+# ruff: noqa: PT018 - one assertion per observation keeps its message with the trace it printed
 
 from __future__ import annotations
 
@@ -35,11 +36,16 @@ def test_deletion_sequence_and_cleanup(cluster: Cluster) -> None:
     um = [p for r in reqs if r.api == "UpdateMetadata" for p in r.partitions if p.topic == "dt"]
     assert um and all(p.leader == -2 for p in um), f"UpdateMetadata for dt must carry leader -2: {um}"
     for dest in (1, 2, 3):
-        mine = [r for r in reqs if r.dest == dest and r.api == "StopReplica" and any(p.topic == "dt" for p in r.partitions)]
+        mine = [
+            r
+            for r in reqs
+            if r.dest == dest and r.api == "StopReplica" and any(p.topic == "dt" for p in r.partitions)
+        ]
         if dest in (1, 2, 3) and any(dest in a for a in ([1, 2], [2, 3])):
             flags = [r.delete_partitions for r in mine]
             assert False in flags and True in flags and flags.index(False) < flags.index(True), (
-                f"broker {dest}: StopReplica delete=false then delete=true expected, got {flags}")  # fmt: skip
+                f"broker {dest}: StopReplica delete=false then delete=true expected, got {flags}"
+            )
 
 
 @pytest.mark.behaviour("DELETE-3")
@@ -62,6 +68,9 @@ def test_delete_disabled_removes_only_the_marker(cluster_factory: ClusterFactory
     create_topic(cluster, "stay", {0: [1, 2]})
     before = cluster.partition_state_stat("stay", 0)
     admin.delete_topic_zk(cluster, "stay")
-    wait_for(lambda: not cluster.zk.exists("/admin/delete_topics/stay"), cluster.deadline(10), "marker removed")
-    assert cluster.zk.exists("/brokers/topics/stay") and cluster.zk.exists("/config/topics/stay")
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/delete_topics/stay"), cluster.deadline(10), "marker removed"
+    )
+    assert cluster.zk.exists("/brokers/topics/stay")
+    assert cluster.zk.exists("/config/topics/stay")
     assert cluster.partition_state_stat("stay", 0) == before

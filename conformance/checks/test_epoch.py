@@ -1,4 +1,5 @@
 """EPOCH checks: controller election and the controller epoch (spec §2.1)."""
+# ruff: noqa: PT018 - one assertion per observation keeps its message with the trace it printed
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def test_first_election_sets_epoch_1_at_data_version_1(cluster: Cluster) -> None
     raw, cstat = cluster.zk.get("/controller")
     ctrl = json.loads(raw)
     assert set(ctrl) == {"version", "brokerid", "timestamp"}, f"/controller = {raw!r}"
-    assert ctrl["version"] == 1 and ctrl["brokerid"] == cid
+    assert ctrl["version"] == 1
+    assert ctrl["brokerid"] == cid
     assert isinstance(ctrl["timestamp"], str) and ctrl["timestamp"].isdigit(), (
         f"timestamp not a ms string: {raw!r}"
     )
@@ -56,8 +58,13 @@ def test_first_election_sets_epoch_1_at_data_version_1(cluster: Cluster) -> None
 def test_election_is_one_multi_and_losers_never_set_the_epoch(cluster: Cluster) -> None:
     cluster.wait_controller()
     records = cluster.history()
-    creates = [r for r in records if r.op == "multi" and not r.failed
-               and any(o.op in ("create", "create2") and o.path == "/controller" for o in r.ops)]  # fmt: skip
+    creates = [
+        r
+        for r in records
+        if r.op == "multi"
+        and not r.failed
+        and any(o.op in ("create", "create2") and o.path == "/controller" for o in r.ops)
+    ]
     trace = fmt_records(records)
     assert len(creates) == 1, f"expected one successful election multi, got {len(creates)}:\n{trace}"
     (multi,) = creates
@@ -67,8 +74,14 @@ def test_election_is_one_multi_and_losers_never_set_the_epoch(cluster: Cluster) 
     )
     assert multi.ops[0].ephemeral and multi.ops[1].data == b"1" and multi.ops[1].version == 1, kinds
     stray = [r for r in records if r.op == "setData" and r.path == "/controller_epoch"]
-    stray += [r for r in records if r.op == "multi" and r is not multi and not r.failed
-              and any(o.op == "setData" and o.path == "/controller_epoch" for o in r.ops)]  # fmt: skip
+    stray += [
+        r
+        for r in records
+        if r.op == "multi"
+        and r is not multi
+        and not r.failed
+        and any(o.op == "setData" and o.path == "/controller_epoch" for o in r.ops)
+    ]
     assert not stray, f"/controller_epoch set outside the winning election multi:\n{fmt_records(stray)}"
     inits = [r for r in records if r.op in ("create", "create2") and r.path == "/controller_epoch"]
     assert all(r.data == b"0" for r in inits), f"initial /controller_epoch must be '0':\n{fmt_records(inits)}"
@@ -87,7 +100,7 @@ def test_every_controller_move_increments_the_epoch_by_one(cluster: Cluster, how
         cid, ce = cluster.controller_id(), cluster.controller_epoch()
         return ce if cid is not None and cid not in excluded and ce is not None and ce[0] > epoch else None
 
-    new_epoch, new_version = wait_for(
+    _new_epoch, _new_version = wait_for(
         moved, cluster.deadline(25), lambda: f"a new controller; {cluster.summary()}"
     )
     time.sleep(0.5)  # a second, spurious move would show up as +2
@@ -104,8 +117,11 @@ def test_controller_session_expiry_moves_controller_and_reregisters(cluster: Clu
     new = cluster.wait_controller(not_in=[old], deadline_s=25)
     assert cluster.controller_epoch() == (2, 2), f"after expiry: {cluster.summary()}"
     cluster.resume(old)
-    wait_for(lambda: (cluster.broker_epoch(old) or 0) > (old_czxid or 0), cluster.deadline(20),
-             lambda: f"broker {old} to re-register with a new czxid (was {old_czxid}); {cluster.summary()}")  # fmt: skip
+    wait_for(
+        lambda: (cluster.broker_epoch(old) or 0) > (old_czxid or 0),
+        cluster.deadline(20),
+        lambda: f"broker {old} to re-register with a new czxid (was {old_czxid}); {cluster.summary()}",
+    )
     time.sleep(1.0)
     assert cluster.controller_id() == new and cluster.controller_epoch() == (2, 2), cluster.summary()
     session = _session_of(cluster, old)
@@ -123,7 +139,8 @@ def test_epoch_persists_when_all_brokers_are_down(cluster_factory: ClusterFactor
         cluster.stop(bid)
     assert cluster.controller_id() is None
     epoch = cluster.controller_epoch()
-    assert epoch is not None and epoch[0] >= 1
+    assert epoch is not None
+    assert epoch[0] >= 1
     cluster.start()
     cluster.wait_controller()
     time.sleep(0.5)

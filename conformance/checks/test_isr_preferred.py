@@ -1,4 +1,5 @@
 """ISR, PREFERRED and REBALANCE checks (spec §6.5–§6.7)."""
+# ruff: noqa: PT018 - one assertion per observation keeps its message with the trace it printed
 
 from __future__ import annotations
 
@@ -36,19 +37,36 @@ def test_leader_isr_change_and_notification(cluster_factory: ClusterFactory) -> 
         st = wait_state(cluster, "isr", 0, lambda s: s["isr"] == [1], "leader 1 shrinks ISR to [1]", 5)
     finally:
         cluster.resume(2)
-    assert (st["leader_epoch"], st["controller_epoch"]) == (before["leader_epoch"], before["controller_epoch"]), st
+    assert (st["leader_epoch"], st["controller_epoch"]) == (
+        before["leader_epoch"],
+        before["controller_epoch"],
+    ), st
     later = writes(cluster.history()[n:])
     by_leader = [(r, op) for r, op in later if r.session_id == leader_session]
-    assert any(op.path == "/brokers/topics/isr/partitions/0/state" and op.op == "setData" for _, op in by_leader), (
-        f"ISR shrink not written by the leader's session:\n{fmt([r for r, _ in later])}")  # fmt: skip
-    notes = wait_for(lambda: [op for r, op in writes(cluster.history()[n:]) if r.session_id == leader_session
-                              and (op.path or "").startswith("/isr_change_notification/isr_change_")],
-                     cluster.deadline(10), "an isr_change notification from the leader")  # fmt: skip
-    assert json.loads(notes[0].data or b"") == {"version": 1, "partitions": [{"topic": "isr", "partition": 0}]}
-    wait_for(lambda: not cluster.zk.get_children("/isr_change_notification"), cluster.deadline(10), "consumed")
+    assert any(
+        op.path == "/brokers/topics/isr/partitions/0/state" and op.op == "setData" for _, op in by_leader
+    ), f"ISR shrink not written by the leader's session:\n{fmt([r for r, _ in later])}"
+    notes = wait_for(
+        lambda: [
+            op
+            for r, op in writes(cluster.history()[n:])
+            if r.session_id == leader_session
+            and (op.path or "").startswith("/isr_change_notification/isr_change_")
+        ],
+        cluster.deadline(10),
+        "an isr_change notification from the leader",
+    )
+    assert json.loads(notes[0].data or b"") == {
+        "version": 1,
+        "partitions": [{"topic": "isr", "partition": 0}],
+    }
+    wait_for(
+        lambda: not cluster.zk.get_children("/isr_change_notification"), cluster.deadline(10), "consumed"
+    )
     ums = [r for r in journal(cluster).requests(api="UpdateMetadata", since=mark) if r.partitions]
-    assert ums and all({(p.topic, p.partition) for p in r.partitions} == {("isr", 0)} for r in ums), (
-        journal(cluster).dump(mark))  # fmt: skip
+    assert ums and all({(p.topic, p.partition) for p in r.partitions} == {("isr", 0)} for r in ums), journal(
+        cluster
+    ).dump(mark)
     wait_state(cluster, "isr", 0, lambda s: s["isr"] == [1, 2], "follower 2 rejoins the ISR", 10)
 
 
@@ -71,9 +89,17 @@ def test_preferred_election_moves_leadership_back(cluster_factory: ClusterFactor
     admin.preferred_election_zk(cluster, [("pref", 0)])
     st = wait_state(cluster, "pref", 0, lambda s: s["leader"] == 1, "preferred leader 1")
     assert st["leader_epoch"] == epoch + 1 and st["isr"] == [2, 1], st
-    wait_for(lambda: not cluster.zk.exists("/admin/preferred_replica_election"), cluster.deadline(10), "znode deleted")
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/preferred_replica_election"),
+        cluster.deadline(10),
+        "znode deleted",
+    )
     admin.preferred_election_zk(cluster, [("pref", 0)])  # nothing to do: still deleted
-    wait_for(lambda: not cluster.zk.exists("/admin/preferred_replica_election"), cluster.deadline(10), "deleted again")
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/preferred_replica_election"),
+        cluster.deadline(10),
+        "deleted again",
+    )
     assert (cluster.partition_state("pref", 0) or {})["leader_epoch"] == epoch + 1
 
 
@@ -83,7 +109,9 @@ def test_preferred_election_skips_unknown_and_deleting(cluster: Cluster) -> None
     create_topic(cluster, "dying", {0: [1, 2]})
     n = len(cluster.history())
     admin.preferred_election_zk(cluster, [("nosuch", 0), ("dying", 7)])
-    wait_for(lambda: not cluster.zk.exists("/admin/preferred_replica_election"), cluster.deadline(10), "deleted")
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/preferred_replica_election"), cluster.deadline(10), "deleted"
+    )
     stray = [op.path for _, op in writes(cluster.history()[n:]) if op.path and "/brokers/topics/" in op.path]
     assert not stray, f"writes for skipped partitions: {stray}"
 
@@ -100,5 +128,7 @@ def test_auto_rebalance_waits_for_reassignments(cluster_factory: ClusterFactory)
     time.sleep(cluster.deadline(12))
     assert (cluster.partition_state("imb", 0) or {})["leader"] == 2, "rebalanced during a reassignment"
     cluster.start([4])
-    wait_for(lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(30), "reassignment done")
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(30), "reassignment done"
+    )
     wait_state(cluster, "imb", 0, lambda s: s["leader"] == 1, "auto rebalance back to 1", 20)

@@ -1,4 +1,5 @@
 """LISTEN checks: the controller's watches and every listener's reaction (spec §2.2, §2.3)."""
+# ruff: noqa: PT018 - one assertion per observation keeps its message with the trace it printed
 
 from __future__ import annotations
 
@@ -31,8 +32,16 @@ def test_controller_and_never_controller_watch_sets(cluster_factory: ClusterFact
     cluster.start([2, 3])
     create_topic(cluster, "w1", {0: [1, 2]})
     create_topic(cluster, "w2", {0: [2, 3]})
-    expected = {"/admin/preferred_replica_election", "/admin/reassign_partitions", "/controller",
-                "/brokers/topics/w1", "/brokers/topics/w2", "/brokers/ids/1", "/brokers/ids/2", "/brokers/ids/3"}  # fmt: skip
+    expected = {
+        "/admin/preferred_replica_election",
+        "/admin/reassign_partitions",
+        "/controller",
+        "/brokers/topics/w1",
+        "/brokers/topics/w2",
+        "/brokers/ids/1",
+        "/brokers/ids/2",
+        "/brokers/ids/3",
+    }
 
     def settled() -> frozenset[str] | None:
         got = _watches_of(cluster, 1)
@@ -40,7 +49,9 @@ def test_controller_and_never_controller_watch_sets(cluster_factory: ClusterFact
 
     wait_for(settled, cluster.deadline(10), lambda: f"controller watches {sorted(_watches_of(cluster, 1))}")
     for bid in (2, 3):
-        assert _watches_of(cluster, bid) == {"/controller"}, f"never-controller {bid}: {_watches_of(cluster, bid)}"
+        assert _watches_of(cluster, bid) == {"/controller"}, (
+            f"never-controller {bid}: {_watches_of(cluster, bid)}"
+        )
 
 
 @pytest.mark.behaviour("LISTEN-1", "LISTEN-5", "ISR-2")
@@ -55,28 +66,42 @@ def test_every_listener_reacts(cluster_factory: ClusterFactory) -> None:
     # /brokers/ids (child): a new broker is told about itself
     mark = journal(cluster).mark()
     cluster.start([3])
-    wait_for(lambda: journal(cluster).requests(api="UpdateMetadata", dest=3, since=mark), cluster.deadline(10),
-             "UpdateMetadata to the new broker 3")  # fmt: skip
+    wait_for(
+        lambda: journal(cluster).requests(api="UpdateMetadata", dest=3, since=mark),
+        cluster.deadline(10),
+        "UpdateMetadata to the new broker 3",
+    )
     # /isr_change_notification (child): consumed, UpdateMetadata for exactly those partitions
     mark = journal(cluster).mark()
-    note = cluster.zk.create("/isr_change_notification/isr_change_", encode(
-        {"version": 1, "partitions": [{"topic": "l1", "partition": 1}]}), sequence=True)  # fmt: skip
+    note = cluster.zk.create(
+        "/isr_change_notification/isr_change_",
+        encode({"version": 1, "partitions": [{"topic": "l1", "partition": 1}]}),
+        sequence=True,
+    )
     wait_for(lambda: not cluster.zk.exists(note), cluster.deadline(10), f"{note} consumed")
     ums = [r for r in journal(cluster).requests(api="UpdateMetadata", since=mark) if r.partitions]
     assert ums and all({(p.topic, p.partition) for p in r.partitions} == {("l1", 1)} for r in ums), (
         f"UpdateMetadata after ISR notification:\n{journal(cluster).dump(mark)}"
     )
     # /log_dir_event_notification (child): consumed
-    ev = cluster.zk.create("/log_dir_event_notification/log_dir_event_",
-                           encode({"version": 1, "broker": 2, "event": 1}), sequence=True)  # fmt: skip
+    ev = cluster.zk.create(
+        "/log_dir_event_notification/log_dir_event_",
+        encode({"version": 1, "broker": 2, "event": 1}),
+        sequence=True,
+    )
     wait_for(lambda: not cluster.zk.exists(ev), cluster.deadline(10), f"{ev} consumed")
     # /admin/preferred_replica_election (exists): processed and deleted
     admin.preferred_election_zk(cluster, [("l1", 0)])
-    wait_for(lambda: not cluster.zk.exists("/admin/preferred_replica_election"), cluster.deadline(10),
-             "preferred election znode deleted")  # fmt: skip
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/preferred_replica_election"),
+        cluster.deadline(10),
+        "preferred election znode deleted",
+    )
     # /admin/reassign_partitions (exists): reassignment runs and the znode goes
     admin.reassign_zk(cluster, {("l1", 0): [2, 3]})
-    wait_for(lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(20), "reassignment done")
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(20), "reassignment done"
+    )
     assert (cluster.get_json("/brokers/topics/l1") or {})["partitions"]["0"] == [2, 3]
     # /admin/delete_topics (child): deletion
     admin.delete_topic_zk(cluster, "l1")
@@ -93,10 +118,15 @@ def test_editing_admin_znodes_in_place_does_nothing(cluster: Cluster) -> None:
     cluster.wait_controller()
     create_topic(cluster, "ed", {0: [1, 2]})
     admin.reassign_zk(cluster, {("ed", 0): [9, 1]})  # broker 9 never registers: stays pending
-    wait_for(lambda: (cluster.get_json("/brokers/topics/ed") or {})["partitions"]["0"][0] == 9,
-             cluster.deadline(10), "U1 written for the pending reassignment")  # fmt: skip
-    cluster.zk.set("/admin/reassign_partitions", encode(
-        {"version": 1, "partitions": [{"topic": "ed", "partition": 0, "replicas": [2, 3]}]}))  # fmt: skip
+    wait_for(
+        lambda: (cluster.get_json("/brokers/topics/ed") or {})["partitions"]["0"][0] == 9,
+        cluster.deadline(10),
+        "U1 written for the pending reassignment",
+    )
+    cluster.zk.set(
+        "/admin/reassign_partitions",
+        encode({"version": 1, "partitions": [{"topic": "ed", "partition": 0, "replicas": [2, 3]}]}),
+    )
     time.sleep(2.0)
     topic = cluster.get_json("/brokers/topics/ed") or {}
     assert topic["partitions"]["0"] == [9, 1, 2], f"edited reassignment was acted on: {topic}"

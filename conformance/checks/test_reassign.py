@@ -1,4 +1,5 @@
-"""REASSIGN checks: the 12-step reassignment, milestones, epochs, edge cases, failover (spec §4, §11; seed 000)."""
+"""REASSIGN checks: 12-step reassignment, milestones, epochs, edge cases, failover (spec §4, §11)."""
+# ruff: noqa: PT018 - one assertion per observation keeps its message with the trace it printed
 
 from __future__ import annotations
 
@@ -45,9 +46,22 @@ def _has_dir(cluster: Cluster, bid: int, topic: str) -> bool:
     return any((topic, 0) in s.live() for s in scan_log_dirs(list(cluster.nodes[bid].log_dirs)))
 
 
-@pytest.mark.behaviour("REASSIGN-1", "REASSIGN-2", "REASSIGN-3", "REASSIGN-4", "REASSIGN-5", "REASSIGN-6",
-                       "REASSIGN-7", "REASSIGN-8", "REASSIGN-9", "REASSIGN-10", "REASSIGN-11", "REASSIGN-12",
-                       "REASSIGN-13", "ELECT-2")  # fmt: skip
+@pytest.mark.behaviour(
+    "REASSIGN-1",
+    "REASSIGN-2",
+    "REASSIGN-3",
+    "REASSIGN-4",
+    "REASSIGN-5",
+    "REASSIGN-6",
+    "REASSIGN-7",
+    "REASSIGN-8",
+    "REASSIGN-9",
+    "REASSIGN-10",
+    "REASSIGN-11",
+    "REASSIGN-12",
+    "REASSIGN-13",
+    "ELECT-2",
+)
 def test_reassign_123_to_456(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory(6)
     cid = cluster.wait_controller()
@@ -55,41 +69,90 @@ def test_reassign_123_to_456(cluster_factory: ClusterFactory) -> None:
     wait_state(cluster, "r", 0, lambda s: s["isr"] == [1, 2, 3], "ISR [1,2,3]")
     mark = journal(cluster).mark()
     admin.reassign_zk(cluster, {("r", 0): [4, 5, 6]})
-    wait_for(lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(40), "reassignment done")
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(40), "reassignment done"
+    )
     st = wait_state(cluster, "r", 0, lambda s: s["isr"] == [4, 5, 6], "ISR [4,5,6]")
     assert (st["leader"], st["leader_epoch"]) == (4, 5), f"final state {st} (spec §11: leader 4, epoch 5)"
     hist = _states(cluster, "r")
     seq = [m for m, _, _ in hist]
     full, old, new = frozenset(range(1, 7)), frozenset({1, 2, 3}), frozenset({4, 5, 6})
-    milestones = [(old, 1, old), (full, 1, old), (full, 1, full), (full, 4, full), (full, 4, new), (new, 4, new)]
+    milestones = [
+        (old, 1, old),
+        (full, 1, old),
+        (full, 1, full),
+        (full, 4, full),
+        (full, 4, new),
+        (new, 4, new),
+    ]
     assert _subsequence(seq, milestones), "milestones missing:\n" + "\n".join(map(str, seq))
     topic_writes = [b for _, kind, b in hist if kind == "topic"]
-    assert topic_writes[1] == {"version": 2, "partitions": {"0": [4, 5, 6, 1, 2, 3]}, "adding_replicas": {"0": [4, 5, 6]},
-                               "removing_replicas": {"0": [1, 2, 3]}}, f"U1: {topic_writes}"  # fmt: skip
-    assert hist[-1][1] == "topic" and topic_writes[-1]["partitions"] == {"0": [4, 5, 6]}, "B6 not the last write"
-    assert topic_writes[-1]["adding_replicas"] == {} and topic_writes[-1]["removing_replicas"] == {}
+    assert topic_writes[1] == {
+        "version": 2,
+        "partitions": {"0": [4, 5, 6, 1, 2, 3]},
+        "adding_replicas": {"0": [4, 5, 6]},
+        "removing_replicas": {"0": [1, 2, 3]},
+    }, f"U1: {topic_writes}"
+    assert hist[-1][1] == "topic" and topic_writes[-1]["partitions"] == {"0": [4, 5, 6]}, (
+        "B6 not the last write"
+    )
+    assert topic_writes[-1]["adding_replicas"] == {}
+    assert topic_writes[-1]["removing_replicas"] == {}
     full_isr = next(i for i, (m, _, _) in enumerate(hist) if m[2] == full)
     first_4 = next(i for i, (m, _, _) in enumerate(hist) if m[1] == 4)
     assert full_isr < first_4, "B3 before TRS ⊆ ISR"
     reqs = journal(cluster).requests(api="LeaderAndIsr", since=mark)
-    a1 = {r.dest for r in reqs for p in r.partitions if p.topic == "r" and p.replicas == (4, 5, 6, 1, 2, 3) and p.leader_epoch == 1}
+    a1 = {
+        r.dest
+        for r in reqs
+        for p in r.partitions
+        if p.topic == "r" and p.replicas == (4, 5, 6, 1, 2, 3) and p.leader_epoch == 1
+    }
     assert a1 == set(range(1, 7)), f"A1 LeaderAndIsr to RS: {a1}"
-    a2 = [(r.dest, p.leader_epoch, r.partition_errors.get(("r", 0))) for r in reqs for p in r.partitions
-          if p.topic == "r" and p.is_new and r.dest in new]  # fmt: skip
-    assert {d for d, _, _ in a2} == new and all(e == 1 for _, e, _ in a2), f"A2 isNew=true to 4,5,6 at epoch 1: {a2}"
-    b3 = [r for r in reqs for p in r.partitions if p.topic == "r" and p.replicas == (4, 5, 6) and not p.adding and not p.removing]
+    a2 = [
+        (r.dest, p.leader_epoch, r.partition_errors.get(("r", 0)))
+        for r in reqs
+        for p in r.partitions
+        if p.topic == "r" and p.is_new and r.dest in new
+    ]
+    assert {d for d, _, _ in a2} == new and all(e == 1 for _, e, _ in a2), (
+        f"A2 isNew=true to 4,5,6 at epoch 1: {a2}"
+    )
+    b3 = [
+        r
+        for r in reqs
+        for p in r.partitions
+        if p.topic == "r" and p.replicas == (4, 5, 6) and not p.adding and not p.removing
+    ]
     assert b3, "B3 LeaderAndIsr with RS = TRS"
     for dest in old:
-        flags = [r.delete_partitions for r in journal(cluster).requests(api="StopReplica", dest=dest, since=mark)]
-        assert flags[:2] == [False, True] or (False in flags and True in flags and flags.index(False) < flags.index(True)), (
-            f"B4/B5 StopReplica to {dest}: {flags}")  # fmt: skip
-    ums = {r.dest for r in journal(cluster).requests(api="UpdateMetadata", since=mark)
-           for p in r.partitions if p.topic == "r" and p.replicas == (4, 5, 6)}  # fmt: skip
+        flags = [
+            r.delete_partitions for r in journal(cluster).requests(api="StopReplica", dest=dest, since=mark)
+        ]
+        assert flags[:2] == [False, True] or (
+            False in flags and True in flags and flags.index(False) < flags.index(True)
+        ), f"B4/B5 StopReplica to {dest}: {flags}"
+    ums = {
+        r.dest
+        for r in journal(cluster).requests(api="UpdateMetadata", since=mark)
+        for p in r.partitions
+        if p.topic == "r" and p.replicas == (4, 5, 6)
+    }
     assert ums == set(range(1, 7)), f"B8 UpdateMetadata to every live broker: {ums}"
-    wait_for(lambda: all(_has_dir(cluster, b, "r") for b in new) and not any(_has_dir(cluster, b, "r") for b in old),
-             cluster.deadline(10), "log dirs moved to 4,5,6")  # fmt: skip
-    online = [t for t in replica_transitions(cluster.state_changes(cid))
-              if t.topic == "r" and t.replica in new and (t.from_state, t.to_state) == ("NewReplica", "OnlineReplica")]
+    wait_for(
+        lambda: (
+            all(_has_dir(cluster, b, "r") for b in new) and not any(_has_dir(cluster, b, "r") for b in old)
+        ),
+        cluster.deadline(10),
+        "log dirs moved to 4,5,6",
+    )
+    online = [
+        t
+        for t in replica_transitions(cluster.state_changes(cid))
+        if t.topic == "r"
+        and t.replica in new
+        and (t.from_state, t.to_state) == ("NewReplica", "OnlineReplica")
+    ]
     assert {t.replica for t in online} == new, f"B1 TRACE lines: {online}"
 
 
@@ -98,7 +161,9 @@ def test_single_replica_move_ends_at_epoch_3(cluster: Cluster) -> None:
     cluster.wait_controller()
     create_topic(cluster, "one", {0: [1]})
     admin.reassign_zk(cluster, {("one", 0): [2]})
-    wait_for(lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(30), "reassignment done")
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(30), "reassignment done"
+    )
     st = wait_state(cluster, "one", 0, lambda s: s["isr"] == [2], "ISR [2]")
     assert (st["leader"], st["leader_epoch"]) == (2, 3), f"[1]->[2] final state {st} (spec §11: epoch 3)"
 
@@ -111,16 +176,28 @@ def test_reassignment_edge_cases(cluster_factory: ClusterFactory) -> None:
     create_topic(cluster, "e", {0: [1, 2]})
     wait_state(cluster, "e", 0, lambda s: s["isr"] == [1, 2], "ISR [1,2]")
     admin.reassign_zk(cluster, {("nosuch", 0): [1], ("e", 0): [1, 2]})
-    wait_for(lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(20), "znode emptied")
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(20), "znode emptied"
+    )
     st = wait_state(cluster, "e", 0, lambda s: s["leader_epoch"] == 1, "same-target bump to epoch 1")
-    assert st["leader"] == 1 and not cluster.zk.exists("/brokers/topics/nosuch")
+    assert st["leader"] == 1
+    assert not cluster.zk.exists("/brokers/topics/nosuch")
     admin.reassign_zk(cluster, {("e", 0): [4, 2]})
-    wait_for(lambda: (cluster.get_json("/brokers/topics/e") or {})["partitions"]["0"] == [4, 2, 1],
-             cluster.deadline(10), "U1 with unregistered broker 4")  # fmt: skip
+    wait_for(
+        lambda: (cluster.get_json("/brokers/topics/e") or {})["partitions"]["0"] == [4, 2, 1],
+        cluster.deadline(10),
+        "U1 with unregistered broker 4",
+    )
     admin.delete_topic_zk(cluster, "e")
     cluster.start([4])
-    wait_for(lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(30), "resumed on 4")
-    wait_for(lambda: not cluster.zk.exists("/brokers/topics/e"), cluster.deadline(30), "deletion after reassignment")
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(30), "resumed on 4"
+    )
+    wait_for(
+        lambda: not cluster.zk.exists("/brokers/topics/e"),
+        cluster.deadline(30),
+        "deletion after reassignment",
+    )
 
 
 @pytest.mark.behaviour("REASSIGN-15")
@@ -131,12 +208,17 @@ def test_failover_mid_reassignment_completes(cluster_factory: ClusterFactory) ->
     cluster.start([1, 2])
     create_topic(cluster, "f", {0: [1, 2]})
     admin.reassign_zk(cluster, {("f", 0): [3, 2]})
-    wait_for(lambda: (cluster.get_json("/brokers/topics/f") or {})["partitions"]["0"] == [3, 2, 1],
-             cluster.deadline(10), "U1 pending on broker 3")  # fmt: skip
+    wait_for(
+        lambda: (cluster.get_json("/brokers/topics/f") or {})["partitions"]["0"] == [3, 2, 1],
+        cluster.deadline(10),
+        "U1 pending on broker 3",
+    )
     cluster.kill(4)
     cluster.wait_controller(not_in=[4], deadline_s=25)
     cluster.start([3])
     wait_for(lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(30), "completed")
     topic = cluster.get_json("/brokers/topics/f") or {}
-    assert topic["partitions"]["0"] == [3, 2] and topic["adding_replicas"] == {} and topic["removing_replicas"] == {}
+    assert topic["partitions"]["0"] == [3, 2]
+    assert topic["adding_replicas"] == {}
+    assert topic["removing_replicas"] == {}
     wait_state(cluster, "f", 0, lambda s: set(s["isr"]) == {2, 3} and s["leader"] in (2, 3), "ISR {2,3}")

@@ -1,4 +1,5 @@
 """SHUTDOWN and REQ checks: controlled shutdown and controller request contents (spec §6.10, §7)."""
+# ruff: noqa: PT018 - one assertion per observation keeps its message with the trace it printed
 
 from __future__ import annotations
 
@@ -29,8 +30,11 @@ def test_controlled_shutdown_moves_leadership_first(cluster_factory: ClusterFact
     cluster.stop(1)
     records = cluster.history()
     closed = next(i for i, r in enumerate(records) if r.op == "closeSession" and r.session_id == session)
-    moved = [i for i, r in enumerate(records) if i < closed and any(
-        (o.path or "").endswith("/cs/partitions/0/state") for o in (r.ops or (r.txn,)))]  # fmt: skip
+    moved = [
+        i
+        for i, r in enumerate(records)
+        if i < closed and any((o.path or "").endswith("/cs/partitions/0/state") for o in (r.ops or (r.txn,)))
+    ]
     assert moved, f"leadership of cs-0 not moved before broker 1 left:\n{fmt(records[-40:])}"
     st0, st1 = cluster.partition_state("cs", 0), cluster.partition_state("cs", 1)
     assert st0 is not None and (st0["leader"], st0["isr"]) == (2, [2]), f"cs-0 {st0}"

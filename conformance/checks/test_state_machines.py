@@ -1,4 +1,5 @@
-"""RSM, PSM and ELECT checks seen through the state-change log and ZooKeeper (spec §3.1, §3.2, §3.5, §6.11)."""
+"""RSM, PSM and ELECT checks via the state-change log and ZooKeeper (spec §3.1, §3.2, §3.5, §6.11)."""
+# ruff: noqa: PT018 - one assertion per observation keeps its message with the trace it printed
 
 from __future__ import annotations
 
@@ -57,18 +58,29 @@ def test_only_valid_transitions_are_traced(cluster_factory: ClusterFactory) -> N
     bad += [t.entry.raw for t in pts if t.from_state not in VALID_PARTITION.get(t.to_state, set())]
     assert not bad, "invalid transitions traced as valid:\n" + "\n".join(bad)
     seen = {(t.from_state, t.to_state) for t in rts}
-    for edge in (("NonExistentReplica", "NewReplica"), ("NewReplica", "OnlineReplica"),
-                 ("OnlineReplica", "OfflineReplica"), ("OfflineReplica", "OnlineReplica"),
-                 ("OfflineReplica", "ReplicaDeletionStarted"), ("ReplicaDeletionStarted", "ReplicaDeletionSuccessful"),
-                 ("ReplicaDeletionSuccessful", "NonExistentReplica")):  # fmt: skip
+    for edge in (
+        ("NonExistentReplica", "NewReplica"),
+        ("NewReplica", "OnlineReplica"),
+        ("OnlineReplica", "OfflineReplica"),
+        ("OfflineReplica", "OnlineReplica"),
+        ("OfflineReplica", "ReplicaDeletionStarted"),
+        ("ReplicaDeletionStarted", "ReplicaDeletionSuccessful"),
+        ("ReplicaDeletionSuccessful", "NonExistentReplica"),
+    ):
         assert edge in seen, f"replica edge {edge} not traced; seen {sorted(seen)}"
     pseen = {(t.from_state, t.to_state) for t in pts}
-    for edge in (("NonExistentPartition", "NewPartition"), ("NewPartition", "OnlinePartition"),
-                 ("OnlinePartition", "OfflinePartition"), ("OfflinePartition", "OnlinePartition"),
-                 ("OfflinePartition", "NonExistentPartition")):  # fmt: skip
+    for edge in (
+        ("NonExistentPartition", "NewPartition"),
+        ("NewPartition", "OnlinePartition"),
+        ("OnlinePartition", "OfflinePartition"),
+        ("OfflinePartition", "OnlinePartition"),
+        ("OfflinePartition", "NonExistentPartition"),
+    ):
         assert edge in pseen, f"partition edge {edge} not traced; seen {sorted(pseen)}"
     invalid = invalid_transitions(entries)
-    assert not invalid, "reachable scenario produced invalid transitions:\n" + "\n".join(i.entry.raw for i in invalid)
+    assert not invalid, "reachable scenario produced invalid transitions:\n" + "\n".join(
+        i.entry.raw for i in invalid
+    )
 
 
 @pytest.mark.behaviour("PSM-3")
@@ -94,8 +106,13 @@ def test_failed_election_leaves_partition_and_logs(cluster_factory: ClusterFacto
     cluster.kill(1)
     st = wait_state(cluster, "noel", 0, lambda s: s["leader"] == -1, "leader -1", 20)
     assert (st["isr"], st["leader_epoch"]) == ([1], 1), st
-    wait_for(lambda: any("Failed to elect leader for partition noel-0" in e.message for e in cluster.state_changes(3)),
-             cluster.deadline(5), "'Failed to elect leader for partition noel-0' in the state-change log")  # fmt: skip
+    wait_for(
+        lambda: any(
+            "Failed to elect leader for partition noel-0" in e.message for e in cluster.state_changes(3)
+        ),
+        cluster.deadline(5),
+        "'Failed to elect leader for partition noel-0' in the state-change log",
+    )
 
 
 @pytest.mark.behaviour("ELECT-1", "ELECT-5")
@@ -112,8 +129,14 @@ def test_unclean_election_by_topic_config(cluster_factory: ClusterFactory) -> No
     cluster.start([2])
     time.sleep(1.5)
     assert (cluster.partition_state("unc", 0) or {})["leader"] == -1, "unclean election while disabled"
-    cluster.zk.set("/config/topics/unc", encode({"version": 1, "config": {"unclean.leader.election.enable": "true"}}))
-    cluster.zk.create("/config/changes/config_change_", encode({"version": 2, "entity_path": "topics/unc"}),
-                      sequence=True, makepath=True)  # fmt: skip
+    cluster.zk.set(
+        "/config/topics/unc", encode({"version": 1, "config": {"unclean.leader.election.enable": "true"}})
+    )
+    cluster.zk.create(
+        "/config/changes/config_change_",
+        encode({"version": 2, "entity_path": "topics/unc"}),
+        sequence=True,
+        makepath=True,
+    )
     st = wait_state(cluster, "unc", 0, lambda s: s["leader"] == 2, "unclean leader 2", 20)
     assert st["isr"] == [2], st

@@ -1,4 +1,5 @@
 """TOPIC checks: topic creation znodes, client CreateTopics, hand-written znodes (spec §5.1, §5.2)."""
+# ruff: noqa: PT018 - one assertion per observation keeps its message with the trace it printed
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ def _topic_writes(cluster: Cluster, topic: str) -> list[tuple[str, str | None, b
     return out
 
 
-def _check_controller_creates(cluster: Cluster, topic: str, assignment: dict[int, list[int]], live: set[int]) -> None:
+def _check_controller_creates(
+    cluster: Cluster, topic: str, assignment: dict[int, list[int]], live: set[int]
+) -> None:
     epoch, version = cluster.controller_epoch() or (0, 0)
     ws = [w for w in _topic_writes(cluster, topic) if w[1] and w[1].startswith(f"/brokers/topics/{topic}/")]
     trace = "\n".join(map(str, ws))
@@ -37,13 +40,20 @@ def _check_controller_creates(cluster: Cluster, topic: str, assignment: dict[int
     assert all(w[0] in CREATES and w[3] for w in ws), f"controller writes must be fenced creates:\n{trace}"
     for p, replicas in assignment.items():
         ppath, spath = f"{base}/{p}", f"{base}/{p}/state"
-        assert paths.count(ppath) == 1 and paths.count(spath) == 1, f"{ppath} / state not created once:\n{trace}"
+        assert paths.count(ppath) == 1 and paths.count(spath) == 1, (
+            f"{ppath} / state not created once:\n{trace}"
+        )
         assert paths.index(ppath) < paths.index(spath), f"{spath} before {ppath}:\n{trace}"
         assert ws[paths.index(ppath)][2] in (None, b""), f"{ppath} data must be null"
         state = json.loads(ws[paths.index(spath)][2] or b"{}")
         live_replicas = [r for r in replicas if r in live]
-        expected = {"controller_epoch": epoch, "leader": live_replicas[0], "version": 1, "leader_epoch": 0,
-                    "isr": live_replicas}  # fmt: skip
+        expected = {
+            "controller_epoch": epoch,
+            "leader": live_replicas[0],
+            "version": 1,
+            "leader_epoch": 0,
+            "isr": live_replicas,
+        }
         assert state == expected, f"{spath}: {state}, expected {expected}"
         stat = cluster.zk.exists(spath)
         assert stat is not None and stat.version == 0 and stat.ephemeralOwner == 0, f"{spath} stat {stat}"
@@ -56,16 +66,24 @@ def test_create_topics_through_a_client(cluster: Cluster) -> None:
     cluster.wait_controller()
     client = admin.admin_client(cluster)
     assignment = {0: [1, 2], 1: [2, 3]}
-    fut = client.create_topics([NewTopic("orders", replica_assignment=[assignment[0], assignment[1]])])
+    fut = client.create_topics(
+        [NewTopic("orders", num_partitions=-1, replica_assignment=[assignment[0], assignment[1]])]
+    )
     fut["orders"].result(timeout=cluster.deadline(20))
     wait_online(cluster, "orders", assignment)
     ws = _topic_writes(cluster, "orders")
     admin_writes = [w for w in ws if not w[1] or not w[1].startswith("/brokers/topics/orders/")]
     assert [(w[0] in CREATES, w[1]) for w in admin_writes] == [
-        (True, "/config/topics/orders"), (True, "/brokers/topics/orders")], f"admin writes: {admin_writes}"  # fmt: skip
+        (True, "/config/topics/orders"),
+        (True, "/brokers/topics/orders"),
+    ], f"admin writes: {admin_writes}"
     assert json.loads(admin_writes[0][2] or b"") == {"version": 1, "config": {}}
     assert json.loads(admin_writes[1][2] or b"") == {
-        "version": 2, "partitions": {"0": [1, 2], "1": [2, 3]}, "adding_replicas": {}, "removing_replicas": {}}  # fmt: skip
+        "version": 2,
+        "partitions": {"0": [1, 2], "1": [2, 3]},
+        "adding_replicas": {},
+        "removing_replicas": {},
+    }
     _check_controller_creates(cluster, "orders", assignment, {1, 2, 3})
 
 
@@ -74,21 +92,34 @@ def test_create_topics_errors(cluster: Cluster) -> None:
     cid = cluster.wait_controller()
     client = admin.admin_client(cluster)
     client.create_topics([NewTopic("dup", 1, 1)])["dup"].result(timeout=cluster.deadline(20))
-    cases = {"dup": NewTopic("dup", 1, 1), "toowide": NewTopic("toowide", 1, 5), "nopart": NewTopic("nopart", 0, 1)}
-    expected = {"dup": "TOPIC_ALREADY_EXISTS", "toowide": "INVALID_REPLICATION_FACTOR", "nopart": "INVALID_PARTITIONS"}
+    cases = {
+        "dup": NewTopic("dup", 1, 1),
+        "toowide": NewTopic("toowide", 1, 5),
+        "nopart": NewTopic("nopart", 0, 1),
+    }
+    expected = {
+        "dup": "TOPIC_ALREADY_EXISTS",
+        "toowide": "INVALID_REPLICATION_FACTOR",
+        "nopart": "INVALID_PARTITIONS",
+    }
     got = {}
     for name, topic in cases.items():
         try:
             client.create_topics([topic])[name].result(timeout=cluster.deadline(20))
             got[name] = "OK"
-        except Exception as exc:  # noqa: BLE001 - KafkaException carrying the error
+        except Exception as exc:
             got[name] = exc.args[0].name() if exc.args and hasattr(exc.args[0], "name") else repr(exc)
     assert got == expected, f"CreateTopics errors: {got}"
     other = next(b for b in cluster.broker_ids if b != cid)
     req = ct4.CreateTopicsRequest(
-        topics=(ct4.CreatableTopic(name="direct", num_partitions=1, replication_factor=1, assignments=(), configs=()),),  # type: ignore[arg-type]
-        timeout_ms=5000, validate_only=False,  # type: ignore[arg-type]
-    )  # fmt: skip
+        topics=(
+            ct4.CreatableTopic(
+                name="direct", num_partitions=1, replication_factor=1, assignments=(), configs=()
+            ),
+        ),  # type: ignore[arg-type]
+        timeout_ms=5000,
+        validate_only=False,  # type: ignore[arg-type]
+    )
     resp = send_request(*cluster.endpoint(other), req)
     codes = [int(t.error_code) for t in resp.topics]
     assert codes == [41], f"CreateTopics to non-controller {other}: {resp}"
@@ -144,7 +175,11 @@ def test_topic_znode_deleted_by_hand_is_only_forgotten(cluster: Cluster) -> None
     cluster.zk.delete("/brokers/topics/gone", recursive=True)
     time.sleep(2.0)
     later = cluster.history()[n_before:]
-    others = [r for r, op in writes(later) if not (op.op == "delete" and (op.path or "").startswith("/brokers/topics/gone"))]
+    others = [
+        r
+        for r, op in writes(later)
+        if not (op.op == "delete" and (op.path or "").startswith("/brokers/topics/gone"))
+    ]
     controller_writes = [r for r in others if r.session_id != cluster.zk.client_id[0]]
     assert not controller_writes, f"controller wrote after a hand delete:\n{fmt(controller_writes)}"
     if cluster.journal:

@@ -138,13 +138,13 @@ class ControllerContext:
         ]
 
     def remove_topic(self, topic: str) -> None:
-        for tp in self.partitions_for_topic(topic):
-            self.partition_leadership_info.pop(tp, None)
-            self.partition_states.pop(tp, None)
-            self.partitions_being_reassigned.discard(tp)
-        self.partition_assignments.pop(topic, None)
-        self.replica_states = {r: s for r, s in self.replica_states.items() if r.topic != topic}
+        """`removeTopic` (ControllerContext.scala@2.5.1 L276-283): the topic, its assignment and its
+        leadership cache only. Partition and replica states and `partitionsBeingReassigned` are
+        kept, as in Kafka: a topic znode deleted by hand and written again meets its stale states."""
         self.all_topics.discard(topic)
+        self.partition_assignments.pop(topic, None)
+        for tp in [tp for tp in self.partition_leadership_info if tp[0] == topic]:
+            del self.partition_leadership_info[tp]
 
     # ---- states ---------------------------------------------------------------------------
     def replica_state(self, replica: PartitionAndReplica) -> ReplicaState:
@@ -154,8 +154,9 @@ class ControllerContext:
         return self.partition_states.get(tp, PartitionState.NonExistentPartition)
 
     def partitions_in_states(self, states: Iterable[PartitionState]) -> list[TopicPartition]:
+        """`partitionsInStates`: over the partition-state map (which outlives `removeTopic`)."""
         wanted = set(states)
-        return [tp for tp in self.all_partitions() if self.partition_state(tp) in wanted]
+        return [tp for tp, state in sorted(self.partition_states.items()) if state in wanted]
 
     def replicas_in_state(self, topic: str, state: ReplicaState) -> list[PartitionAndReplica]:
         return [r for r in self.replicas_for_topic(topic) if self.replica_state(r) == state]

@@ -106,6 +106,9 @@ class KafkaController:
             topics.ControllerDeletionClient(self),
         )
         self.node_handlers: dict[str, NodeHandler] = {}
+        # Whether each path existed at its last existence check (which armed an exists watch iff
+        # it did not): lets ZkReconnected tell a creation Kafka would be told of from an old znode.
+        self.existed_at_last_check: dict[str, bool] = {}
         self.child_handlers: dict[str, ChildHandler] = {}
         self.failover_started = False
         self._effects: list[Effect] = []
@@ -148,7 +151,11 @@ class KafkaController:
         """Register in memory; with `check_exists`, `exists` the path (arming the watch)."""
         self.node_handlers[handler.path] = handler
         self.zk.register_node_handler(handler)
-        return self.zk.exists(handler.path) is not None if check_exists else False
+        if not check_exists:
+            return False
+        exists = self.zk.exists(handler.path) is not None
+        self.existed_at_last_check[handler.path] = exists
+        return exists
 
     def unregister_node_handler(self, path: str) -> None:
         self.node_handlers.pop(path, None)

@@ -8,15 +8,21 @@ Kafka: kazoo drops server-side watches on a reconnect, so every registered path 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from reference_controller import zkdata as zd
 from reference_controller.controller import brokers, failover, leader_elections, notifications, topics
 from reference_controller.controller import reassignment as reassign
 from reference_controller.controller import zk_client as zkc
-from reference_controller.controller.common import CONTROLLER_CHANGE_HANDLER
+from reference_controller.controller.common import (
+    CONTROLLER_CHANGE_HANDLER,
+    PARTITION_REASSIGNMENT_HANDLER,
+    PREFERRED_REPLICA_ELECTION_HANDLER,
+)
 from reference_controller.controller.events import ElectionTrigger, ElectionType, ReplicaLeaderElection
-from reference_controller.controller.ports import ControllerMovedError
+from reference_controller.controller.ports import ControllerMovedError, NodeHandler
 
 if TYPE_CHECKING:
     from reference_controller.controller.core import KafkaController
@@ -113,24 +119,84 @@ def process_shutdown(ctl: KafkaController) -> None:
 
 
 def process_zk_reconnected(ctl: KafkaController) -> None:
-    """Re-read every registered path (re-arming its one-shot watch) and run its handler's logic."""
+    """Re-read every registered path (re-arming its one-shot watch) and run its handler's logic —
+    but only where Kafka's handler would have been told of a change, so that a reconnect with
+    nothing changed writes nothing and sends nothing (Kafka's client re-arms its watches itself and
+    only changed paths fire). Each handler runs as its own event would: one failing handler is
+    logged and does not stop the others; ControllerMovedError still propagates."""
     process_reelect(ctl)
     if not ctl.is_active:
         return
-    brokers.process_broker_change(ctl)
+    reassign_existed = ctl.existed_at_last_check.get(zd.REASSIGN_PARTITIONS, False)
+    preferred_existed = ctl.existed_at_last_check.get(zd.PREFERRED_REPLICA_ELECTION, False)
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("BrokerChange", lambda: brokers.process_broker_change(ctl)),
+    ]
     for broker_id in sorted(ctl.context.live_or_shutting_down_broker_ids):
-        brokers.process_broker_modifications(ctl, broker_id)
-    topics.process_topic_change(ctl)
+        steps.append(
+            (
+                f"BrokerModifications({broker_id})",
+                partial(brokers.process_broker_modifications, ctl, broker_id),
+            )
+        )
+    steps.append(("TopicChange", lambda: topics.process_topic_change(ctl)))
     for path in sorted(ctl.node_handlers):
         if path.startswith(zd.BROKER_TOPICS + "/") and path.count("/") == 3:
-            topics.process_partition_modifications(ctl, path.rsplit("/", 1)[1])
-    topics.process_topic_deletion(ctl)
-    notifications.process_isr_change_notification(ctl)
-    notifications.process_log_dir_event_notification(ctl)
-    reassign.process_zk_partition_reassignment(ctl)
+            topic = path.rsplit("/", 1)[1]
+            steps.append(
+                (
+                    f"PartitionModifications({topic})",
+                    partial(topics.process_partition_modifications, ctl, topic),
+                )
+            )
+    steps += [
+        ("TopicDeletion", lambda: _reconnect_topic_deletion(ctl)),
+        ("IsrChangeNotification", lambda: notifications.process_isr_change_notification(ctl)),
+        ("LogDirEventNotification", lambda: notifications.process_log_dir_event_notification(ctl)),
+        (
+            "ZkPartitionReassignment",
+            lambda: _reconnect_creation_only(ctl, reassign_existed, PARTITION_REASSIGNMENT_HANDLER),
+        ),
+    ]
     for tp in sorted(ctl.context.partitions_being_reassigned):
-        ctl.zk.get_data([zd.partition_state_path(*tp)])
-        reassign.process_partition_reassignment_isr_change(ctl, tp)
-    leader_elections.process_replica_leader_election(
-        ctl, ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)
+        steps.append((f"PartitionReassignmentIsrChange({tp})", partial(_reconnect_reassignment_isr, ctl, tp)))
+    steps.append(
+        (
+            "ReplicaLeaderElection",
+            lambda: _reconnect_creation_only(ctl, preferred_existed, PREFERRED_REPLICA_ELECTION_HANDLER),
+        )
     )
+    for name, step in steps:  # every handler checks isActive itself
+        try:
+            step()
+        except ControllerMovedError:
+            raise
+        except Exception:
+            ctl.log.exception("Error processing event %s after reconnecting", name)
+
+
+def _reconnect_topic_deletion(ctl: KafkaController) -> None:
+    """TopicDeletion fires on a child change: run it only if the children differ from the queue
+    (the controller deletes a marker only when it also dequeues the topic)."""
+    if set(zkc.get_topic_deletions(ctl.zk)) != ctl.context.topics_to_be_deleted:
+        topics.process_topic_deletion(ctl)
+
+
+def _reconnect_creation_only(ctl: KafkaController, existed: bool, handler: NodeHandler) -> None:
+    """`/admin/reassign_partitions` and `/admin/preferred_replica_election` act on creation only:
+    run the handler iff the znode was absent at the last check (an exists watch was armed);
+    otherwise only re-arm the watch."""
+    if existed:
+        ctl.register_node_handler(handler, check_exists=True)
+    elif handler is PARTITION_REASSIGNMENT_HANDLER:
+        reassign.process_zk_partition_reassignment(ctl)
+    else:
+        leader_elections.process_replica_leader_election(
+            ctl, ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)
+        )
+
+
+def _reconnect_reassignment_isr(ctl: KafkaController, tp: tuple[str, int]) -> None:
+    """The state znode's data watch: a deleted znode fires no data change."""
+    if ctl.zk.get_data([zd.partition_state_path(*tp)])[0].stat is not None:
+        reassign.process_partition_reassignment_isr_change(ctl, tp)

@@ -20,7 +20,7 @@ from kio.index import load_request_schema
 from reference_controller import zkdata
 from reference_controller.config import KafkaConfig
 from reference_controller.errors import MalformedZnodeError
-from reference_controller.node.wire import KafkaClient, build
+from reference_controller.node.wire import FrameError, KafkaClient, build
 
 log = logging.getLogger("kafka.server.KafkaServer")
 
@@ -50,7 +50,7 @@ async def _attempt(config: KafkaConfig, zk: KazooClient, broker_epoch: int) -> b
             build(schema, broker_id=config.broker_id, broker_epoch=broker_epoch),
             config.controller_socket_timeout_ms / 1000,
         )
-    except (OSError, TimeoutError, ValueError) as exc:
+    except (OSError, TimeoutError, asyncio.IncompleteReadError, FrameError, ValueError) as exc:
         log.warning(
             f"Error during controlled shutdown, possibly because leader movement took longer than the "
             f"configured controller.socket.timeout.ms and/or request.timeout.ms: {exc!r}"

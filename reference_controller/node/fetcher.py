@@ -20,7 +20,7 @@ from kio.index import load_request_schema
 from reference_controller.config import InterBrokerProtocolVersion, KafkaConfig
 from reference_controller.node.metadata_cache import MetadataCache
 from reference_controller.node.partition import LiveLeader, TopicPartition
-from reference_controller.node.wire import KafkaClient, build, nested
+from reference_controller.node.wire import FrameError, KafkaClient, build, nested
 
 log = logging.getLogger("kafka.server.ReplicaFetcherThread")
 
@@ -105,7 +105,7 @@ class ReplicaFetcherManager:
                 try:
                     await self._fetch_once(client, self._mine(leader))
                     self.fetch_count[leader] = self.fetch_count.get(leader, 0) + 1
-                except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as exc:
+                except (OSError, TimeoutError, asyncio.IncompleteReadError, FrameError, ValueError) as exc:
                     log.info(
                         f"[ReplicaFetcher replicaId={self.config.broker_id}, leaderId={leader}, fetcherId=0] "
                         f"Error sending fetch request to node {leader} at {address}: {exc!r}"

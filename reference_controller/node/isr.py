@@ -74,6 +74,8 @@ class IsrManager:
             if not out or not p.is_leader:
                 return
             new_isr = tuple(r for r in p.isr if r not in out)
+            if not new_isr:  # Kafka asserts the ISR never becomes empty here
+                return
             log.info(
                 f"[Partition {p.tp[0]}-{p.tp[1]} broker={self.rm.broker_id}] Shrinking ISR from "
                 f"{','.join(map(str, p.isr))} to {','.join(map(str, new_isr))}. Leader: (highWatermark: 0, "

@@ -67,12 +67,22 @@ def test_ids_in_areas() -> None:
 
 
 def _record(**kw: object) -> RunRecord:
-    base: dict[str, object] = dict(
-        kind="conformance-test", run_id="abc", run_order=run_order_key(datetime(2024, 1, 2, tzinfo=UTC), "abc"),
-        test_id="t::x", behaviour_ids=("EPOCH-1",), target="reference", profile="2.5", outcome="passed",
-        duration_s=1.5, started_at="2024-01-02T00:00:00+00:00", finished_at="2024-01-02T00:00:01.500+00:00",
-        phase_metrics=(PhaseMetric("controller_election", 0.2),), commit="deadbeef", host="h",
-    )  # fmt: skip
+    base: dict[str, object] = {
+        "kind": "conformance-test",
+        "run_id": "abc",
+        "run_order": run_order_key(datetime(2024, 1, 2, tzinfo=UTC), "abc"),
+        "test_id": "t::x",
+        "behaviour_ids": ("EPOCH-1",),
+        "target": "reference",
+        "profile": "2.5",
+        "outcome": "passed",
+        "duration_s": 1.5,
+        "started_at": "2024-01-02T00:00:00+00:00",
+        "finished_at": "2024-01-02T00:00:01.500+00:00",
+        "phase_metrics": (PhaseMetric("controller_election", 0.2),),
+        "commit": "deadbeef",
+        "host": "h",
+    }
     base.update(kw)
     return RunRecord(**base)  # type: ignore[arg-type]
 
@@ -82,7 +92,8 @@ def test_record_roundtrip(tmp_path: Path) -> None:
     assert path.name == "runs-gw0.jsonl"
     (rec,) = list(read_records([path]))
     assert rec["phase_metrics"] == [{"name": "controller_election", "value": 0.2, "unit": "s"}]
-    assert rec["schema_version"] == 1 and rec["fault_package"] == "none"
+    assert rec["schema_version"] == 1
+    assert rec["fault_package"] == "none"
 
 
 def test_run_order_sorts_by_start() -> None:
@@ -122,14 +133,24 @@ def test_validate_unknown_metric_and_unit() -> None:
 
 
 def test_chaos_run_record_is_valid() -> None:
-    rec = _record(kind="chaos-run", fault_package="partition-controller", seed=7, behaviour_ids=(),
-                  phase_metrics=(PhaseMetric("time_to_heal", 3.0),))  # fmt: skip
+    rec = _record(
+        kind="chaos-run",
+        fault_package="partition-controller",
+        seed=7,
+        behaviour_ids=(),
+        phase_metrics=(PhaseMetric("time_to_heal", 3.0),),
+    )
     assert json.loads(rec.to_json())["seed"] == 7
 
 
 def test_every_metric_has_unit_and_method() -> None:
     assert set(METRICS) == {
-        "controller_election", "failover_to_ready", "partition_online_after_create", "reassignment_completion",
-        "leader_reelection_after_broker_failure", "isr_expansion", "time_to_heal",
-    }  # fmt: skip
+        "controller_election",
+        "failover_to_ready",
+        "partition_online_after_create",
+        "reassignment_completion",
+        "leader_reelection_after_broker_failure",
+        "isr_expansion",
+        "time_to_heal",
+    }
     assert all(m.unit == "s" and m.measured for m in METRICS.values())

@@ -44,7 +44,8 @@ def test_state_change_log_entries_and_prefixes() -> None:
     assert len(entries) == 6
     assert (entries[0].level, entries[0].controller_id, entries[0].controller_epoch) == ("TRACE", 1, 3)
     assert entries[0].logger == "state.change.logger"
-    assert entries[5].broker_id == 2 and entries[5].message.startswith("Ignoring LeaderAndIsr")
+    assert entries[5].broker_id == 2
+    assert entries[5].message.startswith("Ignoring LeaderAndIsr")
     assert entries[3].detail[0].startswith("java.lang.IllegalStateException: Replica [Topic=foo")
 
 
@@ -60,7 +61,9 @@ def test_state_change_log_typed_matchers() -> None:
     )
     pts = partition_transitions(entries)
     assert [(p.partition, p.from_state, p.to_state) for p in pts] == [
-        (0, "NewPartition", "OnlinePartition"), (1, "OnlinePartition", "OfflinePartition")]  # fmt: skip
+        (0, "NewPartition", "OnlinePartition"),
+        (1, "OnlinePartition", "OfflinePartition"),
+    ]
     inv = invalid_transitions(entries)
     assert [(i.kind, i.from_state, i.to_state, i.replica) for i in inv] == [
         ("replica", "ReplicaDeletionSuccessful", "ReplicaDeletionIneligible", 2),
@@ -100,15 +103,26 @@ def test_scan_log_dir(tmp_path: Path) -> None:
 
 def _lai() -> lai4.LeaderAndIsrRequest:
     ps = lai4.LeaderAndIsrPartitionState(
-        partition_index=i32(0), controller_epoch=i32(3), leader=BrokerId(1), leader_epoch=i32(2),
-        isr=(BrokerId(1), BrokerId(2)), partition_epoch=i32(5), replicas=(BrokerId(1), BrokerId(2)),
-        adding_replicas=(), removing_replicas=(), is_new=True,
-    )  # fmt: skip
+        partition_index=i32(0),
+        controller_epoch=i32(3),
+        leader=BrokerId(1),
+        leader_epoch=i32(2),
+        isr=(BrokerId(1), BrokerId(2)),
+        partition_epoch=i32(5),
+        replicas=(BrokerId(1), BrokerId(2)),
+        adding_replicas=(),
+        removing_replicas=(),
+        is_new=True,
+    )
     return lai4.LeaderAndIsrRequest(
-        controller_id=BrokerId(1), controller_epoch=i32(3), broker_epoch=i64(77),
+        controller_id=BrokerId(1),
+        controller_epoch=i32(3),
+        broker_epoch=i64(77),
         topic_states=(lai4.LeaderAndIsrTopicState(topic_name=TopicName("foo"), partition_states=(ps,)),),
-        live_leaders=(lai4.LeaderAndIsrLiveLeader(broker_id=BrokerId(1), host_name="127.0.0.1", port=i32(9)),),
-    )  # fmt: skip
+        live_leaders=(
+            lai4.LeaderAndIsrLiveLeader(broker_id=BrokerId(1), host_name="127.0.0.1", port=i32(9)),
+        ),
+    )
 
 
 def test_decode_leader_and_isr_frame() -> None:
@@ -129,15 +143,25 @@ def test_decode_leader_and_isr_frame() -> None:
 
 
 def test_decode_update_metadata_and_stop_replica() -> None:
-    um = um6.UpdateMetadataRequest(controller_id=BrokerId(1), controller_epoch=i32(2), broker_epoch=i64(5),
-                                   topic_states=(), live_brokers=(
-        um6.UpdateMetadataBroker(id_=BrokerId(3), endpoints=(), rack=None),
-        um6.UpdateMetadataBroker(id_=BrokerId(1), endpoints=(), rack=None)))  # fmt: skip
+    um = um6.UpdateMetadataRequest(
+        controller_id=BrokerId(1),
+        controller_epoch=i32(2),
+        broker_epoch=i64(5),
+        topic_states=(),
+        live_brokers=(
+            um6.UpdateMetadataBroker(id_=BrokerId(3), endpoints=(), rack=None),
+            um6.UpdateMetadataBroker(id_=BrokerId(1), endpoints=(), rack=None),
+        ),
+    )
     item = rp.normalise(0, 1, 3, *rp.decode_request_frame(rp.encode_request_frame(um, 1)[4:]))
     assert (item.api, item.live_brokers) == ("UpdateMetadata", (1, 3))
-    sr = sr2.StopReplicaRequest(controller_id=BrokerId(1), controller_epoch=i32(2), broker_epoch=i64(5),
-                                delete_partitions=True,
-                                topics=(sr2.StopReplicaTopicV1(name=TopicName("t"), partition_indexes=(i32(0), i32(1))),))  # fmt: skip
+    sr = sr2.StopReplicaRequest(
+        controller_id=BrokerId(1),
+        controller_epoch=i32(2),
+        broker_epoch=i64(5),
+        delete_partitions=True,
+        topics=(sr2.StopReplicaTopicV1(name=TopicName("t"), partition_indexes=(i32(0), i32(1))),),
+    )
     item = rp.normalise(0, 1, 3, *rp.decode_request_frame(rp.encode_request_frame(sr, 2)[4:]))
     assert [(p.topic, p.partition, p.delete_partition) for p in item.partitions] == [
         ("t", 0, True),
@@ -177,7 +201,8 @@ def test_proxy_forwards_bytes_and_records_exchange() -> None:
         assert int(resp.error_code) == 11
         assert seen == [rp.encode_request_frame(_lai(), 4242)[4:]]  # forwarded unchanged
         (item,) = journal.requests(dest=2)
-        assert item.api == "LeaderAndIsr" and item.source == 1
+        assert item.api == "LeaderAndIsr"
+        assert item.source == 1
         assert item.error_code == 11
     finally:
         proxy.close()

@@ -46,14 +46,16 @@ def test_kafka_config_satisfies_kafka_validation_rules() -> None:
     props = _props("kafka")
     listeners = props["listeners"].split(",")
     names = [entry.split("://")[0] for entry in listeners]
-    assert names == listener_names((1, 2, 3)) and len(set(names)) == len(names)
+    assert names == listener_names((1, 2, 3))
+    assert len(set(names)) == len(names)
     advertised = [entry.split("://")[0] for entry in props["advertised.listeners"].split(",")]
     assert advertised == names
     # KafkaConfig: control plane listener differs from inter-broker, both advertised and mapped.
     assert props["inter.broker.listener.name"] == "FROM_2"
     assert props["control.plane.listener.name"] == "CTRL_2"
     mapped = dict(kv.split(":") for kv in props["listener.security.protocol.map"].split(","))
-    assert set(mapped) == set(names) and set(mapped.values()) == {"PLAINTEXT"}
+    assert set(mapped) == set(names)
+    assert set(mapped.values()) == {"PLAINTEXT"}
     # port 0 everywhere: no pre-picked ports; Kafka registers the bound ports
     assert all(entry.endswith(":0") for entry in listeners)
     assert props["zookeeper.connect"].endswith("/kzk/t1")

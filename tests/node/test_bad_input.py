@@ -78,11 +78,12 @@ def test_port_in_use_exits_nonzero_naming_host_and_port(node_factory: NodeFactor
     assert f"127.0.0.1:{port}" in result.stderr
 
 
-def _raw_exchange(address: tuple[str, int], payload: bytes) -> bytes:
+def _raw_exchange(address: tuple[str, int], payload: bytes, *, one_frame: bool = False) -> bytes:
+    """Send raw bytes; read until the node closes the connection (or one whole frame)."""
     with socket.create_connection(address, timeout=5) as s:
         s.sendall(payload)
-        chunks = []
-        while True:
+        chunks: list[bytes] = []
+        while not (one_frame and _whole_frame(b"".join(chunks))):
             try:
                 data = s.recv(65536)
             except (TimeoutError, ConnectionResetError):
@@ -91,6 +92,10 @@ def _raw_exchange(address: tuple[str, int], payload: bytes) -> bytes:
                 break
             chunks.append(data)
         return b"".join(chunks)
+
+
+def _whole_frame(data: bytes) -> bool:
+    return len(data) >= 4 and len(data) >= 4 + struct.unpack_from(">i", data)[0]
 
 
 def test_malformed_frames_and_unknown_apis_close_the_connection_and_the_node_keeps_serving(
@@ -104,7 +109,7 @@ def test_malformed_frames_and_unknown_apis_close_the_connection_and_the_node_kee
     assert _raw_exchange(address, struct.pack(">ihhi", 8, 999, 0, 7)) == b""  # unknown API key
     assert _raw_exchange(address, struct.pack(">ihhi", 8, 3, 42, 7)) == b""  # Metadata v42
     # ApiVersions v9 answers UNSUPPORTED_VERSION (35) with a v0 body
-    reply = _raw_exchange(address, struct.pack(">ihhih", 10, 18, 9, 5, -1))
+    reply = _raw_exchange(address, struct.pack(">ihhih", 10, 18, 9, 5, -1), one_frame=True)
     size, correlation_id, error = struct.unpack_from(">iih", reply)
     assert (correlation_id, error) == (5, 35)
     assert size == len(reply) - 4

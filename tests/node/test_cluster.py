@@ -102,3 +102,35 @@ def test_sigterm_on_a_leader_moves_its_leaderships_before_it_exits(
     for p in led:
         assert _state(zk_client, "moves", p).leader_and_isr.leader != victim.broker_id
     assert "Controlled shutdown succeeded" in victim.read("server.log")
+
+
+MULTI_LISTENER = {
+    "listeners": "CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0,CONTROL://127.0.0.1:0",
+    "listener.security.protocol.map": "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROL:PLAINTEXT",
+    "inter.broker.listener.name": "REPLICATION",
+    "control.plane.listener.name": "CONTROL",
+}
+
+
+def _journaled(node: NodeProcess, api: str) -> Callable[[], bool]:
+    return lambda: any(e["api"] == api for e in node.journal())
+
+
+def test_named_listeners_are_each_bound_and_advertised_separately(
+    node_factory: NodeFactory, zk_client: KazooClient
+) -> None:
+    nodes = [node_factory.start(i, MULTI_LISTENER) for i in (1, 2)]
+    names = ("CLIENT", "REPLICATION", "CONTROL")
+    ports = {n.broker_id: {name: n.endpoint(zk_client, name)[1] for name in names} for n in nodes}
+    assert all(len(set(p.values())) == 3 for p in ports.values())
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{ports[1]['CLIENT']}"})
+    md: Any = wait_for(
+        lambda: (m := admin.list_topics(timeout=10)) and len(m.brokers) == 2 and m, 20, "2 brokers"
+    )
+    assert {b.port for b in md.brokers.values()} == {ports[1]["CLIENT"], ports[2]["CLIENT"]}
+    admin.create_topics([NewTopic("multi", num_partitions=2, replication_factor=2)])["multi"].result(
+        timeout=30
+    )
+    for n in nodes:
+        wait_for(_journaled(n, "LeaderAndIsr"), 10, f"LeaderAndIsr journaled on broker {n.broker_id}")
+        assert {e["listener"] for e in n.journal()} == {"CONTROL"}

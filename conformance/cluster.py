@@ -22,7 +22,9 @@ import contextlib
 import ctypes
 import json
 import os
+import random
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -37,10 +39,9 @@ from conformance.nodeconfig import CLIENT_LISTENER, Interpose, NodeSpec, control
 from conformance.nodeconfig import server_properties as build_properties
 from conformance.targets import Target, profile_properties
 from fixtures.probes.history import ChrootView, TxnLogCursor
-from fixtures.probes.jute import TxnRecord
+from fixtures.probes.txnrecords import TxnRecord
 from fixtures.probes.request_proxy import RecordingProxy, RequestJournal
 from fixtures.probes.state_change_log import LogEntry, read_state_change_log
-from fixtures.zookeeper.ports import pick_free_ports
 
 __all__ = ["Cluster", "ConditionTimeout", "Node", "wait_for"]
 
@@ -53,9 +54,16 @@ class ConditionTimeout(AssertionError):
 
 
 def wait_for(
-    predicate: Callable[[], T], deadline_s: float, describe: str | Callable[[], str], poll_s: float = 0.05
+    predicate: Callable[[], T | None],
+    deadline_s: float,
+    describe: str | Callable[[], str],
+    poll_s: float = 0.05,
 ) -> T:
-    """Poll ``predicate`` until it returns a truthy value (returned); raise with what it last saw."""
+    """Poll ``predicate`` until it returns a truthy value (returned); raise with what it last saw.
+
+    Exceptions raised by ``predicate`` count as "not yet" (a znode mid-write, a broker not yet
+    listening) and the last one is shown when the deadline passes.
+    """
     give_up = time.monotonic() + deadline_s
     last: object = None
     while True:
@@ -72,6 +80,30 @@ def wait_for(
                 f"timed out after {deadline_s:.1f}s waiting for: {seen}\nlast predicate result: {last!r}"
             )
         time.sleep(poll_s)
+
+
+#: Fixed listener ports (the node side of an interposed link) come from below the kernel's
+#: ephemeral range (32768+ on Linux): a port picked there could be taken by any outgoing
+#: connection or port-0 listener before the node binds it, or before it restarts.
+_STATIC_PORTS = range(20000, 32000)
+_handed_out: set[int] = set()
+
+
+def pick_static_ports(count: int) -> list[int]:
+    """``count`` currently bindable loopback ports outside the ephemeral range, never reused."""
+    out: list[int] = []
+    while len(out) < count:
+        port = random.choice(_STATIC_PORTS)
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        out.append(port)
+    return out
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -143,7 +175,7 @@ class Cluster:
         if self.journal is None:
             return {}
         out: dict[str, Interpose] = {}
-        bind_ports = pick_free_ports(len(self.broker_ids))
+        bind_ports = pick_static_ports(len(self.broker_ids))
         for source, bind_port in zip(self.broker_ids, bind_ports, strict=True):
             proxy = RecordingProxy(self.journal, source=source, dest=dest)
             proxy.upstream = ("127.0.0.1", bind_port)

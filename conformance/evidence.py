@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 
+import allure
 import pytest
 from kazoo.exceptions import NoNodeError
 
@@ -72,6 +73,4 @@ def cluster_evidence(cluster: Cluster) -> dict[str, str]:
 def attach(name: str, text: str) -> None:
     """Attach text to the running allure test (no-op without allure)."""
     with contextlib.suppress(Exception):
-        import allure
-
         allure.attach(text, name=name, attachment_type=allure.attachment_type.TEXT)

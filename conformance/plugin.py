@@ -180,7 +180,12 @@ def current_commit() -> str | None:
         if not commit:
             try:
                 commit = subprocess.run(
-                    ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=False
+                    ["git", "rev-parse", "HEAD"],
+                    cwd=REPO_ROOT,
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                    check=False,
                 ).stdout.strip()
             except (OSError, subprocess.SubprocessError):
                 commit = ""
@@ -200,6 +205,11 @@ def pytest_runtest_protocol(
     return result
 
 
+def _metrics_of(item: pytest.Item) -> list[PhaseMetric]:
+    metrics: list[PhaseMetric] = item.stash.get(_METRICS, [])
+    return metrics
+
+
 def _write(item: pytest.Item, results_dir: Path, started: str, duration_s: float) -> None:
     outcome, reason = _outcome(item.stash.get(_REPORTS, {}))
     run_id = os.environ[_ENV_RUN_ID]
@@ -216,7 +226,7 @@ def _write(item: pytest.Item, results_dir: Path, started: str, duration_s: float
         duration_s=round(duration_s, 4),
         started_at=started,
         finished_at=utc_now_iso(),
-        phase_metrics=tuple(item.stash.get(_METRICS, [])),
+        phase_metrics=tuple(_metrics_of(item)),
         commit=current_commit(),
         worker=os.environ.get("PYTEST_XDIST_WORKER"),
     )

@@ -17,7 +17,7 @@ import pytest
 
 from conformance import admin
 from conformance.cluster import Cluster, wait_for
-from fixtures.probes.jute import TxnOp, TxnRecord  # type: ignore[attr-defined]
+from fixtures.probes.txnrecords import TxnOp, TxnRecord
 from fixtures.probes.request_proxy import ControllerRequest, RequestJournal
 
 __all__ = [
@@ -79,6 +79,7 @@ def wait_state(
     partition: int,
     pred: Callable[[State], bool],
     what: str,
+    *,
     deadline_s: float = 20.0,
 ) -> State:
     def ok() -> State | None:
@@ -99,7 +100,7 @@ def wait_online(
     cluster: Cluster, topic: str, partitions: Iterable[int], deadline_s: float = 20.0
 ) -> dict[int, State]:
     return {
-        p: wait_state(cluster, topic, p, lambda s: s["leader"] >= 0, "to have a leader", deadline_s)
+        p: wait_state(cluster, topic, p, lambda s: s["leader"] >= 0, "to have a leader", deadline_s=deadline_s)
         for p in partitions
     }
 

@@ -104,7 +104,7 @@ def test_leader_failure_with_surviving_controller_bumps_epoch_once(cluster_facto
     cluster = _placed(cluster_factory, controller=3)
     create_topic(cluster, "lf", {0: [1, 2]})
     cluster.kill(1)
-    st = wait_state(cluster, "lf", 0, lambda s: s["leader"] == 2, "leader 2 after broker 1 died", 30)
+    st = wait_state(cluster, "lf", 0, lambda s: s["leader"] == 2, "leader 2 after broker 1 died", deadline_s=30)
     time.sleep(1.0)
     hist = [s for s, _ in state_history(cluster, "lf", 0)]
     assert (st["isr"], st["leader_epoch"]) == ([2], 1), f"state {st}"
@@ -116,7 +116,7 @@ def test_leader_that_was_controller_costs_two_epochs(cluster_factory: ClusterFac
     cluster = _placed(cluster_factory, controller=1)
     create_topic(cluster, "lc", {0: [1, 2]})
     cluster.kill(1)
-    st = wait_state(cluster, "lc", 0, lambda s: s["leader"] == 2, "leader 2 after controller 1 died", 30)
+    st = wait_state(cluster, "lc", 0, lambda s: s["leader"] == 2, "leader 2 after controller 1 died", deadline_s=30)
     hist = [(s["leader"], s["isr"], s["leader_epoch"]) for s, _ in state_history(cluster, "lc", 0)]
     assert hist[-2:] == [(-1, [2], 1), (2, [2], 2)], f"expected OfflineReplica then election: {hist}"
     assert st["controller_epoch"] == (cluster.controller_epoch() or (0, 0))[0]
@@ -128,7 +128,7 @@ def test_last_isr_member_failure_keeps_it(cluster_factory: ClusterFactory) -> No
     create_topic(cluster, "last", {0: [1, 2]})
     cluster.kill(2)
     # the leader (lag) or the controller (OfflineReplica, +1) shrinks the ISR, whichever is first
-    shrunk = wait_state(cluster, "last", 0, lambda s: s["isr"] == [1], "ISR [1] after follower 2 died", 30)
+    shrunk = wait_state(cluster, "last", 0, lambda s: s["isr"] == [1], "ISR [1] after follower 2 died", deadline_s=30)
     time.sleep(cluster.deadline(8))  # let the controller see 2's session expire
     shrunk = cluster.partition_state("last", 0) or shrunk
     cluster.kill(1)

@@ -83,8 +83,8 @@ def test_controller_placement_does_not_change_outcome(
     # hard kills, as in spec §8's trace: a graceful stop lets the new leader re-add the
     # shutting-down follower to the ISR (Kafka 2.5 does too), which adds a racy extra bump
     cluster.kill(a)
-    wait_state(cluster, "ab", 0, lambda s: s["leader"] == b, "leader B after A died", 25)
+    wait_state(cluster, "ab", 0, lambda s: s["leader"] == b, "leader B after A died", deadline_s=25)
     cluster.kill(b)
     cluster.wait_controller(not_in=[a, b], deadline_s=25)
-    st = wait_state(cluster, "ab", 0, lambda s: s["leader"] == -1, "leader -1 after B stopped", 25)
+    st = wait_state(cluster, "ab", 0, lambda s: s["leader"] == -1, "leader -1 after B stopped", deadline_s=25)
     assert (st["leader"], st["isr"], st["leader_epoch"]) == (-1, [b], 2), f"controller on {controller}: {st}"

@@ -73,7 +73,7 @@ def test_stale_controller_writes_fail_and_it_resigns(cluster_factory: ClusterFac
         cluster.zk.delete("/controller")
         assert cluster.wait_controller(not_in=[1]) == 3
         epoch = cluster.controller_epoch()
-        wait_state(cluster, "stale", 0, lambda s: s["leader"] == 3, "new controller 3 elects leader 3", 15)
+        wait_state(cluster, "stale", 0, lambda s: s["leader"] == 3, "new controller 3 elects leader 3", deadline_s=15)
         mark = len(cluster.history())
     finally:
         cluster.resume(1)

@@ -34,7 +34,7 @@ def test_leader_isr_change_and_notification(cluster_factory: ClusterFactory) -> 
     mark = journal(cluster).mark()
     cluster.pause(2)  # lag > replica.lag.time.max.ms, < session timeout
     try:
-        st = wait_state(cluster, "isr", 0, lambda s: s["isr"] == [1], "leader 1 shrinks ISR to [1]", 5)
+        st = wait_state(cluster, "isr", 0, lambda s: s["isr"] == [1], "leader 1 shrinks ISR to [1]", deadline_s=5)
     finally:
         cluster.resume(2)
     assert (st["leader_epoch"], st["controller_epoch"]) == (
@@ -67,15 +67,15 @@ def test_leader_isr_change_and_notification(cluster_factory: ClusterFactory) -> 
     assert ums and all({(p.topic, p.partition) for p in r.partitions} == {("isr", 0)} for r in ums), journal(
         cluster
     ).dump(mark)
-    wait_state(cluster, "isr", 0, lambda s: s["isr"] == [1, 2], "follower 2 rejoins the ISR", 10)
+    wait_state(cluster, "isr", 0, lambda s: s["isr"] == [1, 2], "follower 2 rejoins the ISR", deadline_s=10)
 
 
 def _led_by_2(cluster: Cluster, topic: str) -> None:
     create_topic(cluster, topic, {0: [1, 2]})
     cluster.kill(1)
-    wait_state(cluster, topic, 0, lambda s: s["leader"] == 2, "leader 2", 20)
+    wait_state(cluster, topic, 0, lambda s: s["leader"] == 2, "leader 2", deadline_s=20)
     cluster.start([1])
-    wait_state(cluster, topic, 0, lambda s: s["isr"] == [2, 1], "1 back in ISR", 15)
+    wait_state(cluster, topic, 0, lambda s: s["isr"] == [2, 1], "1 back in ISR", deadline_s=15)
 
 
 @pytest.mark.behaviour("PREFERRED-1", "ELECT-3")
@@ -131,4 +131,4 @@ def test_auto_rebalance_waits_for_reassignments(cluster_factory: ClusterFactory)
     wait_for(
         lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(30), "reassignment done"
     )
-    wait_state(cluster, "imb", 0, lambda s: s["leader"] == 1, "auto rebalance back to 1", 20)
+    wait_state(cluster, "imb", 0, lambda s: s["leader"] == 1, "auto rebalance back to 1", deadline_s=20)

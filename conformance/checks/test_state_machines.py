@@ -36,9 +36,9 @@ VALID_PARTITION = {
 def _lifecycle(cluster: Cluster) -> None:
     create_topic(cluster, "sm", {0: [1, 2], 1: [2, 3]})
     cluster.kill(2)
-    wait_state(cluster, "sm", 1, lambda s: s["leader"] == 3, "leader 3", 20)
+    wait_state(cluster, "sm", 1, lambda s: s["leader"] == 3, "leader 3", deadline_s=20)
     cluster.start([2])
-    wait_state(cluster, "sm", 0, lambda s: s["isr"] == [1, 2], "2 back in ISR", 15)
+    wait_state(cluster, "sm", 0, lambda s: s["isr"] == [1, 2], "2 back in ISR", deadline_s=15)
     admin.delete_topic_zk(cluster, "sm")
     wait_for(lambda: not cluster.zk.exists("/brokers/topics/sm"), cluster.deadline(30), "sm deleted")
 
@@ -104,7 +104,7 @@ def test_failed_election_leaves_partition_and_logs(cluster_factory: ClusterFacto
     cluster.start([1, 2])
     create_topic(cluster, "noel", {0: [1]})
     cluster.kill(1)
-    st = wait_state(cluster, "noel", 0, lambda s: s["leader"] == -1, "leader -1", 20)
+    st = wait_state(cluster, "noel", 0, lambda s: s["leader"] == -1, "leader -1", deadline_s=20)
     assert (st["isr"], st["leader_epoch"]) == ([1], 1), st
     wait_for(
         lambda: any(
@@ -123,9 +123,9 @@ def test_unclean_election_by_topic_config(cluster_factory: ClusterFactory) -> No
     cluster.start([1, 2])
     create_topic(cluster, "unc", {0: [1, 2]})
     cluster.kill(2)
-    wait_state(cluster, "unc", 0, lambda s: s["isr"] == [1], "ISR [1]", 20)
+    wait_state(cluster, "unc", 0, lambda s: s["isr"] == [1], "ISR [1]", deadline_s=20)
     cluster.kill(1)
-    wait_state(cluster, "unc", 0, lambda s: s["leader"] == -1, "leader -1", 20)
+    wait_state(cluster, "unc", 0, lambda s: s["leader"] == -1, "leader -1", deadline_s=20)
     cluster.start([2])
     time.sleep(1.5)
     assert (cluster.partition_state("unc", 0) or {})["leader"] == -1, "unclean election while disabled"
@@ -138,5 +138,5 @@ def test_unclean_election_by_topic_config(cluster_factory: ClusterFactory) -> No
         sequence=True,
         makepath=True,
     )
-    st = wait_state(cluster, "unc", 0, lambda s: s["leader"] == 2, "unclean leader 2", 20)
+    st = wait_state(cluster, "unc", 0, lambda s: s["leader"] == 2, "unclean leader 2", deadline_s=20)
     assert st["isr"] == [2], st

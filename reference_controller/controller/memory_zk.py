@@ -28,27 +28,33 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from reference_controller.controller.events import ControllerEvent
+from reference_controller.controller.memory_zk_client import (
+    NODE_CHILDREN_CHANGED,
+    NODE_CREATED,
+    NODE_DATA_CHANGED,
+    NODE_DELETED,
+    MemoryZkClient,
+)
 from reference_controller.controller.ports import (
     CheckOp,
-    ChildHandler,
-    ControllerMovedError,
     CreateOp,
-    DataResult,
     DeleteOp,
-    NodeHandler,
     OpResult,
     SetDataOp,
     Stat,
     ZkCode,
     ZkOp,
 )
-from reference_controller.zkdata import CONTROLLER_EPOCH
 
-NODE_CREATED = "NodeCreated"
-NODE_DELETED = "NodeDeleted"
-NODE_DATA_CHANGED = "NodeDataChanged"
-NODE_CHILDREN_CHANGED = "NodeChildrenChanged"
+__all__ = [
+    "NODE_CHILDREN_CHANGED",
+    "NODE_CREATED",
+    "NODE_DATA_CHANGED",
+    "NODE_DELETED",
+    "MemoryZkClient",
+    "MemoryZooKeeper",
+    "TxnRecord",
+]
 
 
 @dataclass
@@ -282,125 +288,3 @@ class MemoryZooKeeper:
 
 def _restore_data(node: _Node, old: tuple[bytes | None, int, int]) -> None:
     node.data, node.version, node.mzxid = old
-
-
-class MemoryZkClient:
-    """One ZooKeeper session: implements `ZkPort`; fired watches queue events (`drain_events`)."""
-
-    def __init__(self, server: MemoryZooKeeper, session: int) -> None:
-        self.server = server
-        self.session = session
-        self.node_handlers: dict[str, NodeHandler] = {}
-        self.child_handlers: dict[str, ChildHandler] = {}
-        self.data_watches: set[str] = set()
-        self.child_watches: set[str] = set()
-        self.events: list[ControllerEvent] = []
-        self.watch_events: list[tuple[str, str]] = []  # (event type, path) as delivered
-
-    # ---- handler registry -----------------------------------------------------------------
-    def register_node_handler(self, handler: NodeHandler) -> None:
-        self.node_handlers[handler.path] = handler
-
-    def unregister_node_handler(self, path: str) -> None:
-        self.node_handlers.pop(path, None)
-
-    def register_child_handler(self, handler: ChildHandler) -> None:
-        self.child_handlers[handler.path] = handler
-
-    def unregister_child_handler(self, path: str) -> None:
-        self.child_handlers.pop(path, None)
-
-    # ---- reads ----------------------------------------------------------------------------
-    def get_data(self, paths: Sequence[str]) -> list[DataResult]:
-        results: list[DataResult] = []
-        for path in paths:
-            self.server.reads.append((self.session, "getData", path))
-            found = self.server.get(path)
-            if found is None:
-                results.append(DataResult(path, None, None))
-                continue
-            if path in self.node_handlers:
-                self.data_watches.add(path)
-            results.append(DataResult(path, found[0], found[1]))
-        return results
-
-    def get_children(self, path: str) -> list[str] | None:
-        self.server.reads.append((self.session, "getChildren", path))
-        children = self.server.children(path)
-        if children is not None and path in self.child_handlers:
-            self.child_watches.add(path)
-        return children
-
-    def exists(self, path: str) -> Stat | None:
-        self.server.reads.append((self.session, "exists", path))
-        if path in self.node_handlers:
-            self.data_watches.add(path)
-        found = self.server.get(path)
-        return None if found is None else found[1]
-
-    # ---- writes ---------------------------------------------------------------------------
-    def fenced(self, ops: Sequence[ZkOp], epoch_zk_version: int) -> list[OpResult]:
-        results: list[OpResult] = []
-        moved = False
-        for op in ops:
-            check_result, op_result = self.server.transact(
-                self.session, [CheckOp(CONTROLLER_EPOCH, epoch_zk_version), op]
-            )
-            moved = moved or not check_result.ok
-            results.append(op_result)
-        if moved:
-            raise ControllerMovedError(
-                f"Controller epoch zkVersion check fails. Expected zkVersion = {epoch_zk_version}"
-            )
-        return results
-
-    def multi(self, ops: Sequence[ZkOp]) -> list[OpResult]:
-        return self.server.transact(self.session, ops)
-
-    def create(self, op: CreateOp) -> OpResult:
-        return self.server.transact(self.session, [op], multi=False)[0]
-
-    def session_id(self) -> int:
-        return self.session
-
-    # ---- conveniences for tests (admin / broker sessions) -----------------------------------
-    def set_data(self, path: str, data: bytes | None, version: int = -1) -> OpResult:
-        return self.server.transact(self.session, [SetDataOp(path, data, version)], multi=False)[0]
-
-    def delete(self, path: str, version: int = -1) -> OpResult:
-        return self.server.transact(self.session, [DeleteOp(path, version)], multi=False)[0]
-
-    def create_recursive(self, path: str, data: bytes | None) -> OpResult:
-        """Kafka's `createRecursive`: create missing parents (null data), then the znode."""
-        parts = path.strip("/").split("/")
-        for depth in range(1, len(parts)):
-            parent = "/" + "/".join(parts[:depth])
-            if self.server.get(parent) is None:
-                self.create(CreateOp(parent, None))
-        return self.create(CreateOp(path, data))
-
-    def drop_watches(self) -> None:
-        """A kazoo reconnect: every server-side watch of this session is lost."""
-        self.data_watches.clear()
-        self.child_watches.clear()
-
-    def deliver(self, path: str, event_type: str) -> None:
-        self.watch_events.append((event_type, path))
-        event: ControllerEvent | None = None
-        if event_type == NODE_CHILDREN_CHANGED:
-            child_handler = self.child_handlers.get(path)
-            event = child_handler.on_child_change if child_handler else None
-        else:
-            node_handler = self.node_handlers.get(path)
-            if node_handler is not None:
-                event = {
-                    NODE_CREATED: node_handler.on_create,
-                    NODE_DELETED: node_handler.on_delete,
-                    NODE_DATA_CHANGED: node_handler.on_data_change,
-                }[event_type]
-        if event is not None:
-            self.events.append(event)
-
-    def drain_events(self) -> list[ControllerEvent]:
-        events, self.events = self.events, []
-        return events

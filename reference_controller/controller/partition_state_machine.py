@@ -25,9 +25,9 @@ from reference_controller.controller.ports import ControllerMovedError, ZkPort
 from reference_controller.controller.request_batch import ControllerBrokerRequestBatch
 from reference_controller.controller.state_change_log import (
     IllegalStateException,
-    KeeperException,
     StateChangeFailedException,
     StateChangeLogger,
+    keeper_exception,
 )
 from reference_controller.errors import MalformedZnodeError
 from reference_controller.zkdata import LeaderAndIsr, LeaderIsrAndControllerEpoch
@@ -224,7 +224,7 @@ class PartitionStateMachine:
                 )
                 successful.append(tp)
             else:
-                failure = KeeperException(f"KeeperErrorCode = {response.code.name} for {response.op.path}")
+                failure = keeper_exception(response.code)
                 self._log_failed_state_change(tp, P.NewPartition, P.OnlinePartition, failure)
         return successful
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from reference_controller.controller.ports import ZkCode
 from reference_controller.logutil import STATE_CHANGE_LOGGER, TRACE
 
 
@@ -33,6 +34,31 @@ class KeeperException(Exception):
 
 
 KeeperException.__module__ = "org.apache.zookeeper"
+
+# KeeperException.create(code) (ZooKeeper 3.5): the subclass name and `KeeperErrorCode = <msg>`
+# (no path), as Kafka's `logFailedStateChange(partition, curr, target, code: Code)` logs it.
+_KEEPER_EXCEPTIONS: dict[ZkCode, tuple[str, str]] = {
+    ZkCode.SYSTEM_ERROR: ("SystemErrorException", "SystemError"),
+    ZkCode.RUNTIME_INCONSISTENCY: ("RuntimeInconsistencyException", "RuntimeInconsistency"),
+    ZkCode.CONNECTION_LOSS: ("ConnectionLossException", "ConnectionLoss"),
+    ZkCode.NONODE: ("NoNodeException", "NoNode"),
+    ZkCode.NOAUTH: ("NoAuthException", "Not authenticated"),
+    ZkCode.BADVERSION: ("BadVersionException", "BadVersion"),
+    ZkCode.NOCHILDRENFOREPHEMERALS: ("NoChildrenForEphemeralsException", "NoChildrenForEphemerals"),
+    ZkCode.NODEEXISTS: ("NodeExistsException", "NodeExists"),
+    ZkCode.NOTEMPTY: ("NotEmptyException", "Directory not empty"),
+    ZkCode.SESSIONEXPIRED: ("SessionExpiredException", "Session expired"),
+}
+
+
+def keeper_exception(code: ZkCode) -> KeeperException:
+    """`KeeperException.create(code)`, rendered `org.apache.zookeeper.KeeperException$<Name>: …`."""
+    name, message = _KEEPER_EXCEPTIONS.get(code, ("", code.name))
+    if not name:
+        return KeeperException(f"KeeperErrorCode = {message}")
+    cls: type[KeeperException] = type(name, (KeeperException,), {"__module__": "org.apache.zookeeper"})
+    cls.__qualname__ = f"KeeperException${name}"
+    return cls(f"KeeperErrorCode = {message}")
 
 
 class StateChangeLogger:

@@ -9,7 +9,7 @@ CONFIG is a Kafka-style `server.properties`; `--override` (repeatable) replaces 
 Exit codes: 0 after SIGTERM/SIGINT (controlled shutdown first when enabled); 2 for a bad command
 line or configuration (the message names the key); 1 when start-up fails (ZooKeeper unreachable
 within `zookeeper.connection.timeout.ms`, a port in use, an inconsistent log dir) or on a fatal
-error while running. Messages go to stderr and to server.log.
+error while running (including a halt because every log dir failed). Messages go to stderr and to server.log.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 from reference_controller.config import KafkaConfig
 from reference_controller.errors import ConfigError
 from reference_controller.logutil import configure_node_logging
-from reference_controller.node.server import KafkaNode, StartupError
+from reference_controller.node.server import KafkaNode, NodeHalted, StartupError
 
 EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
 log = logging.getLogger("kafka.Kafka")
@@ -70,6 +70,9 @@ async def run_node(config: KafkaConfig, log_dir: Path) -> int:
             f"Fatal error during KafkaServer startup. Prepare to shutdown: {exc}"
         )
         print(f"reference node: {exc}", file=sys.stderr)
+        code = EXIT_FATAL
+    except NodeHalted as exc:
+        print(f"reference node: halted: {exc}", file=sys.stderr)
         code = EXIT_FATAL
     except Exception as exc:
         log.exception("Fatal error in the reference node")

@@ -17,6 +17,7 @@ from kio.index import load_response_schema
 
 from reference_controller.node import apis_admin
 from reference_controller.node.context import NodeContext
+from reference_controller.node.journal import journal_brokers
 from reference_controller.node.metadata_cache import brokers_from_request, partition_states_from_request
 from reference_controller.node.partition import leader_and_isr_states, live_leaders, stop_replica_partitions
 from reference_controller.node.protocol import CloseConnection, RequestContext
@@ -35,7 +36,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
 
 UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_FOR_PARTITION = 3, 5, 6
 STALE_CONTROLLER_EPOCH, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH = 11, 74, 75
-INVALID_TOPIC_EXCEPTION = 17
+INVALID_TOPIC_EXCEPTION, KAFKA_STORAGE_ERROR = 17, 56
 MAX_FETCH_WAIT_MS = 5000
 
 
@@ -168,6 +169,8 @@ class KafkaApis:
         return build(schema, throttle_time=0, error_code=0, session_id=0, responses=tuple(topics))
 
     def _fetch_error(self, tp: tuple[str, int], current_leader_epoch: int) -> int:
+        if tp in self.node.replica_manager.offline_partitions:
+            return KAFKA_STORAGE_ERROR
         p = self.node.replica_manager.partitions.get(tp)
         if p is None or tp not in self.node.replica_manager.log_manager.logs:
             return UNKNOWN_TOPIC_OR_PARTITION
@@ -181,7 +184,14 @@ class KafkaApis:
 
     # -- controller-facing ---------------------------------------------------------------------
     def _journal(
-        self, ctx: RequestContext, api: str, request: Any, error: int, partitions: list[Any]
+        self,
+        ctx: RequestContext,
+        api: str,
+        request: Any,
+        error: int,
+        partitions: list[Any],
+        *,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         self.node.journal.record(
             {
@@ -195,6 +205,7 @@ class KafkaApis:
                 "broker_epoch": int(getattr(request, "broker_epoch", -1)),
                 "error_code": error,
                 "partitions": partitions,
+                **(extra or {}),
             }
         )
 
@@ -239,7 +250,8 @@ class KafkaApis:
             }
             for st in states
         ]
-        self._journal(ctx, "LeaderAndIsr", request, error, entries)
+        leaders = [{"id": x.broker_id, "host": x.host, "port": x.port} for x in live_leaders(request)]
+        self._journal(ctx, "LeaderAndIsr", request, error, entries, extra={"live_leaders": leaders})
         err_cls = nested(schema, "LeaderAndIsrPartitionError")
         return build(
             schema,
@@ -276,7 +288,9 @@ class KafkaApis:
             }
             for tp, st in states
         ]
-        self._journal(ctx, "UpdateMetadata", request, error, entries)
+        self._journal(
+            ctx, "UpdateMetadata", request, error, entries, extra={"live_brokers": journal_brokers(request)}
+        )
         return build(self._schema(ctx), error_code=error)
 
     async def handle_stop_replica(self, ctx: RequestContext, request: Any) -> Any:

@@ -10,7 +10,10 @@ Schema of a line (keys always present unless marked):
     UpdateMetadata: controller_epoch, leader, leader_epoch, isr, zk_version, replicas,
                     offline_replicas
     StopReplica:    delete_partition (the request's DeletePartitions), error_code
-  live_brokers (UpdateMetadata only): list of {id, endpoints: ["NAME://host:port"], rack}
+  live_brokers (UpdateMetadata only): list of {id, endpoints: [{listener, host, port,
+                  security_protocol}], rack (null when none)}, in request order; `listener`
+                  is the v3+ listener name, else the security protocol's name (v1-v2) or
+                  "PLAINTEXT" (v0), as the metadata cache names it
   live_leaders (LeaderAndIsr only): list of {id, host, port}
 """
 
@@ -21,6 +24,28 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+_PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+
+
+def journal_brokers(request: Any) -> list[dict[str, Any]]:
+    """The `live_brokers` field of an UpdateMetadata line (any version 0-6)."""
+    result: list[dict[str, Any]] = []
+    for b in request.live_brokers:
+        if hasattr(b, "v0_host"):  # v0: one PLAINTEXT host/port per broker
+            raw = [("PLAINTEXT", "PLAINTEXT", b.v0_host, b.v0_port)]
+        else:
+            raw = []
+            for ep in b.endpoints:
+                protocol = _PROTOCOL_NAMES.get(int(ep.security_protocol), str(int(ep.security_protocol)))
+                raw.append((getattr(ep, "listener", None) or protocol, protocol, ep.host, ep.port))
+        endpoints = [
+            {"listener": str(name), "host": str(host), "port": int(port), "security_protocol": protocol}
+            for name, protocol, host, port in raw
+        ]
+        rack = getattr(b, "rack", None)
+        result.append({"id": int(b.id_), "endpoints": endpoints, "rack": None if rack is None else str(rack)})
+    return result
 
 
 class ControllerRequestJournal:

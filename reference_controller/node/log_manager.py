@@ -7,6 +7,13 @@ active segment `00000000000000000000.log` with `.index` and `.timeindex`, and
 `leader-epoch-checkpoint` (empty at creation; `0\\n1\\n<epoch> <offset>\\n` once leader).
 Deleted partitions are renamed `<topic>-<p>.<uuid hex>-delete` and removed after
 `log.segment.delete.delay.ms`. Logs stay empty: no Produce in this issue, but the files are real.
+
+Log-dir failure (LOGDIR-5, `log_dir_failure.py`): an OSError while creating a partition dir or its
+files, writing a checkpoint or renaming a log for deletion is reported to the
+`LogDirFailureChannel` and surfaces as `KafkaStorageError`; once the failure handler has called
+`handle_log_dir_failure`, the dir is offline: its logs are dropped, no file is written there any
+more, new logs go to the online dirs only, and (as `getOrCreateLog`) a log that is not new is
+not created at all while some dir is offline.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reference_controller.errors import ReferenceControllerError
+from reference_controller.node.log_dir_failure import KafkaStorageError, LogDirFailureChannel
 
 log = logging.getLogger("kafka.log.LogManager")
 
@@ -65,12 +73,51 @@ def write_checkpoint(path: Path, entries: list[str]) -> None:
 
 
 class LogManager:
-    def __init__(self, log_dirs: tuple[Path, ...], broker_id: int, delete_delay_ms: int) -> None:
+    def __init__(
+        self,
+        log_dirs: tuple[Path, ...],
+        broker_id: int,
+        delete_delay_ms: int,
+        failure_channel: LogDirFailureChannel | None = None,
+    ) -> None:
         self.log_dirs = log_dirs
         self.broker_id = broker_id
         self.delete_delay_ms = delete_delay_ms
+        self.failure_channel = failure_channel or LogDirFailureChannel()
+        self.live_log_dirs: list[Path] = list(log_dirs)
         self.logs: dict[TopicPartition, Log] = {}
         self._to_delete: list[tuple[float, Path]] = []
+
+    # -- online / offline dirs -----------------------------------------------------------------
+    def is_log_dir_online(self, d: Path) -> bool:
+        return d in self.live_log_dirs
+
+    @property
+    def offline_log_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if d not in self.live_log_dirs]
+
+    def _io_error(self, d: Path, msg: str, exc: OSError) -> None:
+        self.failure_channel.maybe_add_offline_log_dir(d, msg, exc)
+
+    def handle_log_dir_failure(self, d: Path) -> bool:
+        """`LogManager.handleLogDirFailure`: drop the dir's logs; False when no log dir is left."""
+        log.warning(f"Stopping serving logs in dir {d}")
+        if d in self.live_log_dirs:
+            self.live_log_dirs.remove(d)
+        if not self.live_log_dirs:
+            log.critical(
+                f"Shutdown broker because all log dirs in {', '.join(map(str, self.log_dirs))} have failed"
+            )
+            return False
+        offline = sorted(tp for tp, lg in self.logs.items() if lg.dir.parent == d)
+        for tp in offline:
+            del self.logs[tp]
+        self._to_delete = [(t, p) for t, p in self._to_delete if p.parent != d]
+        log.warning(
+            f"Logs for partitions {','.join(map(log_dir_name, offline))} are offline and logs for future "
+            f"partitions  are offline due to failure on log directory {d}"
+        )
+        return True
 
     # -- start-up ------------------------------------------------------------------------------
     def startup(self, cluster_id: str) -> None:
@@ -135,22 +182,45 @@ class LogManager:
     def get_log(self, tp: TopicPartition) -> Log | None:
         return self.logs.get(tp)
 
-    def next_log_dir(self) -> Path:
-        """The least-loaded log dir (fewest partitions); ties go to the earlier `log.dirs` entry."""
-        counts = dict.fromkeys(self.log_dirs, 0)
+    def next_log_dirs(self) -> list[Path]:
+        """Online log dirs, least-loaded first (fewest partitions; ties: earlier `log.dirs` entry)."""
+        counts = dict.fromkeys(self.live_log_dirs, 0)
         for lg in self.logs.values():
             if lg.dir.parent in counts:
                 counts[lg.dir.parent] += 1
-        return min(self.log_dirs, key=lambda d: counts[d])
+        return sorted(self.live_log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
-    def get_or_create_log(self, tp: TopicPartition) -> Log:
+    def get_or_create_log(self, tp: TopicPartition, is_new: bool = False) -> Log:
+        """`getOrCreateLog`: raises KafkaStorageError as Kafka throws KafkaStorageException."""
         existing = self.logs.get(tp)
         if existing is not None:
             return existing
-        path = self.next_log_dir() / log_dir_name(tp)
-        path.mkdir(parents=True, exist_ok=True)
-        self._ensure_segment_files(path)
-        (path / "leader-epoch-checkpoint").touch(exist_ok=True)
+        name = log_dir_name(tp)
+        if not is_new and self.offline_log_dirs:
+            raise KafkaStorageError(
+                f"Can not create log for {name} because log directories "
+                f"{','.join(map(str, self.offline_log_dirs))} are offline"
+            )
+        candidates = self.next_log_dirs()
+        for d in candidates:
+            path = d / name
+            try:
+                path.mkdir(exist_ok=True)  # the log dir itself must exist (a vanished dir has failed)
+            except OSError as exc:
+                msg = f"Error while creating log for {name} in dir {d}"
+                self._io_error(d, msg, exc)
+                log.warning(msg)
+                continue
+            try:
+                self._ensure_segment_files(path)
+            except OSError as exc:
+                msg = f"Error while loading log dir {d}"
+                self._io_error(d, msg, exc)
+                raise KafkaStorageError(msg) from exc
+            break
+        else:
+            tried = ", ".join(str(d) for d in candidates)
+            raise KafkaStorageError(f"No log directories available. Tried {tried}")
         created = Log(tp, path)
         self.logs[tp] = created
         log.info(f"Created log for partition {log_dir_name(tp)} in {path} with properties {{}}.")
@@ -167,7 +237,13 @@ class LogManager:
         lg = self.logs.get(tp)
         if lg is None or leader_epoch < 0:
             return
-        write_checkpoint(lg.dir / "leader-epoch-checkpoint", [f"{leader_epoch} {start_offset}"])
+        path = lg.dir / "leader-epoch-checkpoint"
+        try:
+            write_checkpoint(path, [f"{leader_epoch} {start_offset}"])
+        except OSError as exc:
+            msg = f"Error while writing to checkpoint file {path}"
+            self._io_error(lg.dir.parent, msg, exc)
+            raise KafkaStorageError(msg) from exc
 
     def async_delete(self, tp: TopicPartition) -> Path | None:
         """Rename to `<topic>-<p>.<uuid>-delete`; removed after `log.segment.delete.delay.ms`."""
@@ -175,7 +251,13 @@ class LogManager:
         if lg is None:
             return None
         target = lg.dir.with_name(f"{log_dir_name(tp)}.{uuid.uuid4().hex}-delete")
-        lg.dir.rename(target)
+        try:
+            lg.dir.rename(target)
+        except OSError as exc:
+            msg = f"Error while renaming dir for {log_dir_name(tp)} in log dir {lg.dir.parent}"
+            self._io_error(lg.dir.parent, msg, exc)
+            self.logs[tp] = lg  # still there: the failure handler takes it offline with its dir
+            raise KafkaStorageError(msg) from exc
         self._to_delete.append((time.monotonic() + self.delete_delay_ms / 1000, target))
         log.info(f"Log for partition {log_dir_name(tp)} is renamed to {target} and is scheduled for deletion")
         self.checkpoint()
@@ -191,12 +273,20 @@ class LogManager:
 
     # -- checkpoints ---------------------------------------------------------------------------
     def checkpoint(self) -> None:
-        for d in self.log_dirs:
+        """Checkpoint files of every online log dir; a failed write takes that dir offline."""
+        for d in [d for d in self.live_log_dirs if d not in self.failure_channel.offline]:
             entries = sorted(f"{tp[0]} {tp[1]} 0" for tp, lg in self.logs.items() if lg.dir.parent == d)
             for name in CHECKPOINT_FILES:
-                write_checkpoint(d / name, entries)
+                try:
+                    write_checkpoint(d / name, entries)
+                except OSError as exc:
+                    self._io_error(d, f"Error while writing to checkpoint file {d / name}", exc)
+                    break
 
     def shutdown(self) -> None:
         self.checkpoint()
-        for d in self.log_dirs:
-            (d / CLEAN_SHUTDOWN_FILE).touch(exist_ok=True)
+        for d in [d for d in self.live_log_dirs if d not in self.failure_channel.offline]:
+            try:
+                (d / CLEAN_SHUTDOWN_FILE).touch(exist_ok=True)
+            except OSError as exc:
+                self._io_error(d, f"Error while writing {d / CLEAN_SHUTDOWN_FILE}", exc)

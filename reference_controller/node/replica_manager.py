@@ -4,7 +4,10 @@ Fencing (spec §7.3): a LeaderAndIsr/UpdateMetadata/StopReplica whose controller
 than the latest seen is refused whole with STALE_CONTROLLER_EPOCH (11) and changes nothing; in a
 LeaderAndIsr each partition whose leader epoch is not newer than the broker's gets a
 per-partition 11, and a partition whose replicas do not include this broker gets
-UNKNOWN_TOPIC_OR_PARTITION (3). Broker-epoch fencing (§7.4) is `is_stale_broker_epoch`, applied
+UNKNOWN_TOPIC_OR_PARTITION (3). A partition whose log is in an offline log dir (LOGDIR-5,
+`log_dir_failure.py`), or whose log cannot be created, gets KAFKA_STORAGE_ERROR (56) and stays
+offline (`HostedPartition.Offline`) until restart; StopReplica(delete) for it also answers 56.
+Broker-epoch fencing (§7.4) is `is_stale_broker_epoch`, applied
 by the API layer before any of this, as KafkaApis does.
 
 The replica manager runs on the node's asyncio loop only (no locks needed); ZooKeeper writes
@@ -19,6 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from reference_controller.logutil import STATE_CHANGE_LOGGER, trace
+from reference_controller.node.log_dir_failure import KAFKA_STORAGE_ERROR, KafkaStorageError
 from reference_controller.node.log_manager import LogManager
 from reference_controller.node.metadata_cache import BrokerEndpoints, MetadataCache, PartitionState
 from reference_controller.node.partition import (
@@ -67,6 +71,7 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.broker_epoch = -1
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.offline_partitions: set[TopicPartition] = set()
         self.state_change = _PrefixedLogger(
             logging.getLogger(STATE_CHANGE_LOGGER), f"[Broker id={broker_id}] "
         )
@@ -102,11 +107,15 @@ class ReplicaManager:
         errors: dict[TopicPartition, int] = {}
         accepted: list[LeaderAndIsrPartitionState] = []
         for st in states:
-            partition = self.partitions.setdefault(st.tp, Partition(st.tp, self.broker_id))
             prefix = (
                 f"Ignoring LeaderAndIsr request from controller {controller_id} with correlation id "
                 f"{correlation_id} epoch {controller_epoch} for partition {st.topic}-{st.partition}"
             )
+            if st.tp in self.offline_partitions:
+                sc.warn(f"{prefix} as the local replica for the partition is in an offline log directory")
+                errors[st.tp] = KAFKA_STORAGE_ERROR
+                continue
+            partition = self.partitions.setdefault(st.tp, Partition(st.tp, self.broker_id))
             if st.leader_epoch > partition.leader_epoch:
                 if self.broker_id in st.replicas:
                     accepted.append(st)
@@ -128,17 +137,30 @@ class ReplicaManager:
                     "current leader epoch"
                 )
                 errors[st.tp] = STALE_CONTROLLER_EPOCH
-        for st in accepted:
-            if st.leader == self.broker_id:
-                self._make_leader(st, correlation_id, controller_id, controller_epoch)
-            else:
-                self._make_follower(st, correlation_id, controller_id, controller_epoch)
+        for st in list(accepted):
+            role = "leader" if st.leader == self.broker_id else "follower"
+            try:
+                if role == "leader":
+                    self._make_leader(st, correlation_id, controller_id, controller_epoch)
+                else:
+                    self._make_follower(st, correlation_id, controller_id, controller_epoch)
+            except KafkaStorageError as exc:
+                sc.error(
+                    f"Skipped the become-{role} state change with correlation id {correlation_id} from "
+                    f"controller {controller_id} epoch {controller_epoch} for partition "
+                    f"{st.topic}-{st.partition} (last update controller epoch {st.controller_epoch}) since "
+                    f"the replica for the partition is offline due to disk error {exc}"
+                )
+                accepted.remove(st)
+                self.mark_partitions_offline([st.tp])
+                errors[st.tp] = KAFKA_STORAGE_ERROR
+                continue
             errors[st.tp] = NONE
         followers = {st.tp: (st.leader, st.leader_epoch) for st in accepted if st.leader != self.broker_id}
         self.fetcher.remove_partitions(st.tp for st in accepted if st.leader == self.broker_id)
         if followers:
             self.fetcher.add_partitions(followers, leaders)
-        for tp in {st.tp for st in states}:  # drop placeholder partitions that never got a log
+        for tp in {st.tp for st in states} - self.offline_partitions:  # drop placeholders without a log
             if tp not in self.log_manager.logs and self.partitions[tp].leader_epoch < 0:
                 del self.partitions[tp]
         self.log_manager.checkpoint()
@@ -148,7 +170,7 @@ class ReplicaManager:
         p.controller_epoch = st.controller_epoch
         p.replicas, p.adding, p.removing = st.replicas, st.adding, st.removing
         p.leader, p.leader_epoch, p.zk_version = st.leader, st.leader_epoch, st.zk_version
-        self.log_manager.get_or_create_log(st.tp)
+        self.log_manager.get_or_create_log(st.tp, st.is_new)
 
     def _make_leader(self, st: LeaderAndIsrPartitionState, cid: int, ctrl: int, epoch: int) -> None:
         sc = self.state_change
@@ -219,18 +241,40 @@ class ReplicaManager:
             return STALE_CONTROLLER_EPOCH, {}
         self.controller_epoch = controller_epoch
         self.fetcher.remove_partitions(partitions)
+        errors: dict[TopicPartition, int] = {}
         for tp in partitions:
             name = f"{tp[0]}-{tp[1]}"
             sc.trace(f"Handling stop replica (delete={str(delete).lower()}) for partition {name}")
-            if delete:
-                if self.partitions.pop(tp, None) is None:
-                    sc.trace(
-                        f"Ignoring stop replica (delete=true) for partition {name} as replica doesn't "
-                        "exist on broker"
-                    )
-                self.log_manager.async_delete(tp)
+            try:
+                if delete:
+                    self._delete_replica(tp, name)
+            except KafkaStorageError as exc:
+                sc.error(
+                    f"Ignoring stop replica (delete={str(delete).lower()}) for partition {name} due to "
+                    f"storage exception: {exc}"
+                )
+                errors[tp] = KAFKA_STORAGE_ERROR
+                continue
             sc.trace(f"Finished handling stop replica (delete={str(delete).lower()}) for partition {name}")
-        return NONE, dict.fromkeys(partitions, NONE)
+            errors[tp] = NONE
+        return NONE, errors
+
+    def _delete_replica(self, tp: TopicPartition, name: str) -> None:
+        if tp in self.offline_partitions:
+            raise KafkaStorageError(f"Partition {name} is on an offline disk")
+        if self.partitions.pop(tp, None) is None:
+            self.state_change.trace(
+                f"Ignoring stop replica (delete=true) for partition {name} as replica doesn't exist on broker"
+            )
+        self.log_manager.async_delete(tp)
+
+    def mark_partitions_offline(self, partitions: Iterable[TopicPartition]) -> None:
+        """`markPartitionOffline` (after stopping their fetchers): no leader/follower state left."""
+        tps = list(partitions)
+        self.fetcher.remove_partitions(tps)
+        for tp in tps:
+            self.partitions.pop(tp, None)
+            self.offline_partitions.add(tp)
 
     def maybe_update_metadata_cache(
         self,

@@ -9,6 +9,9 @@ manager + ISR tasks; (7) register `/brokers/ids/<id>` (broker epoch = czxid); (8
 controller component unless `reference.controller.enable=false` or it is not installed; (9) serve.
 Shutdown: controlled shutdown (if enabled and registered), stop listeners, fetchers, ISR tasks,
 controller component, ZooKeeper session, checkpoint files + `.kafka_cleanshutdown`.
+Log-dir failure (LOGDIR-5): the `LogDirFailureHandler` task and the reference health check task
+(`log_dir_failure.py`); when Kafka would halt (every log dir offline, or any with IBP < 1.0-IV0)
+the node logs FATAL-level (CRITICAL) and exits 1 at once: no controlled shutdown, nothing written.
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ from reference_controller.node.controlled_shutdown import controlled_shutdown
 from reference_controller.node.fetcher import ReplicaFetcherManager
 from reference_controller.node.isr import IsrManager
 from reference_controller.node.journal import ControllerRequestJournal
+from reference_controller.node.log_dir_failure import (
+    HEALTH_CHECK_INTERVAL_S,
+    LogDirFailureChannel,
+    LogDirFailureHandler,
+    run_health_check,
+)
 from reference_controller.node.log_manager import LogManager
 from reference_controller.node.metadata_cache import MetadataCache
 from reference_controller.node.protocol import KafkaProtocolServer
@@ -49,6 +58,10 @@ log = logging.getLogger("kafka.server.KafkaServer")
 
 class StartupError(ReferenceControllerError):
     """The node cannot start (ZooKeeper unreachable, port in use, inconsistent log dir …)."""
+
+
+class NodeHalted(ReferenceControllerError):
+    """Kafka's `Exit.halt(1)`: the node stops at once (every log dir failed …)."""
 
 
 def load_controller_service() -> Any:
@@ -82,6 +95,7 @@ class KafkaNode:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session_lost = False
         self.registered = False
+        self.halt_reason: str | None = None
 
     # -- start-up ------------------------------------------------------------------------------
     def _connect_zookeeper(self) -> KazooClient:
@@ -160,7 +174,8 @@ class KafkaNode:
         await asyncio.to_thread(self._create_top_level_paths, zk)
         cluster_id = await asyncio.to_thread(self._create_or_get_cluster_id, zk)
         log.info(f"Cluster ID = {cluster_id}")
-        log_manager = LogManager(cfg.log_dirs, cfg.broker_id, cfg.log_segment_delete_delay_ms)
+        channel = LogDirFailureChannel()
+        log_manager = LogManager(cfg.log_dirs, cfg.broker_id, cfg.log_segment_delete_delay_ms, channel)
         try:
             log_manager.startup(cluster_id)
         except ReferenceControllerError as exc:
@@ -183,6 +198,16 @@ class KafkaNode:
             loop.create_task(isr.run_isr_expiration(), name="isr-expiration"),
             loop.create_task(isr.run_isr_change_propagation(), name="isr-change-propagation"),
             loop.create_task(self._delete_logs(log_manager), name="kafka-delete-logs"),
+            loop.create_task(
+                LogDirFailureHandler(
+                    channel, rm, zk, self.halt, not cfg.inter_broker_protocol_version.at_least("1.0-IV0")
+                ).run(),
+                name="LogDirFailureHandler",
+            ),
+            loop.create_task(
+                run_health_check(channel, lambda: list(log_manager.live_log_dirs), HEALTH_CHECK_INTERVAL_S),
+                name="log-dir-health-check",
+            ),
         ]
         self.broker_info = self._broker_info()
         rm.broker_epoch = await asyncio.to_thread(registration.register_broker, zk, self.broker_info)
@@ -238,13 +263,27 @@ class KafkaNode:
     # -- run / shutdown ------------------------------------------------------------------------
     async def serve(self) -> None:
         await self.shutdown_requested.wait()
+        if self.halt_reason is not None:
+            raise NodeHalted(self.halt_reason)
 
     def request_shutdown(self) -> None:
         self.shutdown_requested.set()
 
+    def halt(self, reason: str) -> None:
+        """Kafka's `Exit.halt(1)` (the caller logged why): no controlled shutdown, no disk writes."""
+        self.halt_reason = reason
+        self.shutdown_requested.set()
+
     async def shutdown(self) -> None:
         log.info(f"[KafkaServer id={self.config.broker_id}] shutting down")
-        if self.registered and self.config.controlled_shutdown_enable and self.zk is not None and self.node:
+        halted = self.halt_reason is not None
+        if (
+            not halted
+            and self.registered
+            and self.config.controlled_shutdown_enable
+            and self.zk is not None
+            and self.node
+        ):
             await controlled_shutdown(self.config, self.zk, self.node.replica_manager.broker_epoch)
         for server in self.servers:
             await server.stop()
@@ -259,7 +298,8 @@ class KafkaNode:
             zk, self.zk = self.zk, None
             await asyncio.to_thread(_close_zookeeper, zk)
         if self.node is not None:
-            self.node.replica_manager.log_manager.shutdown()
+            if not halted:
+                self.node.replica_manager.log_manager.shutdown()
             self.node.journal.close()
         log.info(f"[KafkaServer id={self.config.broker_id}] shut down completed")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import socket
 import threading
 from pathlib import Path
@@ -13,6 +14,7 @@ from kio.schema.leader_and_isr.v4 import response as lai4r
 from kio.schema.stop_replica.v2 import request as sr2
 from kio.schema.types import BrokerId, TopicName
 from kio.schema.update_metadata.v6 import request as um6
+from kio.serial import entity_writer
 from kio.static.primitive import i32, i64
 
 from fixtures.probes import request_proxy as rp
@@ -27,16 +29,51 @@ from fixtures.probes.state_change_log import (
 
 pytestmark = pytest.mark.unit
 
-LOG = """\
-[2024-05-11 12:00:00,123] TRACE [Controller id=1 epoch=3] Changed state of replica 2 for partition foo-bar-0 from NewReplica to OnlineReplica (state.change.logger)
-[2024-05-11 12:00:00,124] TRACE [Controller id=1 epoch=3] Changed partition foo-0 state from NewPartition to OnlinePartition with state LeaderAndIsr(leader=1, leaderEpoch=0, isr=List(1, 2), zkVersion=0) (state.change.logger)
-[2024-05-11 12:00:00,125] TRACE [Controller id=1 epoch=3] Changed partition foo-1 from OnlinePartition to OfflinePartition (state.change.logger)
-[2024-05-11 12:00:01,000] ERROR [Controller id=1 epoch=3] Controller 1 epoch 3 initiated state change of replica 2 for partition foo-0 from ReplicaDeletionSuccessful to ReplicaDeletionIneligible failed (state.change.logger)
-java.lang.IllegalStateException: Replica [Topic=foo,Partition=0,Replica=2] should be in the OfflineReplica,ReplicaDeletionStarted states before moving to ReplicaDeletionIneligible state. Instead it is in ReplicaDeletionSuccessful state
-[2024-05-11 12:00:02,000] ERROR [Controller id=1 epoch=3] Controller 1 epoch 3 failed to change state for partition foo-0 from OnlinePartition to NewPartition (state.change.logger)
-java.lang.IllegalStateException: Partition foo-0 should be in one of NonExistentPartition states before moving to NewPartition state. Instead it is in OnlinePartition state
-[2024-05-11 12:00:03,000] WARN [Broker id=2] Ignoring LeaderAndIsr request from controller 1 with correlation id 5 since its controller epoch 2 is old. Latest known controller epoch is 3 (state.change.logger)
-"""
+LOG = (
+    "\n".join(
+        [
+            (
+                "[2024-05-11 12:00:00,123] TRACE [Controller id=1 epoch=3] Changed state of replica 2 for "
+                "partition foo-bar-0 from NewReplica to OnlineReplica (state.change.logger)"
+            ),
+            (
+                "[2024-05-11 12:00:00,124] TRACE [Controller id=1 epoch=3] Changed partition foo-0 state "
+                "from NewPartition to OnlinePartition with state LeaderAndIsr(leader=1, leaderEpoch=0, "
+                "isr=List(1, 2), zkVersion=0) (state.change.logger)"
+            ),
+            (
+                "[2024-05-11 12:00:00,125] TRACE [Controller id=1 epoch=3] Changed partition foo-1 from "
+                "OnlinePartition to OfflinePartition (state.change.logger)"
+            ),
+            (
+                "[2024-05-11 12:00:01,000] ERROR [Controller id=1 epoch=3] Controller 1 epoch 3 initiated "
+                "state change of replica 2 for partition foo-0 from ReplicaDeletionSuccessful to "
+                "ReplicaDeletionIneligible failed (state.change.logger)"
+            ),
+            (
+                "java.lang.IllegalStateException: Replica [Topic=foo,Partition=0,Replica=2] should be in "
+                "the OfflineReplica,ReplicaDeletionStarted states before moving to "
+                "ReplicaDeletionIneligible state. Instead it is in ReplicaDeletionSuccessful state"
+            ),
+            (
+                "[2024-05-11 12:00:02,000] ERROR [Controller id=1 epoch=3] Controller 1 epoch 3 failed to "
+                "change state for partition foo-0 from OnlinePartition to NewPartition "
+                "(state.change.logger)"
+            ),
+            (
+                "java.lang.IllegalStateException: Partition foo-0 should be in one of "
+                "NonExistentPartition states before moving to NewPartition state. Instead it is in "
+                "OnlinePartition state"
+            ),
+            (
+                "[2024-05-11 12:00:03,000] WARN [Broker id=2] Ignoring LeaderAndIsr request from "
+                "controller 1 with correlation id 5 since its controller epoch 2 is old. Latest known "
+                "controller epoch is 3 (state.change.logger)"
+            ),
+        ]
+    )
+    + "\n"
+)
 
 
 def test_state_change_log_entries_and_prefixes() -> None:
@@ -178,10 +215,6 @@ def _fake_broker(server: socket.socket, response: bytes, seen: list[bytes]) -> N
 
 
 def test_proxy_forwards_bytes_and_records_exchange() -> None:
-    import io
-
-    from kio.serial import entity_writer
-
     buf = io.BytesIO()
     hdr_t = lai4r.LeaderAndIsrResponse.__header_schema__
     entity_writer(hdr_t)(buf, hdr_t(correlation_id=i32(4242)))

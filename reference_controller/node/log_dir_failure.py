@@ -1,0 +1,159 @@
+"""Log-dir failure on the broker side: LOGDIR-5, spec §6.4 (ring: drivers).
+
+As Kafka 2.5.1:
+- `LogDirFailureChannel`: every I/O error on a log dir (creating a partition dir or its files,
+  writing a checkpoint, renaming a log for deletion) is reported with `maybe_add_offline_log_dir`,
+  which logs the message at ERROR and queues the dir once; a dir stays offline until restart.
+- `LogDirFailureHandler` (ReplicaManager's thread of that name): for each newly offline dir,
+  `handleLogDirFailure`: WARN "Stopping serving replicas in dir <dir>"; the partitions whose log
+  is in it are marked offline (fetchers stopped, leader/follower state dropped; LeaderAndIsr
+  and StopReplica(delete) for them answer KAFKA_STORAGE_ERROR (56)); `LogManager.
+  handleLogDirFailure` (no checkpoints are written there any more; all log dirs offline ⇒ the
+  broker halts, exit 1, before any notification); then `propagateLogDirEvent`: a
+  PERSISTENT_SEQUENTIAL `/log_dir_event_notification/log_dir_event_<seq>` =
+  `{"version":1,"broker":<id>,"event":1}`; WARN "Stopped serving replicas in dir <dir>".
+  With `inter.broker.protocol.version` < 1.0-IV0 the broker halts on the first failed dir.
+
+Reference addition (NOT in Kafka): an idle reference broker does almost no disk I/O, so a
+periodic health check (every `HEALTH_CHECK_INTERVAL_S` = 1 s) probes each online log dir and
+reports it to the channel when it is missing, not a directory, or not writable (creating and
+deleting the probe file `.reference-health-check` fails).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
+
+from reference_controller import zkdata
+from reference_controller.errors import ReferenceControllerError
+
+if TYPE_CHECKING:  # replica_manager imports this module
+    from reference_controller.node.replica_manager import ReplicaManager
+
+log = logging.getLogger("kafka.server.LogDirFailureChannel")
+rm_log = logging.getLogger("kafka.server.ReplicaManager")
+
+KAFKA_STORAGE_ERROR = 56
+HEALTH_CHECK_INTERVAL_S = 1.0
+PROBE_FILE = ".reference-health-check"
+
+
+class KafkaStorageError(ReferenceControllerError):
+    """Kafka's KafkaStorageException: the operation touched an offline (or failing) log dir."""
+
+
+class LogDirFailureChannel:
+    """Newly offline log dirs, each handed out once (all calls on the node's event loop)."""
+
+    def __init__(self) -> None:
+        self.offline: set[Path] = set()
+        self._queue: asyncio.Queue[Path] = asyncio.Queue()
+
+    def maybe_add_offline_log_dir(self, log_dir: Path, msg: str, exc: BaseException | None) -> None:
+        log.error(msg, exc_info=exc)
+        if log_dir not in self.offline:
+            self.offline.add(log_dir)
+            self._queue.put_nowait(log_dir)
+
+    async def take_next_offline_log_dir(self) -> Path:
+        return await self._queue.get()
+
+
+def probe_log_dir(log_dir: Path) -> OSError | None:
+    """The health check of one log dir (reference addition); the error, or None when healthy."""
+    try:
+        if not log_dir.exists():
+            raise FileNotFoundError(2, "log dir does not exist", str(log_dir))
+        if not log_dir.is_dir():
+            raise NotADirectoryError(20, "log dir is not a directory", str(log_dir))
+        probe = log_dir / PROBE_FILE
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        return exc
+    return None
+
+
+def propagate_log_dir_event(zk: KazooClient, broker_id: int) -> str:
+    """`KafkaZkClient.propagateLogDirEvent`: retried while the session is reconnecting."""
+    prefix = zkdata.log_dir_event_path(zkdata.LOG_DIR_EVENT_PREFIX)
+    while True:
+        try:
+            path: str = zk.create(prefix, zkdata.encode_log_dir_event(broker_id), sequence=True)
+        except (ConnectionLoss, OperationTimeoutError, SessionExpiredError):
+            if zk.client_state == "CLOSED":  # pragma: no cover - node shutting down
+                raise
+            continue
+        rm_log.debug(f"Added {path} for broker {broker_id}")
+        return path
+
+
+class LogDirFailureHandler:
+    def __init__(
+        self,
+        channel: LogDirFailureChannel,
+        replica_manager: ReplicaManager,
+        zk: KazooClient,
+        halt: Callable[[str], None],
+        halt_on_failure: bool,
+    ) -> None:
+        self.channel = channel
+        self.rm = replica_manager
+        self.zk = zk
+        self.halt = halt
+        self.halt_on_failure = halt_on_failure
+
+    async def run(self) -> None:
+        while True:
+            log_dir = await self.channel.take_next_offline_log_dir()
+            if self.halt_on_failure:
+                reason = f"Halting broker because dir {log_dir} is offline"
+                rm_log.critical(reason)
+                self.halt(reason)
+                return
+            if not await self.handle_log_dir_failure(log_dir):
+                return
+
+    async def handle_log_dir_failure(self, log_dir: Path) -> bool:
+        """`ReplicaManager.handleLogDirFailure`; False when no log dir is left (broker halted)."""
+        rm, lm = self.rm, self.rm.log_manager
+        if not lm.is_log_dir_online(log_dir):
+            return True
+        rm_log.warning(f"Stopping serving replicas in dir {log_dir}")
+        offline = sorted(tp for tp, lg in lm.logs.items() if lg.dir.parent == log_dir)
+        rm.mark_partitions_offline(offline)
+        rm_log.warning(
+            f"Broker {rm.broker_id} stopped fetcher for partitions "
+            f"{','.join(f'{t}-{p}' for t, p in offline)} and stopped moving logs for partitions  "
+            f"because they are in the failed log directory {log_dir}."
+        )
+        if not lm.handle_log_dir_failure(log_dir):  # it logged the fatal message
+            dirs = ", ".join(str(d) for d in lm.log_dirs)
+            self.halt(f"Shutdown broker because all log dirs in {dirs} have failed")
+            return False
+        await asyncio.to_thread(propagate_log_dir_event, self.zk, rm.broker_id)
+        rm_log.warning(f"Stopped serving replicas in dir {log_dir}")
+        return True
+
+
+async def run_health_check(
+    channel: LogDirFailureChannel, live_dirs: Callable[[], list[Path]], interval_s: float
+) -> None:
+    """Reference addition: probe every online log dir each `interval_s` (see the module doc)."""
+    while True:
+        await asyncio.sleep(interval_s)
+        for log_dir in live_dirs():
+            if log_dir in channel.offline:
+                continue
+            exc = await asyncio.to_thread(probe_log_dir, log_dir)
+            if exc is not None:
+                channel.maybe_add_offline_log_dir(
+                    log_dir, f"Error while checking log dir {log_dir} (reference health check): {exc}", exc
+                )

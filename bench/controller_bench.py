@@ -200,8 +200,11 @@ class Bench:
             controller.process = timed  # type: ignore[method-assign]
             return controller
 
-        service = ControllerService(config, zk, broker_epoch=zk.exists(f"/brokers/ids/{broker_id}").czxid,
-                                    core_factory=core, channel_factory=lambda _cfg, _enq: CountingChannel(c))  # fmt: skip
+        epoch = zk.exists(f"/brokers/ids/{broker_id}").czxid
+        channel = CountingChannel(c)
+        service = ControllerService(
+            config, zk, broker_epoch=epoch, core_factory=core, channel_factory=lambda _cfg, _enq: channel
+        )
         service.startup()
         self.services.append(service)
         return service, zk
@@ -254,12 +257,12 @@ def write_topics(zk: KazooClient, prefix: str, partitions: int, replicas: tuple[
 
 def read_states(zk: KazooClient, topics: list[str], partitions: int) -> list[Any]:
     paths = [partition_state_path(t, p) for t in topics for p in range(partitions)]
-    out = []
+    out: list[Any] = []
     for path, res in [(p, zk.get_async(p)) for p in paths]:
         try:
             data, stat = res.get()
             out.append(decode_partition_state(data, stat.version, path).leader_and_isr)
-        except Exception:  # noqa: BLE001 - missing state znode
+        except Exception:
             out.append(None)
     return out
 
@@ -311,8 +314,9 @@ def report(label: str, elapsed_s: float, c: Counters, partitions: int, raw: floa
           f"core other {other:.2f} s, requests {c.requests}, events {c.events}")  # fmt: skip
 
 
-def run_mode(connect_base: str, admin: KazooClient, batch: bool, raw: float, sizes: Sequence[int],
-             failover_n: int, dead_n: int) -> None:  # fmt: skip
+def run_mode(
+    connect_base: str, admin: KazooClient, batch: bool, *, raw: float, sizes: Sequence[int], dead_n: int
+) -> None:
     mode = "batch" if batch else "default"
     chroot = f"/bench-{mode}"
     admin.ensure_path(chroot)
@@ -333,7 +337,7 @@ def run_mode(connect_base: str, admin: KazooClient, batch: bool, raw: float, siz
             topics = write_topics(zk, f"a{size}", size, (1, 2, 3))
             n = min(size, PARTITIONS_PER_TOPIC)
             last = partition_state_path(topics[-1], n - 1)
-            wait_until(first, lambda: zk.exists(last) is not None)
+            wait_until(first, lambda: zk.exists(last) is not None)  # noqa: B023 - called in this iteration
             wait_until(first, lambda: all(s is not None for s in read_states(zk, topics, n)))  # noqa: B023
             elapsed = time.perf_counter() - start
             report(f"(a) create {size} partitions", elapsed, bench.counters, size, raw)
@@ -361,17 +365,23 @@ def run_mode(connect_base: str, admin: KazooClient, batch: bool, raw: float, siz
         brokers[4].stop()
 
         def moved() -> int:
-            return sum(1 for s in read_states(zk, dead_topics, n_dead) if s is not None and s.leader in (1, 2))
+            return sum(
+                1 for s in read_states(zk, dead_topics, n_dead) if s is not None and s.leader in (1, 2)
+            )
 
         wait_until(second, lambda: zk.exists("/brokers/ids/4") is None and moved() == dead_n)
         elapsed = time.perf_counter() - start
-        report(f"(c) leader of {dead_n} partitions dies (all re-elected)", elapsed, bench.counters, dead_n, raw)
+        report(
+            f"(c) leader of {dead_n} partitions dies (all re-elected)", elapsed, bench.counters, dead_n, raw
+        )
     finally:
         bench.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--small", action="store_true", help="1k/2k/1k partitions instead of 1k+10k/10k/5k")
     parser.add_argument("--modes", default="default,batch")
     args = parser.parse_args(argv)
@@ -389,8 +399,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         admin.start(timeout=15)
         try:
             for mode in args.modes.split(","):
-                run_mode(server.connect_string, admin, mode == "batch", raw["multi[check,set]"], sizes,
-                         sum(sizes), dead_n)  # fmt: skip
+                run_mode(
+                    server.connect_string,
+                    admin,
+                    mode == "batch",
+                    raw=raw["multi[check,set]"],
+                    sizes=sizes,
+                    dead_n=dead_n,
+                )
         finally:
             admin.stop()
             admin.close()

@@ -39,9 +39,9 @@ from conformance.nodeconfig import CLIENT_LISTENER, Interpose, NodeSpec, control
 from conformance.nodeconfig import server_properties as build_properties
 from conformance.targets import Target, profile_properties
 from fixtures.probes.history import ChrootView, TxnLogCursor
-from fixtures.probes.txnrecords import TxnRecord
 from fixtures.probes.request_proxy import RecordingProxy, RequestJournal
 from fixtures.probes.state_change_log import LogEntry, read_state_change_log
+from fixtures.probes.txnrecords import TxnRecord
 
 __all__ = ["Cluster", "ConditionTimeout", "Node", "wait_for"]
 

@@ -8,6 +8,7 @@ is attached when the check fails.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from conformance.plugin import (
     pytest_runtest_protocol,
 )
 from conformance.targets import Target
+from fixtures.zookeeper import ZooKeeperServer
 
 __all__ = [
     "ClusterFactory",
@@ -38,9 +40,27 @@ __all__ = [
     "pytest_configure",
     "pytest_runtest_makereport",
     "pytest_runtest_protocol",
+    "zk_server",
 ]
 
 ClusterFactory = Callable[..., Cluster]
+
+#: tickTime of the suite's ZooKeeper. Sessions expire on tick boundaries (a killed node's session
+#: goes between ``session timeout`` and ``+ tickTime``) and the smallest session ZooKeeper grants
+#: is 2 ticks (the largest 20 ticks; raised to 30 s for checks that need a slow session):
+#: 500 ms keeps expiry within 0.5 s of the profile's 4 s session timeout.
+ZK_TICK_TIME_MS = 500
+
+
+@pytest.fixture(scope="session")
+def zk_server(request: pytest.FixtureRequest) -> Iterator[ZooKeeperServer]:
+    """The suite's own ZooKeeper (one per xdist worker), overriding the harness's 2 s-tick one."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "master")
+    server = ZooKeeperServer(
+        name=f"conformance-{worker}", tick_time_ms=ZK_TICK_TIME_MS, max_session_timeout_ms=30000
+    )
+    with server:
+        yield server
 
 
 @pytest.fixture

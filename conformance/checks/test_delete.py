@@ -1,5 +1,4 @@
 """DELETE checks: topic deletion (spec §6.9)."""
-# ruff: noqa: PT018 - one assertion per observation keeps its message with the trace it printed
 
 from __future__ import annotations
 
@@ -25,16 +24,18 @@ def test_deletion_sequence_and_cleanup(cluster: Cluster) -> None:
     admin.delete_topic_zk(cluster, "dt")
     wait_for(lambda: not cluster.zk.exists("/brokers/topics/dt"), cluster.deadline(30), "dt deleted")
     later = [op for _, op in writes(cluster.history()[n:])]
-    deleted = {op.path for op in later if op.op == "delete"}
-    assert {"/brokers/topics/dt", "/config/topics/dt", "/admin/delete_topics/dt"} <= deleted, sorted(deleted)  # type: ignore[operator]
+    deleted = {op.path or "" for op in later if op.op == "delete"}
+    assert {"/brokers/topics/dt", "/config/topics/dt", "/admin/delete_topics/dt"} <= deleted, sorted(deleted)
     touched = {op.path for op in later if op.path and "keep" in op.path}
     assert not touched, f"deletion touched another topic: {touched}"
     for p in (0, 1):
         hist = [(s["leader"], s["isr"]) for s, _ in state_history(cluster, "dt", p)]
-        assert hist[-1][0] == -1 and len(hist[-1][1]) == 1, f"dt-{p} ISR shrink writes: {hist}"
+        assert hist[-1][0] == -1, f"dt-{p} ISR shrink writes: {hist}"
+        assert len(hist[-1][1]) == 1, f"dt-{p} ISR shrink writes: {hist}"
     reqs = journal(cluster).requests(since=mark)
     um = [p for r in reqs if r.api == "UpdateMetadata" for p in r.partitions if p.topic == "dt"]
-    assert um and all(p.leader == -2 for p in um), f"UpdateMetadata for dt must carry leader -2: {um}"
+    assert um, f"UpdateMetadata for dt must carry leader -2: {um}"
+    assert all(p.leader == -2 for p in um), f"UpdateMetadata for dt must carry leader -2: {um}"
     for dest in (1, 2, 3):
         mine = [
             r
@@ -43,7 +44,13 @@ def test_deletion_sequence_and_cleanup(cluster: Cluster) -> None:
         ]
         if dest in (1, 2, 3) and any(dest in a for a in ([1, 2], [2, 3])):
             flags = [r.delete_partitions for r in mine]
-            assert False in flags and True in flags and flags.index(False) < flags.index(True), (
+            assert False in flags, (
+                f"broker {dest}: StopReplica delete=false then delete=true expected, got {flags}"
+            )
+            assert True in flags, (
+                f"broker {dest}: StopReplica delete=false then delete=true expected, got {flags}"
+            )
+            assert flags.index(False) < flags.index(True), (
                 f"broker {dest}: StopReplica delete=false then delete=true expected, got {flags}"
             )
 

@@ -1,5 +1,4 @@
 """FENCE checks: fenced controller writes, stale controllers, broker-side fencing (spec §2.1, §7.3, §7.4)."""
-# ruff: noqa: PT018 - one assertion per observation keeps its message with the trace it printed
 
 from __future__ import annotations
 
@@ -51,9 +50,8 @@ def test_every_controller_write_is_fenced(cluster: Cluster) -> None:
     top = [r for r in mine if r.op in CREATES and r.path and r.path.count("/") <= 2 and r.data in (None, b"")]
     rest = [r for r in mine if r not in election + own + init + top and r.path != "/cluster/id"]
     unfenced = [r for r in rest if not fenced(r, version)]
-    assert rest and not unfenced, (
-        f"controller writes without check of /controller_epoch v{version}:\n{fmt(unfenced)}"
-    )
+    assert rest, f"controller writes without check of /controller_epoch v{version}:\n{fmt(unfenced)}"
+    assert not unfenced, f"controller writes without check of /controller_epoch v{version}:\n{fmt(unfenced)}"
 
 
 @pytest.mark.behaviour("FENCE-1", "FENCE-4", "EPOCH-3")
@@ -73,7 +71,9 @@ def test_stale_controller_writes_fail_and_it_resigns(cluster_factory: ClusterFac
         cluster.zk.delete("/controller")
         assert cluster.wait_controller(not_in=[1]) == 3
         epoch = cluster.controller_epoch()
-        wait_state(cluster, "stale", 0, lambda s: s["leader"] == 3, "new controller 3 elects leader 3", deadline_s=15)
+        wait_state(
+            cluster, "stale", 0, lambda s: s["leader"] == 3, "new controller 3 elects leader 3", deadline_s=15
+        )
         mark = len(cluster.history())
     finally:
         cluster.resume(1)
@@ -87,9 +87,11 @@ def test_stale_controller_writes_fail_and_it_resigns(cluster_factory: ClusterFac
         r for r in landed if not any((o.path or "").startswith("/brokers/ids") for o in (r.ops or (r.txn,)))
     ]
     assert not landed, f"stale controller 1 writes landed:\n{fmt(landed)}"
-    assert cluster.controller_id() == 3 and cluster.controller_epoch() == epoch, cluster.summary()
+    assert cluster.controller_id() == 3, cluster.summary()
+    assert cluster.controller_epoch() == epoch, cluster.summary()
     st = cluster.partition_state("stale", 0)
-    assert st is not None and st["controller_epoch"] == (epoch or (0, 0))[0], f"state overwritten: {st}"
+    assert st is not None, f"state overwritten: {st}"
+    assert st["controller_epoch"] == (epoch or (0, 0))[0], f"state overwritten: {st}"
 
 
 def _stale_requests(cluster: Cluster, dest: int, controller_epoch: int, broker_epoch: int) -> list[Any]:

@@ -1,5 +1,4 @@
 """REASSIGN checks: 12-step reassignment, milestones, epochs, edge cases, failover (spec §4, §11)."""
-# ruff: noqa: PT018 - one assertion per observation keeps its message with the trace it printed
 
 from __future__ import annotations
 
@@ -61,6 +60,7 @@ def _has_dir(cluster: Cluster, bid: int, topic: str) -> bool:
     "REASSIGN-12",
     "REASSIGN-13",
     "ELECT-2",
+    "RSM-7",
 )
 def test_reassign_123_to_456(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory(6)
@@ -72,7 +72,8 @@ def test_reassign_123_to_456(cluster_factory: ClusterFactory) -> None:
     wait_for(
         lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(40), "reassignment done"
     )
-    st = wait_state(cluster, "r", 0, lambda s: s["isr"] == [4, 5, 6], "ISR [4,5,6]")
+    # ISR order is join order (followers catch up in any order): compare as a set
+    st = wait_state(cluster, "r", 0, lambda s: set(s["isr"]) == {4, 5, 6}, "ISR {4,5,6}")
     assert (st["leader"], st["leader_epoch"]) == (4, 5), f"final state {st} (spec §11: leader 4, epoch 5)"
     hist = _states(cluster, "r")
     seq = [m for m, _, _ in hist]
@@ -93,14 +94,34 @@ def test_reassign_123_to_456(cluster_factory: ClusterFactory) -> None:
         "adding_replicas": {"0": [4, 5, 6]},
         "removing_replicas": {"0": [1, 2, 3]},
     }, f"U1: {topic_writes}"
-    assert hist[-1][1] == "topic" and topic_writes[-1]["partitions"] == {"0": [4, 5, 6]}, (
-        "B6 not the last write"
-    )
+    assert hist[-1][1] == "topic", "B6 not the last write"
+    assert topic_writes[-1]["partitions"] == {"0": [4, 5, 6]}, "B6 not the last write"
     assert topic_writes[-1]["adding_replicas"] == {}
     assert topic_writes[-1]["removing_replicas"] == {}
     full_isr = next(i for i, (m, _, _) in enumerate(hist) if m[2] == full)
     first_4 = next(i for i, (m, _, _) in enumerate(hist) if m[1] == 4)
     assert full_isr < first_4, "B3 before TRS ⊆ ISR"
+
+    # the state znodes are final before the controller's per-broker queues have drained: wait for
+    # the last requests of the reassignment (B5's StopReplica(delete=true) to 1,2,3 and B8's
+    # UpdateMetadata with RS=TRS to all six) to be answered before reading the journal
+    def drained() -> bool:
+        done = journal(cluster).requests(since=mark)
+        b5 = {
+            r.dest
+            for r in done
+            if r.api == "StopReplica" and r.delete_partitions and r.error_code is not None
+        }
+        b8 = {
+            r.dest
+            for r in done
+            if r.api == "UpdateMetadata"
+            and r.error_code is not None
+            and any(p.topic == "r" and p.replicas == (4, 5, 6) for p in r.partitions)
+        }
+        return b5 >= old and b8 == full
+
+    wait_for(drained, cluster.deadline(15), lambda: journal(cluster).dump(mark))
     reqs = journal(cluster).requests(api="LeaderAndIsr", since=mark)
     a1 = {
         r.dest
@@ -115,9 +136,10 @@ def test_reassign_123_to_456(cluster_factory: ClusterFactory) -> None:
         for p in r.partitions
         if p.topic == "r" and p.is_new and r.dest in new
     ]
-    assert {d for d, _, _ in a2} == new and all(e == 1 for _, e, _ in a2), (
-        f"A2 isNew=true to 4,5,6 at epoch 1: {a2}"
+    assert {d for d, _, _ in a2} == new, f"A2 isNew=true to 4,5,6 at epoch 1: {a2}\n" + "\n".join(
+        r.describe() for r in reqs
     )
+    assert all(e == 1 for _, e, _ in a2), f"A2 isNew=true to 4,5,6 at epoch 1: {a2}"
     b3 = [
         r
         for r in reqs
@@ -132,6 +154,39 @@ def test_reassign_123_to_456(cluster_factory: ClusterFactory) -> None:
         assert flags[:2] == [False, True] or (
             False in flags and True in flags and flags.index(False) < flags.index(True)
         ), f"B4/B5 StopReplica to {dest}: {flags}"
+    # RSM-7: B4 is one OfflineReplica state change of 1,2,3 = one batch, sent per broker in the
+    # order LeaderAndIsr, UpdateMetadata, StopReplica: the removed replicas get UpdateMetadata
+    # then StopReplica(delete=false); the remaining ones LeaderAndIsr then UpdateMetadata.
+    b4_epoch = st["leader_epoch"]
+    for dest in range(1, 7):
+        mine = journal(cluster).requests(dest=dest, since=mark)
+        listing = "\n".join(r.describe() for r in mine)
+        if dest in old:
+            i = next(
+                (k for k, r in enumerate(mine) if r.api == "StopReplica" and not r.delete_partitions), -1
+            )
+            assert i > 0, f"B4 StopReplica(delete=false) to {dest}:\n{listing}"
+            prev = mine[i - 1]
+            assert prev.api == "UpdateMetadata", (
+                f"B4 batch to {dest} must send UpdateMetadata first:\n{listing}"
+            )
+            assert any(p.topic == "r" and p.leader_epoch == b4_epoch for p in prev.partitions), listing
+        else:
+            i = next(
+                (
+                    k
+                    for k, r in enumerate(mine)
+                    if r.api == "LeaderAndIsr"
+                    and any(p.topic == "r" and p.leader_epoch == b4_epoch for p in r.partitions)
+                ),
+                -1,
+            )
+            assert 0 <= i < len(mine) - 1, f"B4 LeaderAndIsr at epoch {b4_epoch} to {dest}:\n{listing}"
+            nxt = mine[i + 1]
+            assert nxt.api == "UpdateMetadata", (
+                f"B4 batch to {dest}: UpdateMetadata after LeaderAndIsr:\n{listing}"
+            )
+            assert any(p.topic == "r" and p.leader_epoch == b4_epoch for p in nxt.partitions), listing
     ums = {
         r.dest
         for r in journal(cluster).requests(api="UpdateMetadata", since=mark)

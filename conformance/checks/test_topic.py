@@ -1,14 +1,16 @@
 """TOPIC checks: topic creation znodes, client CreateTopics, hand-written znodes (spec §5.1, §5.2)."""
-# ruff: noqa: PT018 - one assertion per observation keeps its message with the trace it printed
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 
 import pytest
-from confluent_kafka.admin import NewPartitions, NewTopic
+from confluent_kafka.admin import NewPartitions, NewTopic  # type: ignore[attr-defined]
 from kio.schema.create_topics.v4 import request as ct4
+from kio.schema.types import TopicName
+from kio.static.primitive import i16, i32, i32Timedelta
 
 from conformance import admin
 from conformance.cluster import Cluster
@@ -21,7 +23,7 @@ pytestmark = pytest.mark.conformance
 
 def _topic_writes(cluster: Cluster, topic: str) -> list[tuple[str, str | None, bytes | None, bool]]:
     """(op, path, data, fenced) of every successful write naming ``topic``, in order."""
-    out = []
+    out: list[tuple[str, str | None, bytes | None, bool]] = []
     for r, op in writes(cluster.history()):
         if op.path and (op.path.endswith(f"/{topic}") or f"/{topic}/" in op.path):
             out.append((op.op, op.path, op.data, fenced(r)))
@@ -40,9 +42,8 @@ def _check_controller_creates(
     assert all(w[0] in CREATES and w[3] for w in ws), f"controller writes must be fenced creates:\n{trace}"
     for p, replicas in assignment.items():
         ppath, spath = f"{base}/{p}", f"{base}/{p}/state"
-        assert paths.count(ppath) == 1 and paths.count(spath) == 1, (
-            f"{ppath} / state not created once:\n{trace}"
-        )
+        assert paths.count(ppath) == 1, f"{ppath} / state not created once:\n{trace}"
+        assert paths.count(spath) == 1, f"{ppath} / state not created once:\n{trace}"
         assert paths.index(ppath) < paths.index(spath), f"{spath} before {ppath}:\n{trace}"
         assert ws[paths.index(ppath)][2] in (None, b""), f"{ppath} data must be null"
         state = json.loads(ws[paths.index(spath)][2] or b"{}")
@@ -56,7 +57,9 @@ def _check_controller_creates(
         }
         assert state == expected, f"{spath}: {state}, expected {expected}"
         stat = cluster.zk.exists(spath)
-        assert stat is not None and stat.version == 0 and stat.ephemeralOwner == 0, f"{spath} stat {stat}"
+        assert stat is not None, f"{spath} stat {stat}"
+        assert stat.version == 0, f"{spath} stat {stat}"
+        assert stat.ephemeralOwner == 0, f"{spath} stat {stat}"
     assert len(ws) == 1 + 2 * len(assignment), f"unexpected extra writes:\n{trace}"
     del version
 
@@ -67,7 +70,7 @@ def test_create_topics_through_a_client(cluster: Cluster) -> None:
     client = admin.admin_client(cluster)
     assignment = {0: [1, 2], 1: [2, 3]}
     fut = client.create_topics(
-        [NewTopic("orders", num_partitions=-1, replica_assignment=[assignment[0], assignment[1]])]
+        [NewTopic("orders", num_partitions=2, replica_assignment=[assignment[0], assignment[1]])]
     )
     fut["orders"].result(timeout=cluster.deadline(20))
     wait_online(cluster, "orders", assignment)
@@ -114,11 +117,15 @@ def test_create_topics_errors(cluster: Cluster) -> None:
     req = ct4.CreateTopicsRequest(
         topics=(
             ct4.CreatableTopic(
-                name="direct", num_partitions=1, replication_factor=1, assignments=(), configs=()
+                name=TopicName("direct"),
+                num_partitions=i32(1),
+                replication_factor=i16(1),
+                assignments=(),
+                configs=(),
             ),
-        ),  # type: ignore[arg-type]
-        timeout_ms=5000,
-        validate_only=False,  # type: ignore[arg-type]
+        ),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=5)),
+        validate_only=False,
     )
     resp = send_request(*cluster.endpoint(other), req)
     codes = [int(t.error_code) for t in resp.topics]
@@ -163,7 +170,8 @@ def test_default_placement_and_unregistered_replica(cluster: Cluster) -> None:
     assert all(len(set(r)) == 2 and set(r) <= set(ids) for r in parts.values()), f"bad replica sets: {parts}"
     create_topic(cluster, "ghost", {0: [9, 2, 1]})
     st = cluster.partition_state("ghost", 0)
-    assert st is not None and (st["leader"], st["isr"]) == (2, [2, 1]), f"ghost-0 state {st}"
+    assert st is not None, f"ghost-0 state {st}"
+    assert (st["leader"], st["isr"]) == (2, [2, 1]), f"ghost-0 state {st}"
 
 
 @pytest.mark.behaviour("TOPIC-7")
@@ -197,4 +205,5 @@ def test_create_topics_defaults_from_the_controller(cluster_factory: ClusterFact
     client = admin.admin_client(cluster)
     client.create_topics([NewTopic("dflt")])["dflt"].result(timeout=cluster.deadline(20))
     parts = (cluster.get_json("/brokers/topics/dflt") or {}).get("partitions", {})
-    assert sorted(parts) == ["0", "1", "2"] and all(len(r) == 2 for r in parts.values()), f"dflt: {parts}"
+    assert sorted(parts) == ["0", "1", "2"], f"dflt: {parts}"
+    assert all(len(r) == 2 for r in parts.values()), f"dflt: {parts}"

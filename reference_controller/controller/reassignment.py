@@ -30,7 +30,7 @@ from reference_controller.controller.decisions.states import PartitionState, Rep
 from reference_controller.controller.events import ZkPartitionReassignment
 from reference_controller.controller.partition_state_machine import lai_str
 from reference_controller.controller.ports import ControllerMovedError, ZkCode
-from reference_controller.controller.state_change_log import StateChangeFailedException
+from reference_controller.controller.state_change_log import IllegalStateException, StateChangeFailedException
 from reference_controller.zkdata import LeaderIsrAndControllerEpoch, ReplicaAssignment
 
 if TYPE_CHECKING:
@@ -237,7 +237,7 @@ def update_leader_epoch(ctl: KafkaController, tp: TopicPartition) -> LeaderIsrAn
     while True:
         current = zkc.get_topic_partition_states(ctl.zk, [tp]).get(tp)
         if current is None:
-            raise StateChangeFailedException(
+            raise IllegalStateException(
                 f"Cannot update leader epoch for partition {tp_str(tp)} as leaderAndIsr path is "
                 "empty. This could "
                 "mean we somehow tried to reassign a partition that doesn't exist"

@@ -282,11 +282,10 @@ def create_topic_partition_states_raw(
 
 
 def _create_ignoring_existing(zk: ZkPort, paths: Sequence[str], epoch_zk_version: int) -> None:
-    if not paths:
-        return
-    for result in zk.fenced([CreateOp(p, None) for p in paths], epoch_zk_version):
-        if not result.ok and result.code != ZkCode.NODEEXISTS:
-            raise ZkOperationError(result.op.path, result.code)
+    """`createTopicPartitions` / `createTopicPartition`: Kafka ignores every result code of these
+    creates (a failure shows up as the `state` create's own error, logged per partition)."""
+    if paths:
+        zk.fenced([CreateOp(p, None) for p in paths], epoch_zk_version)
 
 
 # ---- admin znodes -------------------------------------------------------------------------

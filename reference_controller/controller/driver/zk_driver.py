@@ -8,9 +8,10 @@ Kafka's `ZooKeeperClient` + `KafkaZkClient` request layer, on kazoo's raw async 
   keeps watchers in a set per path, so re-reading never duplicates an event — like Kafka's single
   `ZooKeeperClientWatcher`; on DELETED kazoo calls it once per watch list, data and child, with the
   same event object, which is handled once, as Java's watcher set does). When a watch fires, the
-  handler registered *at that moment* decides the event: CREATED → `on_create`, DELETED → `on_delete` (only the node handler, as in Kafka),
-  CHANGED → `on_data_change`, CHILD → `on_child_change`. kazoo's NONE event (it calls every watcher
-  once when the connection drops and forgets them) is not an event: see `ZkReconnected` below.
+  handler registered *at that moment* decides the event: CREATED → `on_create`, DELETED →
+  `on_delete` (only the node handler, as in Kafka), CHANGED → `on_data_change`, CHILD →
+  `on_child_change`. kazoo's NONE event (it calls every watcher once when the connection drops and
+  forgets them) is not an event: see `ZkReconnected` below.
 - **Pipelining**: every batch of requests is sent before the first result is awaited (kazoo keeps
   them in order on one connection); results come back in request order.
 - **Fenced writes** (KafkaZkClient.scala@2.5.1 L1870-1927): by default one

@@ -7,7 +7,8 @@ import logging
 import pytest
 
 from reference_controller import zkdata as zd
-from reference_controller.controller.effects import SendRequest
+from reference_controller.controller.decisions.states import PartitionState
+from reference_controller.controller.effects import Resigned, SendRequest
 from reference_controller.controller.events import ZkReconnected
 from reference_controller.controller.ports import CreateOp
 from reference_controller.logutil import STATE_CHANGE_LOGGER, TRACE, KafkaLayout
@@ -92,7 +93,8 @@ def test_topic_znode_recreated_by_hand_meets_its_stale_states_as_in_kafka(
         "Partition foo-0 should be in one of NonExistentPartition states before moving to NewPartition "
         "state. Instead it is in OnlinePartition state"
     ) in caplog.text
-    assert "LeaderAndIsr information doesn't exist for partition foo-0 in OnlinePartition state" in caplog.text
+    missing = "LeaderAndIsr information doesn't exist for partition foo-0 in OnlinePartition state"
+    assert missing in caplog.text
     # a new controller starts from ZooKeeper and creates it
     cluster.kill(node.broker_id)
     lai, _ = cluster.state("foo", 0)
@@ -111,10 +113,60 @@ def test_failed_state_znode_create_logs_kafkas_keeper_exception(caplog: pytest.L
         r for r in caplog.records if r.levelno == logging.ERROR and "failed to change state" in r.getMessage()
     )
     text = KafkaLayout().format(record)
-    assert text.splitlines()[0].split("] ", 1)[1].startswith(
+    assert text.splitlines()[0].endswith(
         "ERROR [Controller id=1 epoch=1] Controller 1 epoch 1 failed to change state for partition foo-0 "
-        "from NewPartition to OnlinePartition"
+        "from NewPartition to OnlinePartition (state.change.logger)"
     )
     assert text.splitlines()[1] == (
         "org.apache.zookeeper.KeeperException$NodeExistsException: KeeperErrorCode = NodeExists"
     )
+
+
+# ---- the in-memory model: a fenced op failing on its own is not a fencing failure ------------------
+def test_memory_zk_fenced_op_failure_is_not_controller_moved() -> None:
+    cluster = Cluster()
+    cluster.start(1)
+    node = cluster.controller()
+    result = node.client.fenced([CreateOp(zd.BROKER_IDS, None)], node.controller.epoch_zk_version)[0]
+    assert result.code.name == "NODEEXISTS"
+
+
+# ---- Kafka 2.5.1's failover on a reassigning partition without a state znode -----------------------
+def test_failover_with_reassigning_partition_without_state_moves_the_controller(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cluster = Cluster()
+    cluster.start(1)
+    cluster.create_topic("foo", {0: [2]})  # no live replica: no state znode
+    cluster.admin.create(CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("foo", 0): [3]})))
+    cluster.run()
+    assert cluster.topic_assignment("foo")[0].adding == (3,)  # U1 written, then A1 threw
+    assert cluster.zk.get(zd.REASSIGN_PARTITIONS) is None  # UNKNOWN_SERVER_ERROR: removed
+    node = cluster.controller()
+    caplog.set_level(logging.INFO)
+    cluster.expire(1, run=False)  # /controller goes with the session; re-election resumes from ZK
+    effects = cluster.process(node, node.queue.pop(0))  # RegisterBrokerAndReelect: elect + failover
+    assert "Trigger controller movement immediately" in caplog.text
+    assert "java.lang.IllegalStateException: Cannot update leader epoch for partition foo-0" in "\n".join(
+        KafkaLayout().format(r) for r in caplog.records
+    )
+    assert not node.controller.is_active
+    assert Resigned() in effects
+    assert cluster.zk.get(zd.CONTROLLER) is None  # deleted by triggerControllerMove
+
+
+def test_failed_parent_creates_are_ignored_and_the_state_create_error_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cluster = Cluster()
+    cluster.start(1)
+    node = cluster.controller()
+    ctx = node.controller.context
+    ctx.update_partition_full_replica_assignment(("foo", 0), zd.ReplicaAssignment((1,)))
+    ctx.partition_states[("foo", 0)] = PartitionState.NewPartition  # no /brokers/topics/foo
+    caplog.set_level(TRACE, logger=STATE_CHANGE_LOGGER)
+    node.controller.partition_state_machine.trigger_online_partition_state_change()
+    record = next(r for r in caplog.records if r.levelno == logging.ERROR)
+    lines = KafkaLayout().format(record).splitlines()
+    assert "failed to change state for partition foo-0 from NewPartition to OnlinePartition" in lines[0]
+    assert lines[1] == "org.apache.zookeeper.KeeperException$NoNodeException: KeeperErrorCode = NoNode"

@@ -70,6 +70,12 @@ class ControllerCluster(RuleBasedStateMachine):
         replicas=st.lists(st.sampled_from(BROKERS), min_size=1, max_size=3, unique=True),
     )
     def reassign(self, topic: str, replicas: list[int]) -> None:
+        # A partition without a state znode (created with no live replica) is not reassigned here:
+        # Kafka 2.5.1 writes U1, then A1's updateLeaderEpoch throws IllegalStateException, and
+        # every later failover rethrows it from initializePartitionReassignments — elect() then
+        # triggers a controller move, forever (test_review_fixes pins that first step).
+        if self.cluster.zk.get(zd.partition_state_path(topic, 0)) is None:
+            return
         if self.cluster.zk.get(zd.REASSIGN_PARTITIONS) is None:
             self.cluster.admin.create(
                 CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({(topic, 0): replicas}))

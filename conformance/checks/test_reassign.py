@@ -117,9 +117,19 @@ def test_reassign_123_to_456(cluster_factory: ClusterFactory) -> None:
             for r in done
             if r.api == "UpdateMetadata"
             and r.error_code is not None
-            and any(p.topic == "r" and p.replicas == (4, 5, 6) for p in r.partitions)
+            and any(
+                p.topic == "r" and p.replicas == (4, 5, 6) and p.leader_epoch == st["leader_epoch"]
+                for p in r.partitions
+            )
         }
-        return b5 >= old and b8 == full
+        b4 = {
+            r.dest
+            for r in done
+            if r.api == "LeaderAndIsr"
+            and r.error_code is not None
+            and any(p.topic == "r" and p.leader_epoch == st["leader_epoch"] for p in r.partitions)
+        }
+        return b5 >= old and b8 == full and b4 >= new
 
     wait_for(drained, cluster.deadline(15), lambda: journal(cluster).dump(mark))
     reqs = journal(cluster).requests(api="LeaderAndIsr", since=mark)

@@ -216,12 +216,6 @@ def real_side(zk_client: KazooClient, zk_connect: str) -> Iterator[Side]:
     admin_client.close()
 
 
-FENCED_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="memory_zk.MemoryZkClient.fenced raises ControllerMovedError when the *op* fails (its check is "
-    "then rolled back, code != OK); ZooKeeper + Kafka raise only on BADVERSION of the check and report "
-    "the op's own code (MIDCREATE-2 tolerates NODEEXISTS per op). Remove this mark when fixed.",
-)
 SEQUENCE_BUG = pytest.mark.xfail(
     strict=True,
     reason="memory_zk names sequential znodes after the parent's cversion, which counts deletes; "
@@ -237,13 +231,11 @@ def agree(steps: list[Step], real: Side, label: str) -> None:
     assert real.events(0) == []
 
 
-@FENCED_BUG
 @pytest.mark.parametrize("seed", range(1, 9))
 def test_memory_model_agrees_with_real_zookeeper(seed: int, real_side: Side) -> None:
     agree(program(seed), real_side, f"seed {seed}")
 
 
-@FENCED_BUG
 def test_fenced_write_whose_op_fails_agrees(real_side: Side) -> None:
     agree([("fenced", [CreateOp("/a", None), CreateOp("/a", b"again"), SetDataOp("/b", b"", 0)], True)],
           real_side, "fenced")  # fmt: skip

@@ -14,6 +14,7 @@ from pathlib import Path
 TRACE = 5
 logging.addLevelName(TRACE, "TRACE")
 logging.addLevelName(logging.WARNING, "WARN")  # log4j's name for the level
+logging.addLevelName(logging.CRITICAL, "FATAL")  # log4j has FATAL, not CRITICAL
 
 STATE_CHANGE_LOGGER = "state.change.logger"
 

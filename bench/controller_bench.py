@@ -1,34 +1,51 @@
 """Controller benchmark on a real local ZooKeeper (a script that prints figures; not a test).
 
-Usage: python -m bench.controller_bench [--small] [--modes default,batch]
+Usage: python -m bench.controller_bench [--small] [--modes default,batch] [--no-profile]
 
 The controller runs in-process (ControllerService + the real core + KazooZkPort) with a fake
 channel: broker requests are counted, not sent, so the figures isolate the controller's ZooKeeper
-work. Brokers are `/brokers/ids/<id>` znodes held by their own kazoo sessions. Scenarios, per mode
-(default = Kafka's one `multi[check, op]` per write; batch = `reference.controller.zk.batch.writes`):
+work. Brokers are `/brokers/ids/<id>` znodes (v4 JSON) held by benchmark-owned kazoo sessions.
+Scenarios, per mode (default = Kafka's one `multi[check, op]` per write, pipelined; batch =
+`reference.controller.zk.batch.writes=true`), each in its own chroot:
 
-  (a) topics totalling 1k and 10k partitions written to `/brokers/topics` → every state znode exists;
-  (b) failover with 10k partitions: `/controller` deleted (session closed) → "Ready to serve as the
-      new controller with epoch E";
-  (c) a broker leading 5k partitions dies → every affected partition has a new leader in ZooKeeper;
-  (d) kazoo's raw pipelined throughput in the same run (create, setData, getData, multi[check,set])
-      and each scenario's ZooKeeper ops/s as a ratio of the raw pipelined multi[check,set] rate.
+  (a) topics totalling 1k and 10k partitions written to `/brokers/topics` → every state znode
+      exists (end = the largest ZooKeeper ctime of the state znodes);
+  (b) failover with 10k partitions: `/controller` deleted → the new controller's log line
+      "Ready to serve as the new controller with epoch E" (`kafka.controller.KafkaController`);
+  (c) a fake broker leading 5k of those partitions closes its session → every affected partition
+      has a new leader in ZooKeeper (end = the largest mtime of those state znodes);
+  (d) kazoo's raw pipelined throughput in the same run; each scenario's achieved ZooKeeper ops/s as a
+      ratio of the matching raw figure (its own op mix priced at the raw rates).
+
+Start/end times are wall-clock (ZooKeeper runs on this host, so its ctime/mtime share the clock);
+the waits only gate on exact conditions (instrumented controller counters, then ZooKeeper reads),
+each with a deadline that prints what it saw.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import functools
+import io
 import logging
+import math
+import os
+import pstats
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import ZnodeStat
 
 from fixtures.zookeeper import ZooKeeperServer
+from reference_controller import zkdata as zd
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.core import KafkaController
 from reference_controller.controller.effects import BrokerRequest
@@ -38,48 +55,147 @@ from reference_controller.controller.ports import (
     Clock,
     CreateOp,
     DataResult,
+    DeleteOp,
     NodeHandler,
     OpResult,
+    SetDataOp,
     Stat,
     ZkOp,
     ZkPort,
 )
+from reference_controller.controller.request_batch import ControllerBrokerRequestBatch
 from reference_controller.controller.service import ControllerService
 from reference_controller.zkdata import (
     PERSISTENT_PATHS,
     BrokerInfo,
     EndPoint,
     ReplicaAssignment,
-    decode_partition_state,
     encode_broker,
     encode_topic,
     partition_state_path,
 )
 
 PARTITIONS_PER_TOPIC = 100
+BATCH_SIZE = 100  # the driver's DEFAULT_BATCH_SIZE (ops per multi in batching mode)
+DEAD_BROKER = 4
+CONTROLLER_LOGGER = "kafka.controller.KafkaController"
+READY = "Ready to serve as the new controller with epoch"
+FAILOVER_TARGET_S_PER_1K = 0.15
+RATIO_TARGET = 0.5
+T = TypeVar("T")
+
+
+class BenchTimeout(Exception):
+    """A wait hit its deadline; the message says what was seen."""
 
 
 # ---- instrumentation ------------------------------------------------------------------------------
+CATEGORIES = ("zk_read", "zk_write", "json_decode", "json_encode", "requests", "core_other")
+
+
 @dataclass
 class Counters:
-    reads: int = 0
-    read_s: float = 0.0
-    writes: int = 0
-    write_s: float = 0.0
+    """What the active controller did since the last reset (written by its event thread only)."""
+
+    reads: int = 0  # getData paths + getChildren + exists
+    creates: int = 0  # fenced creates
+    sets: int = 0  # fenced setData
+    deletes: int = 0  # fenced deletes
+    unfenced: int = 0  # election multi / initial create
+    multis: int = 0  # multi requests actually sent for the fenced ops
+    state_creates_ok: int = 0
+    state_sets_ok: int = 0
     requests: int = 0
-    process_s: float = 0.0
-    events: int = 0
+    events_started: int = 0
+    events_done: int = 0
+    last_done_at: float = 0.0  # wall clock when the last event finished
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0.0))
 
     def reset(self) -> None:
-        self.__init__()  # type: ignore[misc]
+        for name, value in Counters().__dict__.items():
+            setattr(self, name, value)
+
+    @property
+    def writes(self) -> int:
+        return self.creates + self.sets + self.deletes + self.unfenced
+
+    @property
+    def process_s(self) -> float:
+        return sum(self.seconds.values())
+
+
+class _ThreadAcct(threading.local):
+    counters: Counters | None = None
+    stack: list[str]
+    last: float = 0.0
+
+
+_ACCT = _ThreadAcct()
+
+
+@contextmanager
+def charged(category: str) -> Iterator[None]:
+    """Charge the time spent inside to `category` (exclusive: nested categories take their share),
+    only on a controller event thread inside `process`."""
+    c = _ACCT.counters
+    if c is None:
+        yield
+        return
+    now = time.perf_counter()
+    c.seconds[_ACCT.stack[-1]] += now - _ACCT.last
+    _ACCT.stack.append(category)
+    _ACCT.last = now
+    try:
+        yield
+    finally:
+        now = time.perf_counter()
+        c.seconds[_ACCT.stack.pop()] += now - _ACCT.last
+        _ACCT.last = now
+
+
+def _charging(category: str, fn: Callable[..., T]) -> Callable[..., T]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        with charged(category):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def instrument_zkdata() -> None:
+    """Charge every `zkdata.decode_*` / `encode_*` to JSON decoding / encoding (the core calls them
+    as `zd.<name>`, so patching the module attributes is enough; idempotent)."""
+    for name in dir(zd):
+        fn = getattr(zd, name)
+        if getattr(fn, "_bench_wrapped", False) or not callable(fn):
+            continue
+        if name.startswith("decode_"):
+            wrapped = _charging("json_decode", fn)
+        elif name.startswith("encode_"):
+            wrapped = _charging("json_encode", fn)
+        else:
+            continue
+        wrapped._bench_wrapped = True  # type: ignore[attr-defined]
+        setattr(zd, name, wrapped)
+
+
+def instrument_batch(batch: ControllerBrokerRequestBatch) -> None:
+    for name in (
+        "add_leader_and_isr_request_for_brokers",
+        "add_stop_replica_request_for_brokers",
+        "add_update_metadata_request_for_brokers",
+        "send_requests_to_brokers",
+    ):
+        setattr(batch, name, _charging("requests", getattr(batch, name)))
 
 
 @dataclass
 class TimedPort:
-    """A ZkPort that counts ZooKeeper ops and the time spent waiting for them."""
+    """A ZkPort that counts ZooKeeper ops by kind and charges the time spent waiting for them."""
 
     inner: ZkPort
     c: Counters
+    batch: bool
 
     def register_node_handler(self, handler: NodeHandler) -> None:
         self.inner.register_node_handler(handler)
@@ -93,34 +209,49 @@ class TimedPort:
     def unregister_child_handler(self, path: str) -> None:
         self.inner.unregister_child_handler(path)
 
-    def _timed(self, kind: str, n: int, fn: Callable[[], Any]) -> Any:
-        start = time.perf_counter()
-        try:
-            return fn()
-        finally:
-            elapsed = time.perf_counter() - start
-            if kind == "r":
-                self.c.reads, self.c.read_s = self.c.reads + n, self.c.read_s + elapsed
-            else:
-                self.c.writes, self.c.write_s = self.c.writes + n, self.c.write_s + elapsed
-
     def get_data(self, paths: Sequence[str]) -> list[DataResult]:
-        return self._timed("r", len(paths), lambda: self.inner.get_data(paths))  # type: ignore[no-any-return]
+        self.c.reads += len(paths)
+        with charged("zk_read"):
+            return self.inner.get_data(paths)
 
     def get_children(self, path: str) -> list[str] | None:
-        return self._timed("r", 1, lambda: self.inner.get_children(path))  # type: ignore[no-any-return]
+        self.c.reads += 1
+        with charged("zk_read"):
+            return self.inner.get_children(path)
 
     def exists(self, path: str) -> Stat | None:
-        return self._timed("r", 1, lambda: self.inner.exists(path))  # type: ignore[no-any-return]
+        self.c.reads += 1
+        with charged("zk_read"):
+            return self.inner.exists(path)
 
     def fenced(self, ops: Sequence[ZkOp], epoch_zk_version: int) -> list[OpResult]:
-        return self._timed("w", len(ops), lambda: self.inner.fenced(ops, epoch_zk_version))  # type: ignore[no-any-return]
+        for op in ops:
+            if isinstance(op, CreateOp):
+                self.c.creates += 1
+            elif isinstance(op, SetDataOp):
+                self.c.sets += 1
+            elif isinstance(op, DeleteOp):
+                self.c.deletes += 1
+        self.c.multis += math.ceil(len(ops) / BATCH_SIZE) if self.batch and len(ops) > 1 else len(ops)
+        with charged("zk_write"):
+            results = self.inner.fenced(ops, epoch_zk_version)
+        for r in results:
+            if r.ok and r.op.path.endswith("/state"):
+                if isinstance(r.op, CreateOp):
+                    self.c.state_creates_ok += 1
+                elif isinstance(r.op, SetDataOp):
+                    self.c.state_sets_ok += 1
+        return results
 
     def multi(self, ops: Sequence[ZkOp]) -> list[OpResult]:
-        return self._timed("w", len(ops), lambda: self.inner.multi(ops))  # type: ignore[no-any-return]
+        self.c.unfenced += 1
+        with charged("zk_write"):
+            return self.inner.multi(ops)
 
     def create(self, op: CreateOp) -> OpResult:
-        return self._timed("w", 1, lambda: self.inner.create(op))  # type: ignore[no-any-return]
+        self.c.unfenced += 1
+        with charged("zk_write"):
+            return self.inner.create(op)
 
     def session_id(self) -> int:
         return self.inner.session_id()
@@ -144,25 +275,34 @@ class CountingChannel:
 
 
 class ReadyWatcher(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
+    """Catches "[Controller id=N] Ready to serve as the new controller with epoch E"."""
+
+    def __init__(self, broker_id: int) -> None:
+        super().__init__(logging.INFO)
+        self.prefix = f"[Controller id={broker_id}] {READY}"
         self.ready = threading.Event()
         self.at = 0.0
+        self.line = ""
 
     def emit(self, record: logging.LogRecord) -> None:
-        if "Ready to serve as the new controller" in record.getMessage():
-            self.at = time.perf_counter()
+        message = record.getMessage()
+        if message.startswith(self.prefix) and not self.ready.is_set():
+            self.at, self.line = record.created, message
             self.ready.set()
 
 
 # ---- cluster ----------------------------------------------------------------------------------------
 @dataclass
 class Bench:
+    """One chroot: fake brokers, controllers and a client, all owned (and closed) here."""
+
     connect: str
     batch: bool
     counters: Counters = field(default_factory=Counters)
     sessions: list[KazooClient] = field(default_factory=list)
     services: list[ControllerService] = field(default_factory=list)
+    brokers: dict[int, KazooClient] = field(default_factory=dict)
+    profiler: cProfile.Profile | None = None
 
     def client(self) -> KazooClient:
         zk = KazooClient(self.connect, timeout=30)
@@ -170,12 +310,11 @@ class Bench:
         self.sessions.append(zk)
         return zk
 
-    def register_broker(self, broker_id: int) -> KazooClient:
+    def register_broker(self, broker_id: int) -> None:
         zk = self.client()
         info = BrokerInfo(broker_id, (EndPoint("PLAINTEXT", "127.0.0.1", 9000 + broker_id),))
-        zk.ensure_path("/brokers/ids")
         zk.create(f"/brokers/ids/{broker_id}", encode_broker(info), ephemeral=True)
-        return zk
+        self.brokers[broker_id] = zk
 
     def start_controller(self, broker_id: int) -> tuple[ControllerService, KazooClient]:
         zk = self.client()
@@ -184,18 +323,25 @@ class Bench:
                  "reference.controller.zk.batch.writes": str(self.batch).lower()}  # fmt: skip
         config = KafkaConfig.from_properties(props)
         c = self.counters
+        bench = self
 
         def core(cfg: KafkaConfig, port: ZkPort, clock: Clock, epoch: int) -> Any:
-            controller = KafkaController(cfg, TimedPort(port, c), clock, epoch)
+            controller = KafkaController(cfg, TimedPort(port, c, self.batch), clock, epoch)
+            instrument_batch(controller.batch)
             process = controller.process
 
             def timed(event: ControllerEvent) -> Any:
-                start = time.perf_counter()
+                c.events_started += 1
+                _ACCT.counters, _ACCT.stack, _ACCT.last = c, ["core_other"], time.perf_counter()
                 try:
+                    if bench.profiler is not None:
+                        return bench.profiler.runcall(process, event)
                     return process(event)
                 finally:
-                    c.process_s += time.perf_counter() - start
-                    c.events += 1
+                    c.seconds["core_other"] += time.perf_counter() - _ACCT.last
+                    _ACCT.counters = None
+                    c.events_done += 1
+                    c.last_done_at = time.time()
 
             controller.process = timed  # type: ignore[method-assign]
             return controller
@@ -213,37 +359,49 @@ class Bench:
         for s in self.services:
             s.shutdown()
         for zk in self.sessions:
-            zk.stop()
-            zk.close()
+            try:
+                zk.stop()
+                zk.close()
+            except Exception as exc:  # clean-up must go on
+                print(f"    (closing a session: {exc!r})")
 
 
-def wait_idle(service: ControllerService, timeout_s: float = 600) -> None:
-    assert service.events is not None
+def wait_for(what: str, check: Callable[[], bool], seen: Callable[[], str], timeout_s: float) -> None:
+    """Poll `check` until true; on the deadline raise BenchTimeout with `seen()`."""
     deadline = time.monotonic() + timeout_s
-    stable = 0
-    last = -1
-    while time.monotonic() < deadline:
-        processed = service.events.processed
-        if service.events.queue_size() == 0 and processed == last:
-            stable += 1
-            if stable >= 3:
-                return
-        else:
-            stable = 0
-        last = processed
-        time.sleep(0.05)
-    raise TimeoutError("controller did not become idle")
-
-
-def wait_until(service: ControllerService, check: Callable[[], bool], timeout_s: float = 900) -> None:
-    """Wait for the controller to go idle with `check()` true (the watch event may still be on its way)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        wait_idle(service)
+    while True:
         if check():
             return
+        if time.monotonic() > deadline:
+            raise BenchTimeout(f"timed out after {timeout_s:.0f} s waiting for {what}; saw {seen()}")
+        time.sleep(0.02)
+
+
+def controller_state(service: ControllerService, c: Counters) -> str:
+    ev = service.events
+    return (
+        f"queue={ev.queue_size() if ev else '-'} processed={ev.processed if ev else '-'} "
+        f"active={service.is_active()} events started/done={c.events_started}/{c.events_done} "
+        f"reads={c.reads} creates={c.creates} sets={c.sets} state creates ok={c.state_creates_ok} "
+        f"state sets ok={c.state_sets_ok}"
+    )
+
+
+def wait_idle(service: ControllerService, c: Counters, timeout_s: float) -> None:
+    """Queue empty and no event in progress (the wrapper's started == done), twice 50 ms apart."""
+    assert service.events is not None
+    events = service.events
+
+    def idle() -> bool:
+        return events.queue_size() == 0 and c.events_started == c.events_done
+
+    def stably_idle() -> bool:
+        if not idle():
+            return False
         time.sleep(0.05)
-    raise TimeoutError("condition not reached")
+        return idle()
+
+    wait_for("the controller to go idle", stably_idle, lambda: controller_state(service, c), timeout_s)
 
 
 def write_topics(zk: KazooClient, prefix: str, partitions: int, replicas: tuple[int, ...]) -> list[str]:
@@ -255,162 +413,398 @@ def write_topics(zk: KazooClient, prefix: str, partitions: int, replicas: tuple[
     return topics
 
 
-def read_states(zk: KazooClient, topics: list[str], partitions: int) -> list[Any]:
-    paths = [partition_state_path(t, p) for t in topics for p in range(partitions)]
-    out: list[Any] = []
+def state_paths(topics: Sequence[str]) -> list[str]:
+    return [partition_state_path(t, p) for t in topics for p in range(PARTITIONS_PER_TOPIC)]
+
+
+def read_states(zk: KazooClient, paths: Sequence[str]) -> dict[str, tuple[bytes, ZnodeStat] | None]:
+    """Pipelined getData of every path (None for a missing znode)."""
+    out: dict[str, tuple[bytes, ZnodeStat] | None] = {}
     for path, res in [(p, zk.get_async(p)) for p in paths]:
         try:
-            data, stat = res.get()
-            out.append(decode_partition_state(data, stat.version, path).leader_and_isr)
-        except Exception:
-            out.append(None)
+            out[path] = res.get(timeout=60)
+        except NoNodeError:
+            out[path] = None
     return out
+
+
+def wait_states(
+    zk: KazooClient, paths: Sequence[str], ok: Callable[[bytes], bool], what: str, timeout_s: float
+) -> dict[str, tuple[bytes, ZnodeStat]]:
+    """Until every path exists with `ok(data)` (re-reading only the others); the final reads."""
+    deadline = time.monotonic() + timeout_s
+    pending = list(paths)
+    done: dict[str, tuple[bytes, ZnodeStat]] = {}
+    while True:
+        for path, got in read_states(zk, pending).items():
+            if got is not None and ok(got[0]):
+                done[path] = got
+        pending = [p for p in pending if p not in done]
+        if not pending:
+            return done
+        if time.monotonic() > deadline:
+            raise BenchTimeout(
+                f"timed out after {timeout_s:.0f} s waiting for {what}: {len(pending)} of {len(paths)} "
+                f"not there yet, e.g. {pending[0]} = {read_states(zk, pending[:1])[pending[0]]!r}"
+            )
+        time.sleep(0.2)
+
+
+def leader_of(data: bytes) -> int:
+    return zd.decode_partition_state(data, 0, "-").leader_and_isr.leader
 
 
 # ---- raw kazoo -----------------------------------------------------------------------------------
 def raw_throughput(connect: str, n: int) -> dict[str, float]:
+    """ops/s of kazoo's raw API from one Python process, pipelined (all sent, then all awaited)."""
     zk = KazooClient(connect, timeout=30)
     zk.start(timeout=15)
-    zk.ensure_path("/raw")
-    zk.create("/raw_epoch", b"0")
+    zk.ensure_path("/raw/a")
+    zk.ensure_path("/raw/b")
+    zk.ensure_path("/raw/c")
+    zk.create("/raw/epoch", b"0")
     rates: dict[str, float] = {}
+    payload = b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}'
 
-    def rate(name: str, submit: Callable[[int], Any]) -> None:
+    def rate(name: str, count: int, submit: Callable[[int], Any]) -> None:
         start = time.perf_counter()
-        for r in [submit(i) for i in range(n)]:
-            r.get()
-        rates[name] = n / (time.perf_counter() - start)
+        for r in [submit(i) for i in range(count)]:
+            r.get(timeout=120)
+        rates[name] = count / (time.perf_counter() - start)
 
-    rate("create", lambda i: zk.create_async(f"/raw/{i}", b"x" * 80))
-    rate("setData", lambda i: zk.set_async(f"/raw/{i}", b"y" * 80))
-    rate("getData", lambda i: zk.get_async(f"/raw/{i}"))
+    def fenced(op: Callable[[Any, int], None]) -> Callable[[int], Any]:
+        def submit(i: int) -> Any:
+            t = zk.transaction()
+            t.check("/raw/epoch", 0)
+            op(t, i)
+            return t.commit_async()
 
-    def fenced_set(i: int) -> Any:
-        t = zk.transaction()
-        t.check("/raw_epoch", 0)
-        t.set_data(f"/raw/{i}", b"z" * 80)
-        return t.commit_async()
+        return submit
 
-    rate("multi[check,set]", fenced_set)
-    start = time.perf_counter()
-    t = zk.transaction()
-    for i in range(1000):
-        t.set_data(f"/raw/{i % n}", b"w" * 80)
-    t.commit()
-    rates["multi of 1000 setData (ops)"] = 1000 / (time.perf_counter() - start)
+    def batched(op: Callable[[Any, int], None], size: int) -> Callable[[int], None]:
+        """Sequential multis of check + `size` ops (what the batching driver sends)."""
+
+        def run(count: int) -> None:
+            for first in range(0, count, size):
+                t = zk.transaction()
+                t.check("/raw/epoch", 0)
+                for i in range(first, min(count, first + size)):
+                    op(t, i)
+                t.commit()
+
+        return run
+
+    def timed_run(name: str, count: int, run: Callable[[int], None]) -> None:
+        start = time.perf_counter()
+        run(count)
+        rates[name] = count / (time.perf_counter() - start)
+
+    rate("create", n, lambda i: zk.create_async(f"/raw/a/{i}", payload))
+    rate("setData", n, lambda i: zk.set_async(f"/raw/a/{i}", payload))
+    rate("getData", n, lambda i: zk.get_async(f"/raw/a/{i}"))
+    rate("multi[check,create]", n, fenced(lambda t, i: t.create(f"/raw/b/{i}", payload)))
+    rate("multi[check,setData]", n, fenced(lambda t, i: t.set_data(f"/raw/b/{i}", payload)))
+    create_c = batched(lambda t, i: t.create(f"/raw/c/{i}", payload), BATCH_SIZE)
+    timed_run("multi[check+100 create] seq", n, create_c)
+    set_c = batched(lambda t, i: t.set_data(f"/raw/c/{i}", payload), BATCH_SIZE)
+    timed_run("multi[check+100 setData] seq", n, set_c)
+    big = min(n, 1000)
+    timed_run("one multi of 1000 create", big, batched(lambda t, i: t.create(f"/raw/c/x{i}", payload), big))
     zk.stop()
     zk.close()
     return rates
 
 
+def raw_time(c: Counters, raw: dict[str, float], batch: bool) -> float:
+    """Seconds the raw API would need for this op mix (reads at getData, writes at the write form
+    the mode uses: one multi[check, op] each, or check + 100 ops per multi)."""
+    create = raw["multi[check+100 create] seq" if batch else "multi[check,create]"]
+    other = raw["multi[check+100 setData] seq" if batch else "multi[check,setData]"]
+    return (
+        c.reads / raw["getData"]
+        + c.creates / create
+        + (c.sets + c.deletes) / other
+        + c.unfenced / raw["multi[check,setData]"]
+    )
+
+
 # ---- scenarios -----------------------------------------------------------------------------------
-def report(label: str, elapsed_s: float, c: Counters, partitions: int, raw: float) -> None:
-    ops = c.reads + c.writes
-    ops_rate = ops / elapsed_s if elapsed_s else 0.0
-    other = max(0.0, c.process_s - c.read_s - c.write_s)
-    print(f"  {label}: {elapsed_s:.2f} s ({elapsed_s / max(1, partitions) * 1000:.3f} s per 1k partitions); "
-          f"ZooKeeper ops {ops} ({ops_rate:,.0f}/s, ratio {ops_rate / raw:.2f} of raw multi[check,set]); "
-          f"breakdown: reads {c.reads} in {c.read_s:.2f} s, writes {c.writes} in {c.write_s:.2f} s, "
-          f"core other {other:.2f} s, requests {c.requests}, events {c.events}")  # fmt: skip
+@dataclass
+class Row:
+    mode: str
+    scenario: str
+    partitions: int
+    elapsed_s: float
+    window_s: float  # start → the controller's last event done (≥ elapsed): the ops/s window
+    ops: int
+    ratio: float
+    c: Counters
+    note: str = ""
+
+    @property
+    def per_1k(self) -> float:
+        return self.elapsed_s / max(1, self.partitions) * 1000
 
 
-def run_mode(
-    connect_base: str, admin: KazooClient, batch: bool, *, raw: float, sizes: Sequence[int], dead_n: int
-) -> None:
-    mode = "batch" if batch else "default"
-    chroot = f"/bench-{mode}"
-    admin.ensure_path(chroot)
-    bench = Bench(connect_base + chroot, batch)
-    print(f"mode {mode} (reference.controller.zk.batch.writes={str(batch).lower()}):")
+@dataclass
+class Run:
+    raw: dict[str, float]
+    rows: list[Row] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    profile: str = ""
+
+    def add(
+        self, mode: str, scenario: str, partitions: int, *, start: float, end: float, c: Counters, batch: bool
+    ) -> Row:
+        snap = Counters()
+        snap.__dict__.update({k: (dict(v) if isinstance(v, dict) else v) for k, v in c.__dict__.items()})
+        ops = snap.reads + snap.writes
+        elapsed = end - start
+        window = max(elapsed, snap.last_done_at - start)
+        ratio = raw_time(snap, self.raw, batch) / window if window > 0 else 0.0
+        row = Row(mode, scenario, partitions, elapsed, window, ops, ratio, snap)
+        self.rows.append(row)
+        s = snap.seconds
+        print(
+            f"  {scenario}: {elapsed:.2f} s ({row.per_1k:.3f} s per 1k partitions); ZooKeeper ops {ops} "
+            f"({ops / window:,.0f}/s over {window:.2f} s; ratio {ratio:.2f} of raw for this mix); "
+            f"reads {snap.reads} in "
+            f"{s['zk_read']:.2f} s, writes {snap.writes} ({snap.multis} multis) in {s['zk_write']:.2f} s, "
+            f"JSON decode {s['json_decode']:.2f} s, encode {s['json_encode']:.2f} s, request building "
+            f"{s['requests']:.2f} s ({snap.requests} requests), other core {s['core_other']:.2f} s, "
+            f"events {snap.events_done}",
+            flush=True,
+        )
+        return row
+
+
+def scenario_a(run: Run, connect: str, *, mode: str, batch: bool, size: int, wait_s: float) -> None:
+    """(a) in a fresh chroot: brokers 1-3, one controller, topics totalling `size` partitions."""
+    bench = Bench(connect, batch)
     try:
         setup = bench.client()
-        for path in PERSISTENT_PATHS:  # what every broker creates at start-up
+        for path in PERSISTENT_PATHS:
             setup.ensure_path(path)
-        brokers = {b: bench.register_broker(b) for b in (1, 2, 3, 4)}
-        first, first_zk = bench.start_controller(1)
-        wait_idle(first)
-        zk = bench.client()
-        zk.ensure_path("/brokers/topics")
-        for size in sizes:  # (a)
-            bench.counters.reset()
-            start = time.perf_counter()
-            topics = write_topics(zk, f"a{size}", size, (1, 2, 3))
-            n = min(size, PARTITIONS_PER_TOPIC)
-            last = partition_state_path(topics[-1], n - 1)
-            wait_until(first, lambda: zk.exists(last) is not None)  # noqa: B023 - called in this iteration
-            wait_until(first, lambda: all(s is not None for s in read_states(zk, topics, n)))  # noqa: B023
-            elapsed = time.perf_counter() - start
-            report(f"(a) create {size} partitions", elapsed, bench.counters, size, raw)
-        dead_topics = write_topics(zk, "c", dead_n, (4, 1, 2))  # led by broker 4, for (c)
-        n_dead = min(dead_n, PARTITIONS_PER_TOPIC)
-        wait_until(first, lambda: all(s is not None for s in read_states(zk, dead_topics, n_dead)))
-        total = sum(sizes) + dead_n
-        # (b) failover
-        second, _ = bench.start_controller(2)
-        wait_idle(second)
-        watcher = ReadyWatcher()
-        logging.getLogger("kafka.controller.KafkaController").addHandler(watcher)
-        bench.counters.reset()
-        first.shutdown()
-        start = time.perf_counter()
-        first_zk.stop()  # the session (and /controller) goes
-        watcher.ready.wait(600)
-        report(f"(b) failover with {total} partitions (to 'Ready to serve')", watcher.at - start,
-               bench.counters, total, raw)  # fmt: skip
-        logging.getLogger("kafka.controller.KafkaController").removeHandler(watcher)
-        wait_idle(second)
-        # (c) the leader of dead_n partitions dies
-        bench.counters.reset()
-        start = time.perf_counter()
-        brokers[4].stop()
-
-        def moved() -> int:
-            return sum(
-                1 for s in read_states(zk, dead_topics, n_dead) if s is not None and s.leader in (1, 2)
-            )
-
-        wait_until(second, lambda: zk.exists("/brokers/ids/4") is None and moved() == dead_n)
-        elapsed = time.perf_counter() - start
-        report(
-            f"(c) leader of {dead_n} partitions dies (all re-elected)", elapsed, bench.counters, dead_n, raw
-        )
+        for b in (1, 2, 3):
+            bench.register_broker(b)
+        ctl, _ = bench.start_controller(1)
+        wait_for("controller 1 active", ctl.is_active, lambda: controller_state(ctl, bench.counters), wait_s)
+        wait_idle(ctl, bench.counters, wait_s)
+        create_topics(run, bench, setup, ctl, mode=mode, label=f"(a) topics totalling {size} partitions",
+                      prefix="a", groups=[(size, (1, 2, 3))], wait_s=wait_s)  # fmt: skip
     finally:
         bench.close()
+
+
+def create_topics(
+    run: Run,
+    bench: Bench,
+    zk: KazooClient,
+    ctl: ControllerService,
+    *,
+    mode: str,
+    label: str,
+    prefix: str,
+    groups: Sequence[tuple[int, tuple[int, ...]]],
+    wait_s: float,
+) -> list[list[str]]:
+    c = bench.counters
+    c.reset()
+    start = time.time()
+    topic_groups = [write_topics(zk, f"{prefix}{i}", n, replicas) for i, (n, replicas) in enumerate(groups)]
+    paths = [p for topics in topic_groups for p in state_paths(topics)]
+    wait_for(f"{len(paths)} state znodes created by the controller",
+             lambda: c.state_creates_ok >= len(paths), lambda: controller_state(ctl, c), wait_s)  # fmt: skip
+    states = wait_states(zk, paths, lambda _data: True, "every state znode", wait_s)
+    end = max(stat.ctime for _data, stat in states.values()) / 1000
+    wait_idle(ctl, c, wait_s)
+    run.add(mode, label, len(paths), start=start, end=end, c=c, batch=bench.batch)
+    return topic_groups
+
+
+def scenarios_bc(run: Run, connect: str, *, mode: str, batch: bool, total: int, dead: int, wait_s: float,
+                 profile: bool) -> None:  # fmt: skip
+    """(a) `total` partitions (`dead` of them led by broker 4) → (b) failover → (c) broker 4 dies."""
+    bench = Bench(connect, batch)
+    c = bench.counters
+    try:
+        setup = bench.client()
+        for path in PERSISTENT_PATHS:
+            setup.ensure_path(path)
+        for b in (1, 2, 3, DEAD_BROKER):
+            bench.register_broker(b)
+        first, first_zk = bench.start_controller(1)
+        wait_for("controller 1 active", first.is_active, lambda: controller_state(first, c), wait_s)
+        wait_idle(first, c, wait_s)
+        groups = [(dead, (DEAD_BROKER, 1, 2)), (total - dead, (1, 2, 3))]
+        label = f"(a) topics totalling {total} partitions"
+        topic_groups = create_topics(run, bench, setup, first, mode=mode, label=label, prefix="m",
+                                     groups=groups, wait_s=wait_s)  # fmt: skip
+        # (b) failover: controller 2 is a standby; controller 1 stops, then /controller is deleted
+        second, _ = bench.start_controller(2)
+        wait_idle(second, c, wait_s)
+        failover(run, bench, setup, old=first, old_zk=first_zk, new_id=2, total=total, wait_s=wait_s,
+                 label=f"(b) failover with {total} partitions")  # fmt: skip
+        if profile:  # once more, under cProfile (not a figure: the profiler slows the core down)
+            third, _ = bench.start_controller(3)
+            wait_idle(third, c, wait_s)
+            bench.profiler = cProfile.Profile()
+            failover(run, bench, setup, old=second, old_zk=None, new_id=3, total=total, wait_s=wait_s,
+                     label=None)  # fmt: skip
+            profiler, bench.profiler = bench.profiler, None
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(15)
+            run.profile = out.getvalue()
+            active = third
+        else:
+            active = second
+        # (c) broker 4, the leader of `dead` partitions, closes its session
+        dead_paths = state_paths(topic_groups[0])
+        c.reset()
+        start = time.time()
+        bench.brokers[DEAD_BROKER].stop()
+        wait_for(f"{len(dead_paths)} state znodes rewritten", lambda: c.state_sets_ok >= len(dead_paths),
+                 lambda: controller_state(active, c), wait_s)  # fmt: skip
+        states = wait_states(setup, dead_paths, lambda data: leader_of(data) not in (DEAD_BROKER, -1),
+                             "a new leader in every affected state znode", wait_s)  # fmt: skip
+        end = max(stat.mtime for _data, stat in states.values()) / 1000
+        wait_idle(active, c, wait_s)
+        run.add(mode, f"(c) leader of {dead} partitions dies", dead, start=start, end=end, c=c, batch=batch)
+    finally:
+        bench.close()
+
+
+def failover(
+    run: Run,
+    bench: Bench,
+    admin: KazooClient,
+    *,
+    old: ControllerService,
+    old_zk: KazooClient | None,
+    new_id: int,
+    total: int,
+    wait_s: float,
+    label: str | None,
+) -> None:
+    c = bench.counters
+    new = bench.services[-1]
+    watcher = ReadyWatcher(new_id)
+    logger = logging.getLogger(CONTROLLER_LOGGER)
+    logger.addHandler(watcher)
+    try:
+        old.shutdown()  # the event thread ends (the core resigns); the session, and /controller, stay
+        c.reset()
+        start = time.time()
+        admin.delete("/controller")
+        wait_for(f"controller {new_id}'s '{READY} E'", watcher.ready.is_set,
+                 lambda: controller_state(new, c), wait_s)  # fmt: skip
+        wait_idle(new, c, wait_s)
+    finally:
+        logger.removeHandler(watcher)
+    if old_zk is not None:
+        old_zk.stop()
+    if label is not None:
+        print(f"    {watcher.line}")
+        mode = "batch" if bench.batch else "default"
+        run.add(mode, label, total, start=start, end=watcher.at, c=c, batch=bench.batch)
+
+
+# ---- report ----------------------------------------------------------------------------------------
+def print_table(run: Run) -> None:
+    print("\n== figures ==")
+    print("(d) raw kazoo, one Python process: " + ", ".join(f"{k} {v:,.0f}/s" for k, v in run.raw.items()))
+    head = f"{'mode':8} {'scenario':42} {'time s':>8} {'s/1k':>7} {'ZK ops':>7} {'ops/s':>7} {'ratio':>6}"
+    print(head)
+    for r in run.rows:
+        print(f"{r.mode:8} {r.scenario:42} {r.elapsed_s:8.2f} {r.per_1k:7.3f} {r.ops:7d} "
+              f"{r.ops / r.window_s:7,.0f} {r.ratio:6.2f}")  # fmt: skip
+    print("\n== targets: failover <= 0.15 s per 1k partitions; ratio >= 0.5 ==")
+    for r in run.rows:
+        misses = []
+        if r.scenario.startswith("(b)") and r.per_1k > FAILOVER_TARGET_S_PER_1K:
+            misses.append(f"failover {r.per_1k:.3f} s/1k > {FAILOVER_TARGET_S_PER_1K}")
+        if r.ratio < RATIO_TARGET:
+            misses.append(f"ratio {r.ratio:.2f} < {RATIO_TARGET}")
+        verdict = "met" if not misses else "MISSED: " + "; ".join(misses)
+        print(f"{r.mode:8} {r.scenario:42} {verdict}")
+        if misses:
+            s = r.c.seconds
+            rt = raw_time(r.c, run.raw, r.mode == "batch")
+            print(f"{'':9}breakdown: ZK reads {s['zk_read']:.2f}, ZK writes "
+                  f"{s['zk_write']:.2f}, JSON decode {s['json_decode']:.2f}, JSON encode "
+                  f"{s['json_encode']:.2f}, request building {s['requests']:.2f}, other core "
+                  f"{s['core_other']:.2f}, outside the event thread (watch delivery, queueing) "
+                  f"{max(0.0, r.window_s - r.c.process_s):.2f} (window {r.window_s:.2f} s); the "
+                  f"same ZK ops at raw speed: "
+                  f"{rt:.2f} s")  # fmt: skip
+    fo = [r for r in run.rows if r.scenario.startswith("(b)")]
+    if fo:
+        best = min(fo, key=lambda r: r.per_1k)
+        print(f"best failover: {best.per_1k:.3f} s per 1k partitions ({best.mode})")
+    if run.rows:
+        best_ratio = max(run.rows, key=lambda r: r.ratio)
+        print(f"best ratio: {best_ratio.ratio:.2f} ({best_ratio.mode} {best_ratio.scenario})")
+    for failure in run.failures:
+        print(f"FAILED: {failure}")
+    if run.profile:
+        print("\n== cProfile of one failover (default mode, event thread, by own time) ==")
+        print(run.profile)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--small", action="store_true", help="1k/2k/1k partitions instead of 1k+10k/10k/5k")
+    parser.add_argument("--small", action="store_true", help="1k/2k partitions, 1k led by the dead broker")
     parser.add_argument("--modes", default="default,batch")
+    parser.add_argument("--no-profile", action="store_true", help="skip the cProfile'd extra failover")
+    parser.add_argument("--wait", type=float, default=0.0, help="deadline of each wait, s (0: by size)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    sizes = (1000,) if args.small else (1000, 9000)
-    dead_n = 1000 if args.small else 5000
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
+    logging.getLogger(CONTROLLER_LOGGER).setLevel(logging.INFO)  # the "Ready to serve" line is INFO
+    logging.getLogger(CONTROLLER_LOGGER).propagate = False  # … caught by ReadyWatcher, not printed
+    instrument_zkdata()
+    small, total, dead, raw_n = (1000, 2000, 1000, 1000) if args.small else (1000, 10000, 5000, 5000)
+    wait_s = args.wait or (60.0 if args.small else 180.0)
+    print(f"uptime: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
+          f"(load 1/5/15 min, {os.cpu_count()} CPUs)")  # fmt: skip
+    started = time.monotonic()
     with ZooKeeperServer(name="bench", heap_mb=1024) as server:
-        server.start()
-        print(f"ZooKeeper {server.connect_string}; controller in-process with a fake channel "
-              "(requests counted, not sent)")  # fmt: skip
-        raw = raw_throughput(server.connect_string, 5000)
-        print("(d) raw kazoo pipelined throughput (one Python process): "
-              + ", ".join(f"{k} {v:,.0f}/s" for k, v in raw.items()))  # fmt: skip
+        print(f"ZooKeeper {server.connect_string}; controller in-process, fake channel (requests counted)",
+              flush=True)  # fmt: skip
+        run = Run(raw_throughput(server.connect_string, raw_n))
+        print("(d) raw: " + ", ".join(f"{k} {v:,.0f}/s" for k, v in run.raw.items()), flush=True)
         admin = KazooClient(server.connect_string, timeout=30)
         admin.start(timeout=15)
         try:
             for mode in args.modes.split(","):
-                run_mode(
-                    server.connect_string,
-                    admin,
-                    mode == "batch",
-                    raw=raw["multi[check,set]"],
-                    sizes=sizes,
-                    dead_n=dead_n,
-                )
+                batch = mode == "batch"
+                print(f"mode {mode} (reference.controller.zk.batch.writes={str(batch).lower()}):", flush=True)
+                for name in ("a", "abc"):
+                    chroot = f"/{mode}-{name}"
+                    admin.ensure_path(chroot)
+                    connect = server.connect_string + chroot
+                    try:
+                        if name == "a":
+                            scenario_a(run, connect, mode=mode, batch=batch, size=small, wait_s=wait_s)
+                        else:
+                            profile = mode == "default" and not args.no_profile
+                            scenarios_bc(run, connect, mode=mode, batch=batch, total=total, dead=dead,
+                                         wait_s=wait_s, profile=profile)  # fmt: skip
+                    except BenchTimeout as exc:
+                        run.failures.append(f"{mode} {name}: {exc}")
+                        print(f"  FAILED: {exc}", flush=True)
         finally:
             admin.stop()
             admin.close()
-    return 0
+    print_table(run)
+    print(f"\ntotal {time.monotonic() - started:.0f} s; uptime after: "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
+    # the fixture's daemon "kzk-jvm-spawner" lives as long as the process by design (it forks JVMs)
+    me = threading.current_thread()
+    left = [t.name for t in threading.enumerate() if t is not me and t.name != "kzk-jvm-spawner"]
+    print(f"threads still alive: {left or 'none'}; ZooKeeper JVM running: {server.is_running()}")
+    return 1 if run.failures else 0
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from kio.schema.types import BrokerId
 from kio.static.primitive import i64
 
 from conformance.conftest import ClusterFactory
-from conformance.scenarios import create_topic, fmt, journal, state_history, wait_state
+from conformance.scenarios import create_topic, fmt, journal, state_history, wait_cluster_known, wait_state
 from fixtures.probes.request_proxy import send_request
 
 pytestmark = pytest.mark.conformance
@@ -46,7 +46,8 @@ def test_controlled_shutdown_moves_leadership_first(cluster_factory: ClusterFact
 @pytest.mark.behaviour("SHUTDOWN-1")
 def test_controlled_shutdown_request_errors(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory()
-    cid = cluster.wait_controller()
+    # the controller must know every broker first, or it answers BROKER_NOT_AVAILABLE (8)
+    cid = wait_cluster_known(cluster)
     other = next(b for b in cluster.broker_ids if b != cid)
     epoch = cluster.broker_epoch(other) or 0
     stale = cs3.ControlledShutdownRequest(broker_id=BrokerId(other), broker_epoch=i64(epoch - 1))

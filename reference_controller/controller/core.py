@@ -83,7 +83,7 @@ class KafkaController:
         self.log = controller_logger(self.broker_id)
         self.state_change_log = StateChangeLogger(self.broker_id, lambda: self.context.epoch)
         self.batch = ControllerBrokerRequestBatch(
-            self.broker_id, self.context, self.state_change_log, config.controller_listener_name
+            self.broker_id, self.context, self.state_change_log, config.inter_broker_listener_name
         )
         self.replica_state_machine = ReplicaStateMachine(
             self.broker_id, self.context, zk, self.batch, self.state_change_log, self.emit

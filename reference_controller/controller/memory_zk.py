@@ -7,7 +7,9 @@ controllers, brokers and an admin against the same tree. Semantics follow ZooKee
 - Stat: `version` (setData count), `cversion` (child create/delete count), `czxid`/`mzxid` from the
   zxid counter (every op of a multi shares the multi's zxid), `ephemeral_owner` = session id.
 - Create: NODEEXISTS, NONODE when the parent is missing, NOCHILDRENFOREPHEMERALS under an
-  ephemeral; sequential names append the parent's cversion as 10 digits.
+  ephemeral; sequential names append, as 10 digits, the number of children ever created under the
+  parent (deletes do not count, unlike cversion — measured on ZooKeeper 3.8: create `a`, create
+  sequential → 1, delete `a`, create sequential → 2, while cversion is then 3).
 - Delete: BADVERSION, NONODE, NOTEMPTY. setData/check: BADVERSION, NONODE (-1 = any version).
 - Multi is atomic. The failing op gets its own code; the other ops are reported as
   RUNTIME_INCONSISTENCY. (ZooKeeper itself reports code 0 — kazoo's `RolledBackError` — for the ops
@@ -65,6 +67,7 @@ class _Node:
     ephemeral_owner: int = 0
     version: int = 0
     cversion: int = 0
+    creations: int = 0  # children ever created: ZooKeeper 3.8's sequence counter
     children: dict[str, None] = field(default_factory=dict)
 
     def stat(self) -> Stat:
@@ -232,12 +235,13 @@ class MemoryZooKeeper:
             raise _OpFailed(ZkCode.NONODE)
         if parent.ephemeral_owner:
             raise _OpFailed(ZkCode.NOCHILDRENFOREPHEMERALS)
-        path = f"{op.path}{parent.cversion:010d}" if op.sequential else op.path
+        path = f"{op.path}{parent.creations:010d}" if op.sequential else op.path
         if path in self.nodes:
             raise _OpFailed(ZkCode.NODEEXISTS)
         self.nodes[path] = _Node(op.data, zxid, zxid, session_id if op.ephemeral else 0)
         parent.children[_name(path)] = None
         parent.cversion += 1
+        parent.creations += 1
         undo.append(lambda: self._undo_create(path, parent))
         fired.append(("data", path, NODE_CREATED))
         fired.append(("child", parent_path, NODE_CHILDREN_CHANGED))
@@ -247,6 +251,7 @@ class MemoryZooKeeper:
         del self.nodes[path]
         del parent.children[_name(path)]
         parent.cversion -= 1
+        parent.creations -= 1
 
     def _delete(
         self, op: DeleteOp, undo: list[Callable[[], None]], fired: list[tuple[str, str, str]]

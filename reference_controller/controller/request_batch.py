@@ -9,11 +9,16 @@ Mirrors `AbstractControllerBrokerRequestBatch` (ControllerChannelManager.scala@2
 - StopReplica per broker, delete=true and delete=false as separate requests (delete first).
 `send_requests_to_brokers` returns `SendRequest` effects: all LeaderAndIsr, then all
 UpdateMetadata, then all StopReplica, only for live-or-shutting-down brokers, brokers by id.
+LeaderAndIsr's live leaders are the leaders' endpoints on the inter-broker listener
+(`_.node(config.interBrokerListenerName)`, ControllerChannelManager.scala@2.5.1 L459-461); a
+leader without that listener raises `BrokerEndPointNotAvailableError` (Broker.scala@2.5.1 L64-68),
+which `sendRequestsToBrokers` logs and rethrows as an illegal state (L572-595).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+import logging
 from dataclasses import dataclass
 
 from reference_controller.controller.context import ControllerContext, TopicPartition, tp_str
@@ -36,6 +41,13 @@ class IllegalBatchStateError(ReferenceControllerError):
     """`newBatch()` found a batch that was not drained (Kafka: IllegalStateException ⇒ resign)."""
 
 
+class BrokerEndPointNotAvailableError(ReferenceControllerError):
+    """A live leader has no endpoint on the inter-broker listener (Kafka's exception of that name)."""
+
+
+_log = logging.getLogger("kafka.controller.ControllerBrokerRequestBatch")
+
+
 @dataclass(frozen=True)
 class _StopReplicaInfo:
     tp: TopicPartition
@@ -48,12 +60,12 @@ class ControllerBrokerRequestBatch:
         controller_id: int,
         context: ControllerContext,
         state_change_log: StateChangeLogger,
-        listener: str,
+        inter_broker_listener: str,
     ) -> None:
         self.controller_id = controller_id
         self.context = context
         self.state_change_log = state_change_log
-        self.listener = listener
+        self.inter_broker_listener = inter_broker_listener
         self.leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
         self.stop_replica: dict[int, list[_StopReplicaInfo]] = {}
         self.update_metadata_brokers: set[int] = set()
@@ -145,12 +157,36 @@ class ControllerBrokerRequestBatch:
 
     # ---- sending --------------------------------------------------------------------------
     def send_requests_to_brokers(self, controller_epoch: int) -> list[Effect]:
+        """The batch's requests as effects (ControllerChannelManager.scala@2.5.1 L572-595).
+
+        On failure Kafka logs what it could not send and throws IllegalStateException. Kafka then
+        leaves the maps as they are, so every later `newBatch()` fails; this batch is cleared
+        instead, so one bad broker registration cannot wedge the controller for good.
+        """
         try:
             return [
                 *self._leader_and_isr_requests(controller_epoch),
                 *self._update_metadata_requests(controller_epoch),
                 *self._stop_replica_requests(controller_epoch),
             ]
+        except Exception as exc:
+            if self.leader_and_isr:
+                _log.error(
+                    "Haven't been able to send leader and isr requests, current state of the map is "
+                    f"{self.leader_and_isr}. Exception message: {exc}"
+                )
+            if self.update_metadata_brokers:
+                _log.error(
+                    "Haven't been able to send metadata update requests to brokers "
+                    f"{_set_str(self.update_metadata_brokers)}, current state of the partition info is "
+                    f"{self.update_metadata_partitions}. Exception message: {exc}"
+                )
+            if self.stop_replica:
+                _log.error(
+                    "Haven't been able to send stop replica requests, current state of the map is "
+                    f"{self.stop_replica}. Exception message: {exc}"
+                )
+            raise IllegalBatchStateError(str(exc)) from exc
         finally:
             self.clear()
 
@@ -183,11 +219,13 @@ class ControllerBrokerRequestBatch:
         leaders: list[LiveLeader] = []
         for broker in self.context.live_or_shutting_down_brokers():
             if broker.broker_id in leader_ids:
-                endpoint = broker.endpoint(self.listener) or (
-                    broker.endpoints[0] if broker.endpoints else None
-                )
-                host, port = (endpoint.host, endpoint.port) if endpoint else ("", -1)
-                leaders.append(LiveLeader(broker.broker_id, host, port))
+                endpoint = broker.endpoint(self.inter_broker_listener)
+                if endpoint is None:
+                    raise BrokerEndPointNotAvailableError(
+                        f"End point with listener name {self.inter_broker_listener} not found "
+                        f"for broker {broker.broker_id}"
+                    )
+                leaders.append(LiveLeader(broker.broker_id, endpoint.host, endpoint.port))
         return tuple(leaders)
 
     def _update_metadata_requests(self, controller_epoch: int) -> list[Effect]:

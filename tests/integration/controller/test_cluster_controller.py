@@ -1,0 +1,437 @@
+"""The controller proved black-box through real reference nodes on a real ZooKeeper (ring: tests).
+
+Every node contends for `/controller`; the tests act only as Kafka's admin does (writing znodes)
+and observe three channels: ZooKeeper's transaction log (the exact write history, via
+`fixtures.probes.TxnLogCursor` restricted to this test's chroot), the znodes themselves, and each
+node's `controller-requests.jsonl` journal (what it received from the controller). Order is only
+compared within one channel (spec §11). Covered: election on a fresh chroot (§2.1), failover after
+SIGKILL of the controller in §2.2 order, topic creation (§5.2), reassignment (§4, leader epochs of
+§11) and deletion (§6.9). Every wait has a deadline and a failure prints what was observed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from fixtures.probes import ChrootView, TxnLogCursor, TxnOp, TxnRecord
+from fixtures.probes.logdirs import scan_log_dir
+from fixtures.zookeeper import ZooKeeperServer
+from reference_controller import zkdata
+from reference_controller.node.server import load_controller_service
+from tests.node.helpers import NodeFactory, NodeProcess, wait_for
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(load_controller_service() is None, reason="controller component not installed"),
+]
+
+T = TypeVar("T")
+# Deterministic leaderships: no preferred-leader rebalance 5 s after a failover.
+OVERRIDES = {"auto.leader.rebalance.enable": "false"}
+DELETE_TOPIC_MARKER_DATA = None  # AdminZkClient.deleteTopic writes null data
+
+
+# ---- observation ----------------------------------------------------------------------------------
+@dataclass
+class Observer:
+    """The three channels of one test, and a dump of all of them for failure messages."""
+
+    zk: KazooClient
+    chroot: str
+    cursor: TxnLogCursor
+    nodes: list[NodeProcess] = field(default_factory=list)
+    records: list[TxnRecord] = field(default_factory=list)
+
+    def poll(self) -> list[TxnRecord]:
+        self.records += ChrootView(self.chroot).filter(self.cursor.read())
+        return self.records
+
+    def writes_of(self, session_id: int, after_zxid: int = -1) -> list[TxnRecord]:
+        return [r for r in self.poll() if r.session_id == session_id and r.zxid > after_zxid]
+
+    def report(self, topic: str | None = None) -> str:
+        lines = ["--- txn log (this chroot) ---"]
+        lines += [r.describe() for r in self.poll()[-80:]]
+        lines.append("--- znodes ---")
+        for path in (zkdata.CONTROLLER, zkdata.CONTROLLER_EPOCH, zkdata.REASSIGN_PARTITIONS):
+            lines.append(f"{path}: {self._get(path)}")
+        for path in _tree(self.zk, "/brokers/topics") + _tree(self.zk, "/admin/delete_topics"):
+            lines.append(f"{path}: {self._get(path)}")
+        for node in self.nodes:
+            lines.append(f"--- journal of broker {node.broker_id} (last 12) ---")
+            lines += [json.dumps(e, separators=(",", ":")) for e in node.journal()[-12:]]
+            dirs = sorted(p.path.name for p in scan_log_dir(node.data_dir).partitions)
+            lines.append(f"log dirs of broker {node.broker_id}: {dirs}")
+            if err := node.stderr().strip():
+                lines.append(f"stderr of broker {node.broker_id}: {err[-800:]}")
+        return "\n".join(lines)
+
+    def _get(self, path: str) -> str:
+        try:
+            data, stat = self.zk.get(path)
+        except NoNodeError:
+            return "<none>"
+        return f"{data!r} (version {stat.version}, owner 0x{stat.ephemeralOwner:x})"
+
+    def wait(self, check: Callable[[], T | None], timeout_s: float, what: str) -> T:
+        try:
+            return wait_for(check, timeout_s, what)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.report()}") from None
+
+
+def _tree(zk: KazooClient, path: str) -> list[str]:
+    try:
+        children = sorted(zk.get_children(path))
+    except NoNodeError:
+        return []
+    out: list[str] = []
+    for child in children:
+        sub = f"{path.rstrip('/')}/{child}"
+        out += [sub, *_tree(zk, sub)]
+    return out
+
+
+@pytest.fixture
+def node_factory(tmp_path: Path, zk_connect: str) -> Iterator[NodeFactory]:
+    factory = NodeFactory(tmp_path, zk_connect)
+    try:
+        yield factory
+    finally:
+        factory.close()
+
+
+@pytest.fixture
+def observer(zk_server: ZooKeeperServer, zk_chroot: str, zk_client: KazooClient) -> Observer:
+    return Observer(zk_client, zk_chroot, TxnLogCursor.at_end(zk_server.txn_log_dir))
+
+
+def start_cluster(factory: NodeFactory, obs: Observer, broker_ids: Iterable[int]) -> dict[int, NodeProcess]:
+    nodes = {b: factory.start(b, OVERRIDES) for b in broker_ids}
+    obs.nodes = list(nodes.values())
+    for node in nodes.values():
+        obs.wait(lambda n=node: obs.zk.exists(zkdata.broker_path(n.broker_id)), 20, f"broker {node.broker_id}")
+    obs.wait(lambda: obs.zk.exists(zkdata.CONTROLLER), 20, "/controller")
+    return nodes
+
+
+def controller_id(zk: KazooClient) -> int:
+    return zkdata.decode_controller(zk.get(zkdata.CONTROLLER)[0])
+
+
+def state(zk: KazooClient, topic: str, partition: int) -> dict[str, Any] | None:
+    try:
+        data, stat = zk.get(zkdata.partition_state_path(topic, partition))
+    except NoNodeError:
+        return None
+    return {**json.loads(data), "zk_version": stat.version}
+
+
+def admin_create_topic(zk: KazooClient, topic: str, assignment: Mapping[int, Sequence[int]]) -> None:
+    """AdminZkClient.createTopicWithAssignment@2.5.1: config (setData, NONODE ⇒ create), topic znode."""
+    config = zkdata.encode_topic_config({})
+    try:
+        zk.set(zkdata.config_topic_path(topic), config)
+    except NoNodeError:
+        zk.create(zkdata.config_topic_path(topic), config)
+    parts = {p: zkdata.ReplicaAssignment(tuple(r)) for p, r in assignment.items()}
+    zk.create(zkdata.topic_path(topic), zkdata.encode_topic(parts))
+
+
+def partition_dirs(node: NodeProcess, topic: str) -> set[str]:
+    """Every directory of `topic` in the node's log dir, live or renamed for deletion."""
+    return {p.path.name for p in scan_log_dir(node.data_dir).partitions if p.topic == topic}
+
+
+def fenced(record: TxnRecord, epoch_zk_version: int) -> TxnOp | None:
+    """The op of a `multi[check /controller_epoch @v, op]`, else None."""
+    ops = record.ops
+    if record.op != "multi" or len(ops) != 2:
+        return None
+    check, op = ops
+    if (check.op, check.path, check.version) != ("check", zkdata.CONTROLLER_EPOCH, epoch_zk_version):
+        return None
+    return op
+
+
+def election_record(obs: Observer, epoch: int) -> TxnRecord | None:
+    """The successful election multi that set `/controller_epoch` to `epoch`."""
+    for r in obs.poll():
+        ops = [(o.op, o.path) for o in r.ops]
+        if r.op == "multi" and not r.failed and ("setData", zkdata.CONTROLLER_EPOCH) in ops:
+            if any(o.data == str(epoch).encode() for o in r.ops if o.path == zkdata.CONTROLLER_EPOCH):
+                return r
+    return None
+
+
+def journal(node: NodeProcess, api: str, controller_epoch: int | None = None) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in node.journal()
+        if e["api"] == api and (controller_epoch is None or e["controller_epoch"] == controller_epoch)
+    ]
+
+
+def partitions_of(entries: Iterable[dict[str, Any]], topic: str) -> list[dict[str, Any]]:
+    return [p for e in entries for p in e["partitions"] if p["topic"] == topic]
+
+
+# ---- election ------------------------------------------------------------------------------------
+def test_election_on_a_fresh_chroot(node_factory: NodeFactory, observer: Observer) -> None:
+    zk = observer.zk
+    start_cluster(node_factory, observer, (1, 2, 3))
+    data, stat = zk.get(zkdata.CONTROLLER_EPOCH)
+    assert (data, stat.version) == (b"1", 1), observer.report()
+    cid = controller_id(zk)
+    _, cstat = zk.get(zkdata.CONTROLLER)
+    _, bstat = zk.get(zkdata.broker_path(cid))
+    assert cstat.ephemeralOwner != 0, observer.report()
+    assert cstat.ephemeralOwner == bstat.ephemeralOwner, observer.report()  # the controller's session
+    # txn log: "0" created first, then one successful multi[create /controller, setData epoch @0]
+    election = observer.wait(lambda: election_record(observer, 1), 10, "the election multi")
+    assert election.session_id == cstat.ephemeralOwner, observer.report()
+    assert [(o.op, o.path, o.ephemeral) for o in election.ops] == [
+        ("create", zkdata.CONTROLLER, True),
+        ("setData", zkdata.CONTROLLER_EPOCH, False),
+    ], observer.report()
+    assert election.ops[1].version == 1, observer.report()
+    creates = [r for r in observer.records if r.op.startswith("create") and r.path == zkdata.CONTROLLER_EPOCH]
+    assert [r.data for r in creates] == [b"0"], observer.report()
+    assert creates[0].zxid < election.zxid
+    won = [r for r in observer.records if r.op == "multi" and not r.failed and election.ops[0] in r.ops]
+    assert won == [election], observer.report()
+
+
+# ---- failover ------------------------------------------------------------------------------------
+def test_failover_after_sigkill_of_the_controller(node_factory: NodeFactory, observer: Observer) -> None:
+    zk = observer.zk
+    nodes = start_cluster(node_factory, observer, (1, 2, 3))
+    old = controller_id(zk)
+    a, b = sorted(set(nodes) - {old})
+    admin_create_topic(zk, "fo", {0: [old, a, b], 1: [a, b, old]})
+    before = {p: observer.wait(lambda p=p: state(zk, "fo", p), 15, f"fo-{p} state") for p in (0, 1)}
+    assert before[0]["leader"] == old and before[1]["leader"] == a, observer.report()
+    for n in nodes.values():
+        observer.wait(lambda n=n: partition_dirs(n, "fo") == {"fo-0", "fo-1"}, 10, f"fo dirs on {n.broker_id}")
+
+    nodes[old].kill()  # SIGKILL: /controller goes only when the session expires
+    log_dir_event = zk.create(
+        "/log_dir_event_notification/log_dir_event_", zkdata.encode_log_dir_event(a), sequence=True
+    )
+    isr_change = zk.create("/isr_change_notification/isr_change_", zkdata.encode_isr_change([("fo", 1)]), sequence=True)
+
+    election = observer.wait(lambda: election_record(observer, 2), 20, "the election of epoch 2")
+    new = controller_id(zk)
+    assert new in (a, b), observer.report()
+    data, stat = zk.get(zkdata.CONTROLLER_EPOCH)
+    assert (data, stat.version) == (b"2", 2), observer.report()
+    assert zk.get(zkdata.CONTROLLER)[1].ephemeralOwner == election.session_id, observer.report()
+    observer.wait(
+        lambda: (s := state(zk, "fo", 0)) and s["leader"] == a and s["leader_epoch"] == before[0]["leader_epoch"] + 2,
+        15,
+        f"fo-0 led by {a} at leader epoch +2 (§11)",
+    )
+
+    # -- txn log: §2.2 steps 3-4 (notification deletions) before 9 (replica SM) before 10 (partition SM)
+    writes = observer.writes_of(election.session_id, after_zxid=election.zxid)
+    ops = [(i, fenced(r, 2)) for i, r in enumerate(writes)]
+    unfenced = [writes[i].describe() for i, op in ops if op is None]
+    assert not unfenced, f"unfenced controller writes: {unfenced}\n{observer.report()}"
+    deletes = {op.path: i for i, op in ops if op is not None and op.op == "delete"}
+    assert log_dir_event in deletes and isr_change in deletes, observer.report()
+    state_writes = [(i, op) for i, op in ops if op is not None and op.op == "setData" and op.path.endswith("/state")]
+    assert state_writes, observer.report()
+    note_deletes = [i for p, i in deletes.items() if "notification" in p]
+    assert max(note_deletes) < min(i for i, _ in state_writes), observer.report()
+    assert deletes[log_dir_event] < deletes[isr_change], observer.report()  # step 3 before step 4
+
+    def leader_of(op: TxnOp) -> int:
+        return int(json.loads(op.data or b"{}")["leader"])
+
+    previous = {zkdata.partition_state_path("fo", p): before[p]["leader"] for p in (0, 1)}
+    replica_sm = [i for i, op in state_writes if leader_of(op) in (-1, previous[op.path or ""])]
+    partition_sm = [i for i, op in state_writes if leader_of(op) not in (-1, previous[op.path or ""])]
+    assert replica_sm and partition_sm, observer.report()
+    assert max(replica_sm) < min(partition_sm), observer.report()
+    first_p0 = json.loads(writes[replica_sm[0]].ops[1].data or b"{}")
+    assert (first_p0["leader"], first_p0["isr"]) == (-1, [a, b]), observer.report()
+
+    # -- journals: per broker, UpdateMetadata (broker list only) first, then LeaderAndIsr ...
+    for bid in (a, b):
+        observer.wait(
+            lambda bid=bid: any(p["leader_epoch"] == before[0]["leader_epoch"] + 2
+                                for p in partitions_of(journal(nodes[bid], "LeaderAndIsr", 2), "fo")),
+            10,
+            f"LeaderAndIsr of epoch 2 electing {a} on broker {bid}",
+        )  # fmt: skip
+        lines = [e for e in nodes[bid].journal() if e["controller_epoch"] == 2]
+        assert all(e["controller_id"] == new for e in lines), observer.report()
+        first, second = lines[0], lines[1]
+        assert first["api"] == "UpdateMetadata" and first["partitions"] == [], observer.report()
+        assert sorted(x["id"] for x in first["live_brokers"]) == [a, b], observer.report()
+        assert second["api"] == "LeaderAndIsr", observer.report()
+
+
+# ---- topic creation ------------------------------------------------------------------------------
+def test_topic_creation(node_factory: NodeFactory, observer: Observer) -> None:
+    zk = observer.zk
+    nodes = start_cluster(node_factory, observer, (1, 2, 3))
+    session = zk.get(zkdata.CONTROLLER)[1].ephemeralOwner
+    start = observer.poll()[-1].zxid if observer.poll() else -1
+    # broker 9 is never registered: leader = first live replica, ISR = live replicas
+    admin_create_topic(zk, "created", {0: [9, 2, 1], 1: [3, 1]})
+    expected = {0: (2, [2, 1]), 1: (3, [3, 1])}
+    for p in expected:
+        observer.wait(lambda p=p: state(zk, "created", p), 15, f"created-{p} state")
+    for p, (leader, isr) in expected.items():
+        s = state(zk, "created", p)
+        assert s == {"controller_epoch": 1, "leader": leader, "version": 1, "leader_epoch": 0, "isr": isr,
+                     "zk_version": 0}, observer.report()  # fmt: skip
+
+    base = "/brokers/topics/created"
+    writes = [r for r in observer.writes_of(session, start) if any(base in p for p in r.paths())]
+    ops = [fenced(r, 1) for r in writes]
+    assert all(op is not None and op.op == "create" for op in ops), observer.report()
+    paths = [op.path for op in ops if op is not None]
+    assert paths[0] == f"{base}/partitions", observer.report()
+    assert sorted(paths[1:3]) == [f"{base}/partitions/0", f"{base}/partitions/1"], observer.report()
+    assert sorted(paths[3:]) == [f"{base}/partitions/0/state", f"{base}/partitions/1/state"], observer.report()
+    assert all(op.data is None or op.data == b"" for op in ops[:3] if op is not None), observer.report()
+
+    isr_brokers = {p: set(isr) for p, (_, isr) in expected.items()}
+    for bid, node in nodes.items():
+        want = {f"created-{p}" for p, isr in isr_brokers.items() if bid in isr}
+        observer.wait(lambda node=node, want=want: partition_dirs(node, "created") == want, 10,
+                      f"log dirs {want} on broker {bid}")  # fmt: skip
+        # the journal line is written once the request is handled: wait for it as well
+        want_lai = sorted(p for p in isr_brokers if bid in isr_brokers[p])
+        got = observer.wait(
+            lambda node=node, want_lai=want_lai: (
+                (g := partitions_of(journal(node, "LeaderAndIsr"), "created"))
+                and sorted(x["partition"] for x in g) == want_lai
+                and g
+            ),
+            10,
+            f"LeaderAndIsr for created-{want_lai} (only) on broker {bid}",
+        )
+        for x in got:
+            leader, isr = expected[x["partition"]]
+            assert (x["is_new"], x["leader"], x["isr"], x["leader_epoch"], x["zk_version"]) == (
+                True, leader, isr, 0, 0,
+            ), observer.report()  # fmt: skip
+        observer.wait(
+            lambda node=node: {x["partition"] for x in partitions_of(journal(node, "UpdateMetadata"), "created")}
+            == {0, 1},
+            10,
+            f"UpdateMetadata for created-0/1 on broker {bid}",
+        )
+
+
+# ---- reassignment --------------------------------------------------------------------------------
+def reassign(obs: Observer, topic: str, target: Sequence[int], final_epoch: int, timeout_s: float) -> None:
+    zk = obs.zk
+    zk.create(zkdata.REASSIGN_PARTITIONS, zkdata.encode_reassignment({(topic, 0): list(target)}))
+
+    def done() -> bool:
+        if zk.exists(zkdata.REASSIGN_PARTITIONS):
+            return False
+        assignment = zkdata.decode_topic(topic, zk.get(zkdata.topic_path(topic))[0]).partitions
+        s = state(zk, topic, 0)
+        return assignment[0].replicas == tuple(target) and s is not None and s["leader_epoch"] >= final_epoch
+
+    obs.wait(done, timeout_s, f"reassignment of {topic}-0 to {list(target)}")
+    data = json.loads(zk.get(zkdata.topic_path(topic))[0])
+    assert data["partitions"] == {"0": list(target)}, obs.report()
+    assert data.get("adding_replicas", {}) == {} and data.get("removing_replicas", {}) == {}, obs.report()
+    s = state(zk, topic, 0)
+    assert s is not None and s["leader_epoch"] == final_epoch, obs.report()
+    assert s["leader"] == target[0] and sorted(s["isr"]) == sorted(target), obs.report()
+
+
+def test_reassignment_of_all_replicas_on_six_nodes(node_factory: NodeFactory, observer: Observer) -> None:
+    zk = observer.zk
+    nodes = start_cluster(node_factory, observer, range(1, 7))
+    admin_create_topic(zk, "moved", {0: [1, 2, 3]})
+    observer.wait(lambda: state(zk, "moved", 0), 15, "moved-0 state")
+    for b in (1, 2, 3):
+        observer.wait(lambda b=b: partition_dirs(nodes[b], "moved") == {"moved-0"}, 10, f"moved-0 on {b}")
+    reassign(observer, "moved", [4, 5, 6], final_epoch=5, timeout_s=30)  # spec §11: ends at 5
+    for b in (1, 2, 3):
+        observer.wait(
+            lambda b=b: any(
+                x["delete_partition"] for x in partitions_of(journal(nodes[b], "StopReplica"), "moved")
+            ),
+            10,
+            f"StopReplica(delete=true) for moved-0 on broker {b}",
+        )
+        observer.wait(lambda b=b: not partition_dirs(nodes[b], "moved"), 10, f"moved-0 dir gone from {b}")
+    for b in (4, 5, 6):
+        assert partition_dirs(nodes[b], "moved") == {"moved-0"}, observer.report()
+        assert not [x for x in partitions_of(journal(nodes[b], "StopReplica"), "moved") if x["delete_partition"]]
+
+
+def test_reassignment_of_a_single_replica_on_two_nodes(node_factory: NodeFactory, observer: Observer) -> None:
+    zk = observer.zk
+    nodes = start_cluster(node_factory, observer, (0, 1))
+    admin_create_topic(zk, "single", {0: [0]})
+    observer.wait(lambda: state(zk, "single", 0), 15, "single-0 state")
+    reassign(observer, "single", [1], final_epoch=3, timeout_s=30)  # spec §11: [0]→[1] ends at 3
+    observer.wait(lambda: not partition_dirs(nodes[0], "single"), 10, "single-0 dir gone from broker 0")
+    assert partition_dirs(nodes[1], "single") == {"single-0"}, observer.report()
+
+
+# ---- deletion ------------------------------------------------------------------------------------
+def test_topic_deletion(node_factory: NodeFactory, observer: Observer) -> None:
+    zk = observer.zk
+    nodes = start_cluster(node_factory, observer, (1, 2, 3))
+    session = zk.get(zkdata.CONTROLLER)[1].ephemeralOwner
+    admin_create_topic(zk, "doomed", {0: [1, 2], 1: [2, 3]})
+    for p in (0, 1):
+        observer.wait(lambda p=p: state(zk, "doomed", p), 15, f"doomed-{p} state")
+    for b, want in ((1, {"doomed-0"}), (2, {"doomed-0", "doomed-1"}), (3, {"doomed-1"})):
+        observer.wait(lambda b=b, want=want: partition_dirs(nodes[b], "doomed") == want, 10, f"{want} on {b}")
+    start = observer.poll()[-1].zxid
+    before = set(_tree(zk, "/"))
+    zk.create(zkdata.delete_topic_path("doomed"), DELETE_TOPIC_MARKER_DATA)
+    marker = zkdata.delete_topic_path("doomed")
+
+    observer.wait(
+        lambda: not zk.exists(marker) and not zk.exists(zkdata.topic_path("doomed")), 20, "deletion of doomed"
+    )
+    gone = before - set(_tree(zk, "/"))
+    topic_tree = {p for p in before if p == "/brokers/topics/doomed" or p.startswith("/brokers/topics/doomed/")}
+    assert gone == topic_tree | {zkdata.config_topic_path("doomed")}, observer.report()
+    assert not zk.exists(zkdata.config_topic_path("doomed")), observer.report()
+
+    writes = observer.writes_of(session, start)
+    deletes = [op.path for r in writes if (op := fenced(r, 1)) is not None and op.op == "delete"]
+    unfenced = [r.describe() for r in writes if fenced(r, 1) is None]
+    assert not unfenced, f"unfenced controller writes: {unfenced}\n{observer.report()}"
+    assert set(deletes) == topic_tree | {zkdata.config_topic_path("doomed"), marker}, observer.report()
+    assert deletes[-1] == marker, observer.report()
+
+    replicas = {1: {0}, 2: {0, 1}, 3: {1}}
+    for b, node in nodes.items():
+        observer.wait(
+            lambda node=node: {(x["partition"], x["leader"]) for x in
+                               partitions_of(journal(node, "UpdateMetadata"), "doomed")} >= {(0, -2), (1, -2)},
+            10,
+            f"UpdateMetadata with leader -2 for doomed-0/1 on broker {b}",
+        )  # fmt: skip
+        observer.wait(
+            lambda node=node, b=b: {
+                x["partition"] for x in partitions_of(journal(node, "StopReplica"), "doomed") if x["delete_partition"]
+            }
+            == replicas[b],
+            10,
+            f"StopReplica(delete=true) for doomed on broker {b}",
+        )
+        observer.wait(lambda node=node: not partition_dirs(node, "doomed"), 10, f"doomed dirs gone from {b}")

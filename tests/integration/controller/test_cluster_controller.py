@@ -336,8 +336,16 @@ def test_topic_creation(node_factory: NodeFactory, observer: Observer) -> None:
 
 
 # ---- reassignment --------------------------------------------------------------------------------
+def controller_writes(obs: Observer, path: str, after_zxid: int) -> list[dict[str, Any]]:
+    """The data of the active controller's fenced setData writes of `path` after `after_zxid`."""
+    session = obs.zk.get(zkdata.CONTROLLER)[1].ephemeralOwner
+    ops = [fenced(r, 1) for r in obs.writes_of(session, after_zxid)]
+    return [json.loads(op.data or b"{}") for op in ops if op is not None and op.op == "setData" and op.path == path]
+
+
 def reassign(obs: Observer, topic: str, target: Sequence[int], final_epoch: int, timeout_s: float) -> None:
     zk = obs.zk
+    start = obs.poll()[-1].zxid
     zk.create(zkdata.REASSIGN_PARTITIONS, zkdata.encode_reassignment({(topic, 0): list(target)}))
 
     def done() -> bool:
@@ -354,6 +362,17 @@ def reassign(obs: Observer, topic: str, target: Sequence[int], final_epoch: int,
     s = state(zk, topic, 0)
     assert s is not None and s["leader_epoch"] == final_epoch, obs.report()
     assert s["leader"] == target[0] and sorted(s["isr"]) == sorted(target), obs.report()
+    # txn log: U1 writes RS = TRS + ORS with AR/RR (§4.2 reassignTo), B6 writes RS = TRS; the
+    # state writes are A1, B3, then one B4 write per removed ISR member, +1 each (§11)
+    topics = controller_writes(obs, zkdata.topic_path(topic), start)
+    assert len(topics) == 2, obs.report()
+    origin = [r for r in topics[0]["partitions"]["0"] if r not in target]
+    assert topics[0]["partitions"] == {"0": [*target, *origin]}, obs.report()
+    assert topics[0]["adding_replicas"] == {"0": list(target)}, obs.report()
+    assert topics[0]["removing_replicas"] == {"0": origin}, obs.report()
+    assert topics[1] == data, obs.report()
+    epochs = [w["leader_epoch"] for w in controller_writes(obs, zkdata.partition_state_path(topic, 0), start)]
+    assert epochs == list(range(1, final_epoch + 1)), obs.report()
 
 
 def test_reassignment_of_all_replicas_on_six_nodes(node_factory: NodeFactory, observer: Observer) -> None:

@@ -17,8 +17,8 @@ which `sendRequestsToBrokers` logs and rethrows as an illegal state (L572-595).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from reference_controller.controller.context import ControllerContext, TopicPartition, tp_str

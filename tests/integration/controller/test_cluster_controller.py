@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -117,9 +118,9 @@ def observer(zk_server: ZooKeeperServer, zk_chroot: str, zk_client: KazooClient)
 def start_cluster(factory: NodeFactory, obs: Observer, broker_ids: Iterable[int]) -> dict[int, NodeProcess]:
     nodes = {b: factory.start(b, OVERRIDES) for b in broker_ids}
     obs.nodes = list(nodes.values())
-    for node in nodes.values():
-        obs.wait(lambda n=node: obs.zk.exists(zkdata.broker_path(n.broker_id)), 20, f"broker {node.broker_id}")
-    obs.wait(lambda: obs.zk.exists(zkdata.CONTROLLER), 20, "/controller")
+    for b in nodes:
+        obs.wait(partial(obs.zk.exists, zkdata.broker_path(b)), 20, f"/brokers/ids/{b}")
+    obs.wait(partial(obs.zk.exists, zkdata.CONTROLLER), 20, "/controller")
     return nodes
 
 
@@ -151,6 +152,10 @@ def partition_dirs(node: NodeProcess, topic: str) -> set[str]:
     return {p.path.name for p in scan_log_dir(node.data_dir).partitions if p.topic == topic}
 
 
+def dirs_are(node: NodeProcess, topic: str, expected: set[str]) -> bool:
+    return partition_dirs(node, topic) == expected
+
+
 def fenced(record: TxnRecord, epoch_zk_version: int) -> TxnOp | None:
     """The op of a `multi[check /controller_epoch @v, op]`, else None."""
     ops = record.ops
@@ -165,10 +170,11 @@ def fenced(record: TxnRecord, epoch_zk_version: int) -> TxnOp | None:
 def election_record(obs: Observer, epoch: int) -> TxnRecord | None:
     """The successful election multi that set `/controller_epoch` to `epoch`."""
     for r in obs.poll():
-        ops = [(o.op, o.path) for o in r.ops]
-        if r.op == "multi" and not r.failed and ("setData", zkdata.CONTROLLER_EPOCH) in ops:
-            if any(o.data == str(epoch).encode() for o in r.ops if o.path == zkdata.CONTROLLER_EPOCH):
-                return r
+        if r.op != "multi" or r.failed:
+            continue
+        if any(o.op == "setData" and o.path == zkdata.CONTROLLER_EPOCH and o.data == str(epoch).encode()
+               for o in r.ops):  # fmt: skip
+            return r
     return None
 
 
@@ -184,6 +190,16 @@ def partitions_of(entries: Iterable[dict[str, Any]], topic: str) -> list[dict[st
     return [p for e in entries for p in e["partitions"] if p["topic"] == topic]
 
 
+def received(node: NodeProcess, api: str, topic: str, **fields: Any) -> list[dict[str, Any]]:
+    """Partition entries of `topic` in the node's `api` lines whose fields match `fields`."""
+    found = partitions_of(journal(node, api), topic)
+    return [p for p in found if all(p.get(k) == v for k, v in fields.items())]
+
+
+def received_partitions(node: NodeProcess, api: str, topic: str, expected: set[int], **fields: Any) -> bool:
+    return {p["partition"] for p in received(node, api, topic, **fields)} == expected
+
+
 # ---- election ------------------------------------------------------------------------------------
 def test_election_on_a_fresh_chroot(node_factory: NodeFactory, observer: Observer) -> None:
     zk = observer.zk
@@ -196,7 +212,7 @@ def test_election_on_a_fresh_chroot(node_factory: NodeFactory, observer: Observe
     assert cstat.ephemeralOwner != 0, observer.report()
     assert cstat.ephemeralOwner == bstat.ephemeralOwner, observer.report()  # the controller's session
     # txn log: "0" created first, then one successful multi[create /controller, setData epoch @0]
-    election = observer.wait(lambda: election_record(observer, 1), 10, "the election multi")
+    election = observer.wait(partial(election_record, observer, 1), 10, "the election multi")
     assert election.session_id == cstat.ephemeralOwner, observer.report()
     assert [(o.op, o.path, o.ephemeral) for o in election.ops] == [
         ("create", zkdata.CONTROLLER, True),
@@ -205,9 +221,12 @@ def test_election_on_a_fresh_chroot(node_factory: NodeFactory, observer: Observe
     assert election.ops[1].version == 1, observer.report()
     creates = [r for r in observer.records if r.op.startswith("create") and r.path == zkdata.CONTROLLER_EPOCH]
     assert [r.data for r in creates] == [b"0"], observer.report()
-    assert creates[0].zxid < election.zxid
+    assert creates[0].zxid < election.zxid, observer.report()
     won = [r for r in observer.records if r.op == "multi" and not r.failed and election.ops[0] in r.ops]
     assert won == [election], observer.report()
+    for node in observer.nodes:  # every broker hears from the controller of epoch 1
+        observer.wait(partial(journal, node, "UpdateMetadata", 1), 10, f"UpdateMetadata on {node.broker_id}")
+        assert {e["controller_id"] for e in node.journal()} == {cid}, observer.report()
 
 
 # ---- failover ------------------------------------------------------------------------------------
@@ -217,65 +236,67 @@ def test_failover_after_sigkill_of_the_controller(node_factory: NodeFactory, obs
     old = controller_id(zk)
     a, b = sorted(set(nodes) - {old})
     admin_create_topic(zk, "fo", {0: [old, a, b], 1: [a, b, old]})
-    before = {p: observer.wait(lambda p=p: state(zk, "fo", p), 15, f"fo-{p} state") for p in (0, 1)}
-    assert before[0]["leader"] == old and before[1]["leader"] == a, observer.report()
+    before = {p: observer.wait(partial(state, zk, "fo", p), 15, f"fo-{p} state") for p in (0, 1)}
+    assert before[0]["leader"] == old, observer.report()
+    assert before[1]["leader"] == a, observer.report()
     for n in nodes.values():
-        observer.wait(lambda n=n: partition_dirs(n, "fo") == {"fo-0", "fo-1"}, 10, f"fo dirs on {n.broker_id}")
+        observer.wait(partial(dirs_are, n, "fo", {"fo-0", "fo-1"}), 10, f"fo dirs on {n.broker_id}")
 
-    nodes[old].kill()  # SIGKILL: /controller goes only when the session expires
+    nodes[old].kill()  # SIGKILL: /controller goes only when its session expires
     log_dir_event = zk.create(
         "/log_dir_event_notification/log_dir_event_", zkdata.encode_log_dir_event(a), sequence=True
     )
-    isr_change = zk.create("/isr_change_notification/isr_change_", zkdata.encode_isr_change([("fo", 1)]), sequence=True)
+    isr_change = zk.create(
+        "/isr_change_notification/isr_change_", zkdata.encode_isr_change([("fo", 1)]), sequence=True
+    )
 
-    election = observer.wait(lambda: election_record(observer, 2), 20, "the election of epoch 2")
+    election = observer.wait(partial(election_record, observer, 2), 20, "the election of epoch 2")
     new = controller_id(zk)
     assert new in (a, b), observer.report()
     data, stat = zk.get(zkdata.CONTROLLER_EPOCH)
     assert (data, stat.version) == (b"2", 2), observer.report()
     assert zk.get(zkdata.CONTROLLER)[1].ephemeralOwner == election.session_id, observer.report()
+    elected = before[0]["leader_epoch"] + 2  # §11: replica SM writes leader -1, partition SM elects
     observer.wait(
-        lambda: (s := state(zk, "fo", 0)) and s["leader"] == a and s["leader_epoch"] == before[0]["leader_epoch"] + 2,
+        partial(received_partitions, nodes[a], "LeaderAndIsr", "fo", {0}, leader=a, leader_epoch=elected),
         15,
-        f"fo-0 led by {a} at leader epoch +2 (§11)",
+        f"LeaderAndIsr electing {a} for fo-0 at leader epoch {elected}",
     )
+    final = state(zk, "fo", 0)
+    assert final is not None, observer.report()
+    assert (final["leader"], final["leader_epoch"]) == (a, elected), observer.report()
 
     # -- txn log: §2.2 steps 3-4 (notification deletions) before 9 (replica SM) before 10 (partition SM)
     writes = observer.writes_of(election.session_id, after_zxid=election.zxid)
-    ops = [(i, fenced(r, 2)) for i, r in enumerate(writes)]
-    unfenced = [writes[i].describe() for i, op in ops if op is None]
+    ops = [(i, op) for i, r in enumerate(writes) if (op := fenced(r, 2)) is not None and op.path]
+    unfenced = [r.describe() for r in writes if fenced(r, 2) is None]
     assert not unfenced, f"unfenced controller writes: {unfenced}\n{observer.report()}"
-    deletes = {op.path: i for i, op in ops if op is not None and op.op == "delete"}
-    assert log_dir_event in deletes and isr_change in deletes, observer.report()
-    state_writes = [(i, op) for i, op in ops if op is not None and op.op == "setData" and op.path.endswith("/state")]
-    assert state_writes, observer.report()
-    note_deletes = [i for p, i in deletes.items() if "notification" in p]
-    assert max(note_deletes) < min(i for i, _ in state_writes), observer.report()
+    deletes = {str(op.path): i for i, op in ops if op.op == "delete"}
+    assert log_dir_event in deletes, observer.report()
+    assert isr_change in deletes, observer.report()
     assert deletes[log_dir_event] < deletes[isr_change], observer.report()  # step 3 before step 4
-
-    def leader_of(op: TxnOp) -> int:
-        return int(json.loads(op.data or b"{}")["leader"])
-
+    state_writes = [(i, op) for i, op in ops if op.op == "setData" and str(op.path).endswith("/state")]
+    note_deletes = [i for path, i in deletes.items() if "notification" in path]
+    assert state_writes, observer.report()
+    assert max(note_deletes) < min(i for i, _ in state_writes), observer.report()
     previous = {zkdata.partition_state_path("fo", p): before[p]["leader"] for p in (0, 1)}
-    replica_sm = [i for i, op in state_writes if leader_of(op) in (-1, previous[op.path or ""])]
-    partition_sm = [i for i, op in state_writes if leader_of(op) not in (-1, previous[op.path or ""])]
-    assert replica_sm and partition_sm, observer.report()
+    leaders = [(i, json.loads(op.data or b"{}")["leader"], previous[str(op.path)]) for i, op in state_writes]
+    replica_sm = [i for i, leader, prev in leaders if leader in (-1, prev)]  # no election: ISR shrink
+    partition_sm = [i for i, leader, prev in leaders if leader not in (-1, prev)]  # elections
+    assert replica_sm, observer.report()
+    assert partition_sm, observer.report()
     assert max(replica_sm) < min(partition_sm), observer.report()
-    first_p0 = json.loads(writes[replica_sm[0]].ops[1].data or b"{}")
+    p0_state = zkdata.partition_state_path("fo", 0)
+    first_p0 = next(json.loads(op.data or b"{}") for _, op in state_writes if op.path == p0_state)
     assert (first_p0["leader"], first_p0["isr"]) == (-1, [a, b]), observer.report()
 
-    # -- journals: per broker, UpdateMetadata (broker list only) first, then LeaderAndIsr ...
+    # -- journals: per broker, UpdateMetadata with the broker list only first, then LeaderAndIsr
     for bid in (a, b):
-        observer.wait(
-            lambda bid=bid: any(p["leader_epoch"] == before[0]["leader_epoch"] + 2
-                                for p in partitions_of(journal(nodes[bid], "LeaderAndIsr", 2), "fo")),
-            10,
-            f"LeaderAndIsr of epoch 2 electing {a} on broker {bid}",
-        )  # fmt: skip
         lines = [e for e in nodes[bid].journal() if e["controller_epoch"] == 2]
-        assert all(e["controller_id"] == new for e in lines), observer.report()
+        assert len(lines) >= 2, observer.report()
+        assert {e["controller_id"] for e in lines} == {new}, observer.report()
         first, second = lines[0], lines[1]
-        assert first["api"] == "UpdateMetadata" and first["partitions"] == [], observer.report()
+        assert (first["api"], first["partitions"]) == ("UpdateMetadata", []), observer.report()
         assert sorted(x["id"] for x in first["live_brokers"]) == [a, b], observer.report()
         assert second["api"] == "LeaderAndIsr", observer.report()
 
@@ -285,53 +306,56 @@ def test_topic_creation(node_factory: NodeFactory, observer: Observer) -> None:
     zk = observer.zk
     nodes = start_cluster(node_factory, observer, (1, 2, 3))
     session = zk.get(zkdata.CONTROLLER)[1].ephemeralOwner
-    start = observer.poll()[-1].zxid if observer.poll() else -1
+    start = observer.poll()[-1].zxid
     # broker 9 is never registered: leader = first live replica, ISR = live replicas
     admin_create_topic(zk, "created", {0: [9, 2, 1], 1: [3, 1]})
     expected = {0: (2, [2, 1]), 1: (3, [3, 1])}
-    for p in expected:
-        observer.wait(lambda p=p: state(zk, "created", p), 15, f"created-{p} state")
     for p, (leader, isr) in expected.items():
-        s = state(zk, "created", p)
-        assert s == {"controller_epoch": 1, "leader": leader, "version": 1, "leader_epoch": 0, "isr": isr,
-                     "zk_version": 0}, observer.report()  # fmt: skip
+        s = observer.wait(partial(state, zk, "created", p), 15, f"created-{p} state")
+        want = {"controller_epoch": 1, "leader": leader, "version": 1, "leader_epoch": 0, "isr": isr}
+        assert s == {**want, "zk_version": 0}, observer.report()
 
-    base = "/brokers/topics/created"
+    # txn log: partitions, partitions/<p> (all p), partitions/<p>/state, each multi[check, create]
+    base = zkdata.topic_path("created")
     writes = [r for r in observer.writes_of(session, start) if any(base in p for p in r.paths())]
     ops = [fenced(r, 1) for r in writes]
-    assert all(op is not None and op.op == "create" for op in ops), observer.report()
-    paths = [op.path for op in ops if op is not None]
+    creates = [op for op in ops if op is not None and op.op == "create"]
+    assert len(creates) == len(ops) == 5, observer.report()
+    paths = [str(op.path) for op in creates]
     assert paths[0] == f"{base}/partitions", observer.report()
     assert sorted(paths[1:3]) == [f"{base}/partitions/0", f"{base}/partitions/1"], observer.report()
-    assert sorted(paths[3:]) == [f"{base}/partitions/0/state", f"{base}/partitions/1/state"], observer.report()
-    assert all(op.data is None or op.data == b"" for op in ops[:3] if op is not None), observer.report()
+    assert sorted(paths[3:]) == [f"{base}/partitions/0/state", f"{base}/partitions/1/state"], (
+        observer.report()
+    )
+    assert all(op.data in (None, b"") for op in creates[:3]), observer.report()
 
-    isr_brokers = {p: set(isr) for p, (_, isr) in expected.items()}
+    # journals: LeaderAndIsr(isNew=true) to exactly the ISR brokers; UpdateMetadata to all;
+    # log dirs on exactly the ISR brokers
     for bid, node in nodes.items():
-        want = {f"created-{p}" for p, isr in isr_brokers.items() if bid in isr}
-        observer.wait(lambda node=node, want=want: partition_dirs(node, "created") == want, 10,
-                      f"log dirs {want} on broker {bid}")  # fmt: skip
-        # the journal line is written once the request is handled: wait for it as well
-        want_lai = sorted(p for p in isr_brokers if bid in isr_brokers[p])
-        got = observer.wait(
-            lambda node=node, want_lai=want_lai: (
-                (g := partitions_of(journal(node, "LeaderAndIsr"), "created"))
-                and sorted(x["partition"] for x in g) == want_lai
-                and g
-            ),
-            10,
-            f"LeaderAndIsr for created-{want_lai} (only) on broker {bid}",
-        )
-        for x in got:
-            leader, isr = expected[x["partition"]]
-            assert (x["is_new"], x["leader"], x["isr"], x["leader_epoch"], x["zk_version"]) == (
-                True, leader, isr, 0, 0,
-            ), observer.report()  # fmt: skip
+        mine = {p for p, (_, isr) in expected.items() if bid in isr}
         observer.wait(
-            lambda node=node: {x["partition"] for x in partitions_of(journal(node, "UpdateMetadata"), "created")}
-            == {0, 1},
+            partial(received_partitions, node, "LeaderAndIsr", "created", mine),
             10,
-            f"UpdateMetadata for created-0/1 on broker {bid}",
+            f"LeaderAndIsr {mine} on {bid}",
+        )
+        for x in received(node, "LeaderAndIsr", "created"):
+            leader, isr = expected[x["partition"]]
+            got = (
+                x["is_new"],
+                x["leader"],
+                x["isr"],
+                x["leader_epoch"],
+                x["zk_version"],
+                x["controller_epoch"],
+            )
+            assert got == (True, leader, isr, 0, 0, 1), observer.report()
+        observer.wait(
+            partial(dirs_are, node, "created", {f"created-{p}" for p in mine}), 10, f"dirs on {bid}"
+        )
+        observer.wait(
+            partial(received_partitions, node, "UpdateMetadata", "created", {0, 1}),
+            10,
+            f"UpdateMetadata on {bid}",
         )
 
 
@@ -340,28 +364,36 @@ def controller_writes(obs: Observer, path: str, after_zxid: int) -> list[dict[st
     """The data of the active controller's fenced setData writes of `path` after `after_zxid`."""
     session = obs.zk.get(zkdata.CONTROLLER)[1].ephemeralOwner
     ops = [fenced(r, 1) for r in obs.writes_of(session, after_zxid)]
-    return [json.loads(op.data or b"{}") for op in ops if op is not None and op.op == "setData" and op.path == path]
+    return [
+        json.loads(op.data or b"{}")
+        for op in ops
+        if op is not None and op.op == "setData" and op.path == path
+    ]
+
+
+def reassignment_done(zk: KazooClient, topic: str, target: Sequence[int], final_epoch: int) -> bool:
+    if zk.exists(zkdata.REASSIGN_PARTITIONS):
+        return False
+    assignment = zkdata.decode_topic(topic, zk.get(zkdata.topic_path(topic))[0]).partitions
+    s = state(zk, topic, 0)
+    return assignment[0].replicas == tuple(target) and s is not None and s["leader_epoch"] >= final_epoch
 
 
 def reassign(obs: Observer, topic: str, target: Sequence[int], final_epoch: int, timeout_s: float) -> None:
     zk = obs.zk
     start = obs.poll()[-1].zxid
     zk.create(zkdata.REASSIGN_PARTITIONS, zkdata.encode_reassignment({(topic, 0): list(target)}))
-
-    def done() -> bool:
-        if zk.exists(zkdata.REASSIGN_PARTITIONS):
-            return False
-        assignment = zkdata.decode_topic(topic, zk.get(zkdata.topic_path(topic))[0]).partitions
-        s = state(zk, topic, 0)
-        return assignment[0].replicas == tuple(target) and s is not None and s["leader_epoch"] >= final_epoch
-
-    obs.wait(done, timeout_s, f"reassignment of {topic}-0 to {list(target)}")
+    obs.wait(
+        partial(reassignment_done, zk, topic, target, final_epoch), timeout_s, f"{topic}-0 → {list(target)}"
+    )
     data = json.loads(zk.get(zkdata.topic_path(topic))[0])
     assert data["partitions"] == {"0": list(target)}, obs.report()
-    assert data.get("adding_replicas", {}) == {} and data.get("removing_replicas", {}) == {}, obs.report()
+    assert data.get("adding_replicas", {}) == {}, obs.report()
+    assert data.get("removing_replicas", {}) == {}, obs.report()
     s = state(zk, topic, 0)
-    assert s is not None and s["leader_epoch"] == final_epoch, obs.report()
-    assert s["leader"] == target[0] and sorted(s["isr"]) == sorted(target), obs.report()
+    assert s is not None, obs.report()
+    assert (s["leader"], s["leader_epoch"]) == (target[0], final_epoch), obs.report()
+    assert sorted(s["isr"]) == sorted(target), obs.report()
     # txn log: U1 writes RS = TRS + ORS with AR/RR (§4.2 reassignTo), B6 writes RS = TRS; the
     # state writes are A1, B3, then one B4 write per removed ISR member, +1 each (§11)
     topics = controller_writes(obs, zkdata.topic_path(topic), start)
@@ -379,78 +411,77 @@ def test_reassignment_of_all_replicas_on_six_nodes(node_factory: NodeFactory, ob
     zk = observer.zk
     nodes = start_cluster(node_factory, observer, range(1, 7))
     admin_create_topic(zk, "moved", {0: [1, 2, 3]})
-    observer.wait(lambda: state(zk, "moved", 0), 15, "moved-0 state")
+    observer.wait(partial(state, zk, "moved", 0), 15, "moved-0 state")
     for b in (1, 2, 3):
-        observer.wait(lambda b=b: partition_dirs(nodes[b], "moved") == {"moved-0"}, 10, f"moved-0 on {b}")
-    reassign(observer, "moved", [4, 5, 6], final_epoch=5, timeout_s=30)  # spec §11: ends at 5
+        observer.wait(partial(dirs_are, nodes[b], "moved", {"moved-0"}), 10, f"moved-0 on {b}")
+    reassign(observer, "moved", [4, 5, 6], final_epoch=5, timeout_s=30)  # §11: {1,2,3}→{4,5,6} ends at 5
     for b in (1, 2, 3):
         observer.wait(
-            lambda b=b: any(
-                x["delete_partition"] for x in partitions_of(journal(nodes[b], "StopReplica"), "moved")
-            ),
+            partial(received_partitions, nodes[b], "StopReplica", "moved", {0}, delete_partition=True),
             10,
             f"StopReplica(delete=true) for moved-0 on broker {b}",
         )
-        observer.wait(lambda b=b: not partition_dirs(nodes[b], "moved"), 10, f"moved-0 dir gone from {b}")
+        observer.wait(partial(dirs_are, nodes[b], "moved", set()), 10, f"moved-0 dir gone from {b}")
     for b in (4, 5, 6):
         assert partition_dirs(nodes[b], "moved") == {"moved-0"}, observer.report()
-        assert not [x for x in partitions_of(journal(nodes[b], "StopReplica"), "moved") if x["delete_partition"]]
+        assert not received(nodes[b], "StopReplica", "moved", delete_partition=True), observer.report()
 
 
 def test_reassignment_of_a_single_replica_on_two_nodes(node_factory: NodeFactory, observer: Observer) -> None:
     zk = observer.zk
     nodes = start_cluster(node_factory, observer, (0, 1))
     admin_create_topic(zk, "single", {0: [0]})
-    observer.wait(lambda: state(zk, "single", 0), 15, "single-0 state")
-    reassign(observer, "single", [1], final_epoch=3, timeout_s=30)  # spec §11: [0]→[1] ends at 3
-    observer.wait(lambda: not partition_dirs(nodes[0], "single"), 10, "single-0 dir gone from broker 0")
+    observer.wait(partial(state, zk, "single", 0), 15, "single-0 state")
+    reassign(observer, "single", [1], final_epoch=3, timeout_s=30)  # §11: [0]→[1] ends at 3
+    observer.wait(partial(dirs_are, nodes[0], "single", set()), 10, "single-0 dir gone from broker 0")
     assert partition_dirs(nodes[1], "single") == {"single-0"}, observer.report()
 
 
 # ---- deletion ------------------------------------------------------------------------------------
+def topic_gone(zk: KazooClient, topic: str) -> bool:
+    return not zk.exists(zkdata.delete_topic_path(topic)) and not zk.exists(zkdata.topic_path(topic))
+
+
 def test_topic_deletion(node_factory: NodeFactory, observer: Observer) -> None:
     zk = observer.zk
     nodes = start_cluster(node_factory, observer, (1, 2, 3))
     session = zk.get(zkdata.CONTROLLER)[1].ephemeralOwner
+    replicas = {1: {0}, 2: {0, 1}, 3: {1}}
     admin_create_topic(zk, "doomed", {0: [1, 2], 1: [2, 3]})
     for p in (0, 1):
-        observer.wait(lambda p=p: state(zk, "doomed", p), 15, f"doomed-{p} state")
-    for b, want in ((1, {"doomed-0"}), (2, {"doomed-0", "doomed-1"}), (3, {"doomed-1"})):
-        observer.wait(lambda b=b, want=want: partition_dirs(nodes[b], "doomed") == want, 10, f"{want} on {b}")
+        observer.wait(partial(state, zk, "doomed", p), 15, f"doomed-{p} state")
+    for b, mine in replicas.items():
+        observer.wait(
+            partial(dirs_are, nodes[b], "doomed", {f"doomed-{p}" for p in mine}), 10, f"dirs on {b}"
+        )
     start = observer.poll()[-1].zxid
     before = set(_tree(zk, "/"))
-    zk.create(zkdata.delete_topic_path("doomed"), DELETE_TOPIC_MARKER_DATA)
     marker = zkdata.delete_topic_path("doomed")
+    zk.create(marker, DELETE_TOPIC_MARKER_DATA)
 
-    observer.wait(
-        lambda: not zk.exists(marker) and not zk.exists(zkdata.topic_path("doomed")), 20, "deletion of doomed"
-    )
+    observer.wait(partial(topic_gone, zk, "doomed"), 20, "deletion of doomed")
+    topic_tree = {
+        p for p in before if p == zkdata.topic_path("doomed") or p.startswith("/brokers/topics/doomed/")
+    }
     gone = before - set(_tree(zk, "/"))
-    topic_tree = {p for p in before if p == "/brokers/topics/doomed" or p.startswith("/brokers/topics/doomed/")}
-    assert gone == topic_tree | {zkdata.config_topic_path("doomed")}, observer.report()
-    assert not zk.exists(zkdata.config_topic_path("doomed")), observer.report()
+    assert gone == topic_tree | {zkdata.config_topic_path("doomed")}, observer.report()  # + the marker
 
     writes = observer.writes_of(session, start)
-    deletes = [op.path for r in writes if (op := fenced(r, 1)) is not None and op.op == "delete"]
     unfenced = [r.describe() for r in writes if fenced(r, 1) is None]
     assert not unfenced, f"unfenced controller writes: {unfenced}\n{observer.report()}"
+    deletes = [str(op.path) for r in writes if (op := fenced(r, 1)) is not None and op.op == "delete"]
     assert set(deletes) == topic_tree | {zkdata.config_topic_path("doomed"), marker}, observer.report()
     assert deletes[-1] == marker, observer.report()
 
-    replicas = {1: {0}, 2: {0, 1}, 3: {1}}
     for b, node in nodes.items():
         observer.wait(
-            lambda node=node: {(x["partition"], x["leader"]) for x in
-                               partitions_of(journal(node, "UpdateMetadata"), "doomed")} >= {(0, -2), (1, -2)},
+            partial(received_partitions, node, "UpdateMetadata", "doomed", {0, 1}, leader=-2),
             10,
             f"UpdateMetadata with leader -2 for doomed-0/1 on broker {b}",
-        )  # fmt: skip
-        observer.wait(
-            lambda node=node, b=b: {
-                x["partition"] for x in partitions_of(journal(node, "StopReplica"), "doomed") if x["delete_partition"]
-            }
-            == replicas[b],
-            10,
-            f"StopReplica(delete=true) for doomed on broker {b}",
         )
-        observer.wait(lambda node=node: not partition_dirs(node, "doomed"), 10, f"doomed dirs gone from {b}")
+        observer.wait(
+            partial(received_partitions, node, "StopReplica", "doomed", replicas[b], delete_partition=True),
+            10,
+            f"StopReplica(delete=true) for doomed-{sorted(replicas[b])} on broker {b}",
+        )
+        observer.wait(partial(dirs_are, node, "doomed", set()), 10, f"doomed dirs gone from {b}")

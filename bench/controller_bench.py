@@ -1,6 +1,6 @@
 """Controller benchmark on a real local ZooKeeper (a script that prints figures; not a test).
 
-Usage: python -m bench.controller_bench [--small] [--modes default,batch] [--no-profile]
+Usage: python -m bench.controller_bench [--small] [--modes default,batch] [--profile] [--wait S]
 
 The controller runs in-process (ControllerService + the real core + KazooZkPort) with a fake
 channel: broker requests are counted, not sent, so the figures isolate the controller's ZooKeeper
@@ -757,7 +757,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--small", action="store_true", help="1k/2k partitions, 1k led by the dead broker")
     parser.add_argument("--modes", default="default,batch")
-    parser.add_argument("--no-profile", action="store_true", help="skip the cProfile'd extra failover")
+    parser.add_argument("--profile", action="store_true", help="one extra failover under cProfile")
     parser.add_argument("--wait", type=float, default=0.0, help="deadline of each wait, s (0: by size)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
@@ -788,7 +788,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         if name == "a":
                             scenario_a(run, connect, mode=mode, batch=batch, size=small, wait_s=wait_s)
                         else:
-                            profile = mode == "default" and not args.no_profile
+                            profile = mode == "default" and args.profile
                             scenarios_bc(run, connect, mode=mode, batch=batch, total=total, dead=dead,
                                          wait_s=wait_s, profile=profile)  # fmt: skip
                     except BenchTimeout as exc:

@@ -133,9 +133,11 @@ class PartitionStateMachine:
         ctx = self.context
         for tp in partitions:
             ctx.partition_states.setdefault(tp, P.NonExistentPartition)
-        valid = [tp for tp in partitions if is_valid_partition_transition(ctx.partition_state(tp), target)]
-        for tp in partitions:
-            if tp not in valid:
+        valid: list[TopicPartition] = []
+        for tp in partitions:  # one pass (checkValidPartitionStateChange); no quadratic `in list`
+            if is_valid_partition_transition(ctx.partition_state(tp), target):
+                valid.append(tp)
+            else:
                 self._log_invalid_transition(tp, target)
         if target == P.OnlinePartition:
             return self._to_online(valid, strategy)

@@ -7,7 +7,11 @@ or v1 `{"version":1,"entity_type":"topics","entity_name":"<t>"}` — it re-reads
 TopicConfigHandler (ConfigHandler.scala@2.5.1 L88-90) then calls
 `kafkaController.enableTopicUncleanLeaderElection(t)` when `unclean.leader.election.enable` is
 "true", which enqueues `TopicUncleanLeaderElectionEnable(t)` only on the active controller.
-As in Kafka, the notifications present at start-up are processed too.
+As in Kafka, the notifications present at start-up are processed too (`lastExecutedChange` starts
+at -1 and `init()` queues a first `processNotifications`, ZkNodeChangeNotificationListener.scala@2.5.1
+L56-69, L86-104), each notification once. Parsing follows ConfigChangedNotificationHandler
+(DynamicConfigManager.scala@2.5.1 L95-150): `version` 1 or 2 only; bad input is logged with the
+notification's path and skipped, and processing goes on with the next one.
 
 Threads: kazoo's watch callback and the reconnect listener only *signal* a worker thread owned by
 this class, which does the ZooKeeper reads (never from a listener). After any reconnection the
@@ -35,31 +39,58 @@ CHANGE_PREFIX = "config_change_"
 UNCLEAN_KEY = "unclean.leader.election.enable"
 
 
+class BadNotification(ValueError):
+    """A notification Kafka's ConfigChangedNotificationHandler rejects (it logs it and goes on)."""
+
+
 def notified_topic(data: bytes | None) -> str | None:
-    """The topic a config-change notification names, or None (other entity, malformed)."""
+    """The topic a config-change notification names; None for another entity type.
+
+    Raises `BadNotification` where Kafka's handler fails: not JSON (Kafka's `Json.parseBytes` gives
+    None: nothing is processed), not an object, a `version` other than 1 or 2, a v1 without
+    `entity_type` clients/topics or `entity_name`, a v2 without `entity_path` "<type>/<name>"."""
     try:
         obj = json.loads((data or b"").decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadNotification(f"invalid json: {exc}") from None
     if not isinstance(obj, dict):
-        return None
-    if obj.get("version") == 2:
+        raise BadNotification("Config change notification has an unexpected value")
+    version = obj.get("version")
+    if version == 1 and not isinstance(version, bool):
+        entity_type, name = obj.get("entity_type"), obj.get("entity_name")
+        if entity_type not in ("topics", "clients"):
+            raise BadNotification("Version 1 config change notification must have 'entity_type' set to "
+                                  "'clients' or 'topics'")  # fmt: skip
+        if not isinstance(name, str):
+            raise BadNotification("Version 1 config change notification does not specify 'entity_name'")
+        return name if entity_type == "topics" else None
+    if version == 2 and not isinstance(version, bool):
         path = obj.get("entity_path")
-        if isinstance(path, str) and path.startswith("topics/"):
-            return path.removeprefix("topics/")
-        return None
-    if obj.get("entity_type") == "topics" and isinstance(obj.get("entity_name"), str):
-        return str(obj["entity_name"])
-    return None
+        if not isinstance(path, str):
+            raise BadNotification("Version 2 config change notification must specify 'entity_path'")
+        entity_type, slash, name = path.partition("/")
+        if not slash:
+            raise BadNotification("Version 2 config change notification must have 'entity_path' starting "
+                                  "with an entity type")  # fmt: skip
+        return name if entity_type == "topics" else None
+    raise BadNotification(f"Config change notification has unsupported version '{version}', "
+                          "supported versions are 1 and 2.")  # fmt: skip
 
 
 def unclean_enabled(data: bytes | None) -> bool:
+    """TopicConfigHandler (ConfigHandler.scala@2.5.1 L88): `Try(prop.toBoolean).getOrElse(false)` on
+    the properties ConfigEntityZNode.decode (ZkData.scala@2.5.1 L329-336) reads: every config value
+    must be a JSON string (else decoding fails: nothing happens), and Scala's `toBoolean` accepts
+    "true" in any case but no surrounding blanks."""
     try:
         obj = json.loads((data or b"").decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
-        return False
+        return False  # Json.parseBytes ⇒ None ⇒ empty properties
     config = obj.get("config") if isinstance(obj, dict) else None
-    return isinstance(config, dict) and str(config.get(UNCLEAN_KEY, "")).strip().lower() == "true"
+    if not isinstance(config, dict) or not all(isinstance(v, str) for v in config.values()):
+        return False
+    value = config.get(UNCLEAN_KEY)
+    return isinstance(value, str) and value.lower() == "true"
 
 
 def sequence_of(name: str) -> int:
@@ -126,13 +157,24 @@ class ConfigWatcher:
         for name in fresh:
             if self._stopped:
                 return
+            path = f"{CONFIG_CHANGES}/{name}"
             try:
-                data, _ = self._zk.get(f"{CONFIG_CHANGES}/{name}")
+                data, _ = self._zk.get(path)
             except NoNodeError:
                 data = None
-            topic = notified_topic(data)
-            if topic is not None:
-                self._process_topic(topic)
+            if data is None:
+                log.warning("read null data from %s", path)
+            else:
+                try:
+                    topic = notified_topic(data)
+                except BadNotification as exc:
+                    log.error(  # noqa: TRY400 -- Kafka's error(msg, e); our own exception, no trace
+                        "error processing change notification %s from %s: %s",
+                        data.decode("utf-8", "replace"), path, exc,
+                    )  # fmt: skip
+                    topic = None
+                if topic is not None:
+                    self._process_topic(topic)
             self._last_executed = sequence_of(name)
 
     def _process_topic(self, topic: str) -> None:

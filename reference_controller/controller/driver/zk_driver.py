@@ -19,8 +19,9 @@ Kafka's `ZooKeeperClient` + `KafkaZkClient` request layer, on kazoo's raw async 
   raises `ControllerMovedError` after every result is collected. With
   `reference.controller.zk.batch.writes=true` (not Kafka) consecutive ops share one multi with one
   check, groups are sent one after another (so a failed group can be replayed in place without
-  reordering writes), and a group that fails on an op is replayed one op per multi so that the
-  per-op results are exactly those of the default mode (NODEEXISTS on `partitions/<p>` — MIDCREATE-2).
+  reordering writes), and a group of several ops that fails on an op is replayed one op per multi so
+  that the per-op results (and the txn log's successful writes) are exactly those of the default
+  mode (NODEEXISTS on `partitions/<p>` — MIDCREATE-2); a failed group of one is not replayed.
 - **Null data**: kazoo's `TransactionRequest.create/set_data` reject `None`, but its wire classes
   write `None` as length -1 (ZooKeeper's null). Multis are therefore built from kazoo's own
   `Create`/`SetData`/`Delete`/`CheckVersion` records appended to a `TransactionRequest`'s
@@ -351,7 +352,9 @@ class KazooZkPort:
                 raise ControllerMovedError(
                     f"Controller epoch zkVersion check fails. Expected zkVersion = {epoch_zk_version}"
                 )
-            if all(r.ok for r in group_results):
+            if len(group) == 1 or all(r.ok for r in group_results):
+                # a group of one is already `multi[check, op]`: its result is the default mode's
+                # (replaying it would log a second, duplicate failed multi)
                 results.extend(group_results[1:])
             else:
                 results.extend(self._fenced_each(group, epoch_zk_version))

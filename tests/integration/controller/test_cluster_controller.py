@@ -7,6 +7,11 @@ node's `controller-requests.jsonl` journal (what it received from the controller
 compared within one channel (spec §11). Covered: election on a fresh chroot (§2.1), failover after
 SIGKILL of the controller in §2.2 order, topic creation (§5.2), reassignment (§4, leader epochs of
 §11) and deletion (§6.9). Every wait has a deadline and a failure prints what was observed.
+
+Topic creation, failover, reassignment and deletion also run in batching mode
+(`reference.controller.zk.batch.writes=true`, not Kafka): there the "one `multi[check, op]` per
+write" of Kafka becomes "every write in a multi that starts with the epoch check", and every order
+asserted on the flattened writes is unchanged (issue item 15: batching keeps order and fencing).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ pytestmark = [
 T = TypeVar("T")
 # Deterministic leaderships: no preferred-leader rebalance 5 s after a failover.
 OVERRIDES = {"auto.leader.rebalance.enable": "false"}
+BATCH_KEY = "reference.controller.zk.batch.writes"  # not Kafka: several fenced writes per multi
+both_modes = pytest.mark.parametrize("batch_writes", [False, True], ids=["default", "batched"])
 DELETE_TOPIC_MARKER_DATA = None  # AdminZkClient.deleteTopic writes null data
 
 
@@ -50,6 +57,7 @@ class Observer:
     cursor: TxnLogCursor
     nodes: list[NodeProcess] = field(default_factory=list)
     records: list[TxnRecord] = field(default_factory=list)
+    batched: bool = False  # the nodes run with reference.controller.zk.batch.writes=true
 
     def poll(self) -> list[TxnRecord]:
         self.records += ChrootView(self.chroot).filter(self.cursor.read())
@@ -115,8 +123,12 @@ def observer(zk_server: ZooKeeperServer, zk_chroot: str, zk_client: KazooClient)
     return Observer(zk_client, zk_chroot, TxnLogCursor.at_end(zk_server.txn_log_dir))
 
 
-def start_cluster(factory: NodeFactory, obs: Observer, broker_ids: Iterable[int]) -> dict[int, NodeProcess]:
-    nodes = {b: factory.start(b, OVERRIDES) for b in broker_ids}
+def start_cluster(
+    factory: NodeFactory, obs: Observer, broker_ids: Iterable[int], batch_writes: bool = False
+) -> dict[int, NodeProcess]:
+    obs.batched = batch_writes
+    overrides = {**OVERRIDES, BATCH_KEY: "true"} if batch_writes else OVERRIDES
+    nodes = {b: factory.start(b, overrides) for b in broker_ids}
     obs.nodes = list(nodes.values())
     for b in nodes:
         obs.wait(partial(obs.zk.exists, zkdata.broker_path(b)), 20, f"/brokers/ids/{b}")
@@ -156,15 +168,30 @@ def dirs_are(node: NodeProcess, topic: str, expected: set[str]) -> bool:
     return partition_dirs(node, topic) == expected
 
 
-def fenced(record: TxnRecord, epoch_zk_version: int) -> TxnOp | None:
-    """The op of a `multi[check /controller_epoch @v, op]`, else None."""
+def fenced(record: TxnRecord, epoch_zk_version: int, batched: bool = False) -> tuple[TxnOp, ...] | None:
+    """The writes of a fenced multi, else None: Kafka's `multi[check /controller_epoch @v, op]`,
+    or in batching mode `multi[check @v, op, op, ...]` (one check, first; the writes in order)."""
     ops = record.ops
-    if record.op != "multi" or len(ops) != 2:
+    if record.op != "multi" or len(ops) < 2 or (len(ops) > 2 and not batched):
         return None
-    check, op = ops
+    check, *writes = ops
     if (check.op, check.path, check.version) != ("check", zkdata.CONTROLLER_EPOCH, epoch_zk_version):
         return None
-    return op
+    if any(op.op in ("check", "error") for op in writes):
+        return None
+    return tuple(writes)
+
+
+def fenced_writes(obs: Observer, records: Iterable[TxnRecord], epoch_zk_version: int) -> list[TxnOp]:
+    """The writes of the fenced multis among `records`, flattened in log order."""
+    return [op for r in records for op in (fenced(r, epoch_zk_version, obs.batched) or ())]
+
+
+def assert_batched(obs: Observer, records: Iterable[TxnRecord], epoch_zk_version: int) -> None:
+    """In batching mode, at least one multi carried several writes (the mode is really on)."""
+    if obs.batched:
+        sizes = [len(w) for r in records if (w := fenced(r, epoch_zk_version, True)) is not None]
+        assert max(sizes, default=0) > 1, f"no batched multi: {sizes}\n{obs.report()}"
 
 
 def election_record(obs: Observer, epoch: int) -> TxnRecord | None:
@@ -230,9 +257,12 @@ def test_election_on_a_fresh_chroot(node_factory: NodeFactory, observer: Observe
 
 
 # ---- failover ------------------------------------------------------------------------------------
-def test_failover_after_sigkill_of_the_controller(node_factory: NodeFactory, observer: Observer) -> None:
+@both_modes
+def test_failover_after_sigkill_of_the_controller(
+    node_factory: NodeFactory, observer: Observer, batch_writes: bool
+) -> None:
     zk = observer.zk
-    nodes = start_cluster(node_factory, observer, (1, 2, 3))
+    nodes = start_cluster(node_factory, observer, (1, 2, 3), batch_writes)
     old = controller_id(zk)
     a, b = sorted(set(nodes) - {old})
     admin_create_topic(zk, "fo", {0: [old, a, b], 1: [a, b, old]})
@@ -268,9 +298,10 @@ def test_failover_after_sigkill_of_the_controller(node_factory: NodeFactory, obs
 
     # -- txn log: §2.2 steps 3-4 (notification deletions) before 9 (replica SM) before 10 (partition SM)
     writes = observer.writes_of(election.session_id, after_zxid=election.zxid)
-    ops = [(i, op) for i, r in enumerate(writes) if (op := fenced(r, 2)) is not None and op.path]
-    unfenced = [r.describe() for r in writes if fenced(r, 2) is None]
+    ops = [(i, op) for i, op in enumerate(fenced_writes(observer, writes, 2)) if op.path]
+    unfenced = [r.describe() for r in writes if fenced(r, 2, observer.batched) is None]
     assert not unfenced, f"unfenced controller writes: {unfenced}\n{observer.report()}"
+    assert_batched(observer, writes, 2)
     deletes = {str(op.path): i for i, op in ops if op.op == "delete"}
     assert log_dir_event in deletes, observer.report()
     assert isr_change in deletes, observer.report()
@@ -302,9 +333,10 @@ def test_failover_after_sigkill_of_the_controller(node_factory: NodeFactory, obs
 
 
 # ---- topic creation ------------------------------------------------------------------------------
-def test_topic_creation(node_factory: NodeFactory, observer: Observer) -> None:
+@both_modes
+def test_topic_creation(node_factory: NodeFactory, observer: Observer, batch_writes: bool) -> None:
     zk = observer.zk
-    nodes = start_cluster(node_factory, observer, (1, 2, 3))
+    nodes = start_cluster(node_factory, observer, (1, 2, 3), batch_writes)
     session = zk.get(zkdata.CONTROLLER)[1].ephemeralOwner
     start = observer.poll()[-1].zxid
     # broker 9 is never registered: leader = first live replica, ISR = live replicas
@@ -316,11 +348,16 @@ def test_topic_creation(node_factory: NodeFactory, observer: Observer) -> None:
         assert s == {**want, "zk_version": 0}, observer.report()
 
     # txn log: partitions, partitions/<p> (all p), partitions/<p>/state, each multi[check, create]
+    # (batching mode: one multi[check, create...] per step)
     base = zkdata.topic_path("created")
     writes = [r for r in observer.writes_of(session, start) if any(base in p for p in r.paths())]
-    ops = [fenced(r, 1) for r in writes]
-    creates = [op for op in ops if op is not None and op.op == "create"]
+    groups = [fenced(r, 1, observer.batched) for r in writes]
+    assert None not in groups, observer.report()
+    ops = fenced_writes(observer, writes, 1)
+    creates = [op for op in ops if op.op == "create"]
     assert len(creates) == len(ops) == 5, observer.report()
+    expected_groups = [1, 2, 2] if observer.batched else [1] * 5
+    assert [len(g or ()) for g in groups] == expected_groups, observer.report()
     paths = [str(op.path) for op in creates]
     assert paths[0] == f"{base}/partitions", observer.report()
     assert sorted(paths[1:3]) == [f"{base}/partitions/0", f"{base}/partitions/1"], observer.report()
@@ -363,12 +400,8 @@ def test_topic_creation(node_factory: NodeFactory, observer: Observer) -> None:
 def controller_writes(obs: Observer, path: str, after_zxid: int) -> list[dict[str, Any]]:
     """The data of the active controller's fenced setData writes of `path` after `after_zxid`."""
     session = obs.zk.get(zkdata.CONTROLLER)[1].ephemeralOwner
-    ops = [fenced(r, 1) for r in obs.writes_of(session, after_zxid)]
-    return [
-        json.loads(op.data or b"{}")
-        for op in ops
-        if op is not None and op.op == "setData" and op.path == path
-    ]
+    ops = fenced_writes(obs, obs.writes_of(session, after_zxid), 1)
+    return [json.loads(op.data or b"{}") for op in ops if op.op == "setData" and op.path == path]
 
 
 def reassignment_done(zk: KazooClient, topic: str, target: Sequence[int], final_epoch: int) -> bool:
@@ -407,9 +440,12 @@ def reassign(obs: Observer, topic: str, target: Sequence[int], final_epoch: int,
     assert epochs == list(range(1, final_epoch + 1)), obs.report()
 
 
-def test_reassignment_of_all_replicas_on_six_nodes(node_factory: NodeFactory, observer: Observer) -> None:
+@both_modes
+def test_reassignment_of_all_replicas_on_six_nodes(
+    node_factory: NodeFactory, observer: Observer, batch_writes: bool
+) -> None:
     zk = observer.zk
-    nodes = start_cluster(node_factory, observer, range(1, 7))
+    nodes = start_cluster(node_factory, observer, range(1, 7), batch_writes)
     admin_create_topic(zk, "moved", {0: [1, 2, 3]})
     observer.wait(partial(state, zk, "moved", 0), 15, "moved-0 state")
     for b in (1, 2, 3):
@@ -427,9 +463,12 @@ def test_reassignment_of_all_replicas_on_six_nodes(node_factory: NodeFactory, ob
         assert not received(nodes[b], "StopReplica", "moved", delete_partition=True), observer.report()
 
 
-def test_reassignment_of_a_single_replica_on_two_nodes(node_factory: NodeFactory, observer: Observer) -> None:
+@both_modes
+def test_reassignment_of_a_single_replica_on_two_nodes(
+    node_factory: NodeFactory, observer: Observer, batch_writes: bool
+) -> None:
     zk = observer.zk
-    nodes = start_cluster(node_factory, observer, (0, 1))
+    nodes = start_cluster(node_factory, observer, (0, 1), batch_writes)
     admin_create_topic(zk, "single", {0: [0]})
     observer.wait(partial(state, zk, "single", 0), 15, "single-0 state")
     reassign(observer, "single", [1], final_epoch=3, timeout_s=30)  # §11: [0]→[1] ends at 3
@@ -442,9 +481,10 @@ def topic_gone(zk: KazooClient, topic: str) -> bool:
     return not zk.exists(zkdata.delete_topic_path(topic)) and not zk.exists(zkdata.topic_path(topic))
 
 
-def test_topic_deletion(node_factory: NodeFactory, observer: Observer) -> None:
+@both_modes
+def test_topic_deletion(node_factory: NodeFactory, observer: Observer, batch_writes: bool) -> None:
     zk = observer.zk
-    nodes = start_cluster(node_factory, observer, (1, 2, 3))
+    nodes = start_cluster(node_factory, observer, (1, 2, 3), batch_writes)
     session = zk.get(zkdata.CONTROLLER)[1].ephemeralOwner
     replicas = {1: {0}, 2: {0, 1}, 3: {1}}
     admin_create_topic(zk, "doomed", {0: [1, 2], 1: [2, 3]})
@@ -467,9 +507,9 @@ def test_topic_deletion(node_factory: NodeFactory, observer: Observer) -> None:
     assert gone == topic_tree | {zkdata.config_topic_path("doomed")}, observer.report()  # + the marker
 
     writes = observer.writes_of(session, start)
-    unfenced = [r.describe() for r in writes if fenced(r, 1) is None]
+    unfenced = [r.describe() for r in writes if fenced(r, 1, observer.batched) is None]
     assert not unfenced, f"unfenced controller writes: {unfenced}\n{observer.report()}"
-    deletes = [str(op.path) for r in writes if (op := fenced(r, 1)) is not None and op.op == "delete"]
+    deletes = [str(op.path) for op in fenced_writes(observer, writes, 1) if op.op == "delete"]
     assert set(deletes) == topic_tree | {zkdata.config_topic_path("doomed"), marker}, observer.report()
     assert deletes[-1] == marker, observer.report()
 

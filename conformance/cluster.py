@@ -89,11 +89,28 @@ _STATIC_PORTS = range(20000, 32000)
 _handed_out: set[int] = set()
 
 
+def _worker_static_ports() -> range:
+    """This xdist worker's own slice of ``_STATIC_PORTS``.
+
+    ``_handed_out`` is per process: two workers picking from the whole range could hand out the
+    same port to two clusters, and the node started second then fails to bind it ("address already
+    in use"). Each worker picks from its own slice instead.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or "1"), 1)
+    index = int(worker[2:]) % count if worker.startswith("gw") and worker[2:].isdigit() else 0
+    size = len(_STATIC_PORTS) // count
+    start = _STATIC_PORTS.start + index * size
+    return range(start, start + size)
+
+
 def pick_static_ports(count: int) -> list[int]:
-    """``count`` currently bindable loopback ports outside the ephemeral range, never reused."""
+    """``count`` currently bindable loopback ports outside the ephemeral range, never reused and
+    never handed out by another xdist worker of the same run."""
+    ports = _worker_static_ports()
     out: list[int] = []
     while len(out) < count:
-        port = random.choice(_STATIC_PORTS)
+        port = random.choice(ports)
         if port in _handed_out:
             continue
         with socket.socket() as sock:

@@ -22,10 +22,16 @@ def test_deletion_sequence_and_cleanup(cluster: Cluster) -> None:
     mark = journal(cluster).mark()
     n = len(cluster.history())
     admin.delete_topic_zk(cluster, "dt")
-    wait_for(lambda: not cluster.zk.exists("/brokers/topics/dt"), cluster.deadline(30), "dt deleted")
+    gone = ("/brokers/topics/dt", "/config/topics/dt", "/admin/delete_topics/dt")
+    # Kafka deletes the three one after another: wait for the last one, not the first
+    wait_for(
+        lambda: not any(cluster.zk.exists(p) for p in gone),
+        cluster.deadline(30),
+        lambda: f"dt deleted: still {[p for p in gone if cluster.zk.exists(p)]}",
+    )
     later = [op for _, op in writes(cluster.history()[n:])]
     deleted = {op.path or "" for op in later if op.op == "delete"}
-    assert {"/brokers/topics/dt", "/config/topics/dt", "/admin/delete_topics/dt"} <= deleted, sorted(deleted)
+    assert set(gone) <= deleted, sorted(deleted)
     touched = {op.path for op in later if op.path and "keep" in op.path}
     assert not touched, f"deletion touched another topic: {touched}"
     for p in (0, 1):

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from conformance import admin
 from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
-from conformance.scenarios import create_topic, journal, wait_state, writes
+from conformance.scenarios import create_topic, fmt, journal, wait_cluster_known, wait_state, writes
 from fixtures.probes.logdirs import scan_log_dirs
 from fixtures.probes.state_change_log import replica_transitions
+from fixtures.probes.txnrecords import TxnRecord
 
 pytestmark = pytest.mark.conformance
 Milestone = tuple[frozenset[int], int, frozenset[int]]
@@ -234,9 +236,9 @@ def test_single_replica_move_ends_at_epoch_3(cluster: Cluster) -> None:
 
 
 @pytest.mark.behaviour("REASSIGN-14")
-def test_reassignment_edge_cases(cluster_factory: ClusterFactory) -> None:
-    cluster = cluster_factory(4, start=False)
-    cluster.start([1, 2, 3])
+def test_reassignment_unknown_partition_and_same_target(cluster: Cluster) -> None:
+    """Unknown partition → removed from the znode without effect; target = current → completes at
+    once with a leader-epoch bump."""
     cluster.wait_controller()
     create_topic(cluster, "e", {0: [1, 2]})
     wait_state(cluster, "e", 0, lambda s: s["isr"] == [1, 2], "ISR [1,2]")
@@ -247,22 +249,128 @@ def test_reassignment_edge_cases(cluster_factory: ClusterFactory) -> None:
     st = wait_state(cluster, "e", 0, lambda s: s["leader_epoch"] == 1, "same-target bump to epoch 1")
     assert st["leader"] == 1
     assert not cluster.zk.exists("/brokers/topics/nosuch")
-    admin.reassign_zk(cluster, {("e", 0): [4, 2]})
+
+
+@pytest.mark.behaviour("REASSIGN-14")
+def test_reassignment_to_unregistered_broker_waits_for_it(cluster_factory: ClusterFactory) -> None:
+    cluster = cluster_factory(4, start=False)
+    cluster.start([1, 2, 3])
+    cluster.wait_controller()
+    create_topic(cluster, "w", {0: [1, 2]})
+    admin.reassign_zk(cluster, {("w", 0): [4, 2]})
     wait_for(
-        lambda: (cluster.get_json("/brokers/topics/e") or {})["partitions"]["0"] == [4, 2, 1],
+        lambda: (cluster.get_json("/brokers/topics/w") or {})["partitions"]["0"] == [4, 2, 1],
         cluster.deadline(10),
         "U1 with unregistered broker 4",
     )
-    admin.delete_topic_zk(cluster, "e")
+    assert cluster.zk.exists("/admin/reassign_partitions"), "reassignment to an unregistered broker ended"
     cluster.start([4])
     wait_for(
         lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(30), "resumed on 4"
     )
-    wait_for(
-        lambda: not cluster.zk.exists("/brokers/topics/e"),
-        cluster.deadline(30),
-        "deletion after reassignment",
+    topic = cluster.get_json("/brokers/topics/w") or {}
+    assert (topic["partitions"]["0"], topic["adding_replicas"], topic["removing_replicas"]) == (
+        [4, 2],
+        {},
+        {},
     )
+
+
+#: How long the new controller is watched doing no deletion work for a topic under reassignment.
+INELIGIBLE_WINDOW_S = 3.0
+TOPIC_E = ("/brokers/topics/e", "/config/topics/e", "/admin/delete_topics/e")
+
+
+def _deletion_writes(records: list[TxnRecord], me: int) -> list[TxnRecord]:
+    """Writes (not the check's own) that only deletion makes: e-0 state with leader -1, deletes of
+    e's znodes."""
+    out: list[TxnRecord] = []
+    for r, op in writes(records):
+        if r.session_id == me:
+            continue
+        if op.path == "/brokers/topics/e/partitions/0/state" and op.op == "setData" and op.data:
+            if json.loads(op.data)["leader"] == -1:
+                out.append(r)
+        elif op.op == "delete" and (op.path in TOPIC_E or (op.path or "").startswith("/brokers/topics/e/")):
+            out.append(r)
+    return out
+
+
+@pytest.mark.behaviour("REASSIGN-14")
+def test_topic_under_reassignment_is_ineligible_for_deletion(cluster_factory: ClusterFactory) -> None:
+    """Where Kafka 2.5.1 honours "a topic under reassignment is ineligible for deletion": a
+    controller taking over finds the deletion queued and the reassignment pending (topic znode
+    adding/removing) and marks the topic ineligible (``fetchTopicDeletionsInProgress``). The active
+    controller does not: ``processTopicDeletion`` marks before it enqueues, and
+    ``markTopicIneligibleForDeletion`` only marks queued topics, so a first deletion request starts
+    deletion anyway. Nor does it keep the topic ineligible once the target broker registers:
+    ``onBrokerStartup`` resumes deletion of queued topics with replicas on the new broker right
+    after restarting the reassignment, before it completes (see the README)."""
+    cluster = cluster_factory(4, start=False)
+    cluster.start([3])
+    assert cluster.wait_controller() == 3
+    cluster.start([1, 2])
+    jr = journal(cluster)
+    me = cluster.zk.client_id[0]
+    create_topic(cluster, "e", {0: [1, 2]})
+    admin.reassign_zk(cluster, {("e", 0): [4, 2]})
+    pending = {
+        "version": 2,
+        "partitions": {"0": [4, 2, 1]},
+        "adding_replicas": {"0": [4]},
+        "removing_replicas": {"0": [1]},
+    }
+    wait_for(
+        lambda: cluster.get_json("/brokers/topics/e") == pending,
+        cluster.deadline(10),
+        lambda: f"U1 pending on unregistered broker 4: {cluster.get_json('/brokers/topics/e')}",
+    )
+    cluster.pause(3)
+    mark = jr.mark()
+    n = len(cluster.history())
+    admin.delete_topic_zk(cluster, "e")
+    cluster.kill(3)
+    new = cluster.wait_controller(deadline_s=25, not_in=[3])
+    wait_cluster_known(cluster, 25)
+    # the new controller's failover work on reassignments (the znode entry of a topic queued for
+    # deletion is dropped) runs just before its deletion work: once done, watch for a while
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/reassign_partitions"),
+        cluster.deadline(10),
+        "the new controller to drop e-0 (topic queued for deletion) from /admin/reassign_partitions",
+    )
+
+    def deletion_work() -> list[str]:
+        stops = [
+            r.describe()
+            for r in jr.requests(api="StopReplica", since=mark)
+            if any(p.topic == "e" for p in r.partitions)
+        ]
+        return stops + [r.describe() for r in _deletion_writes(cluster.history()[n:], me)]
+
+    until = time.monotonic() + INELIGIBLE_WINDOW_S
+    while time.monotonic() < until:
+        done = deletion_work()
+        assert not done, (
+            f"controller {new} did deletion work for e while its reassignment is pending:\n" + "\n".join(done)
+        )
+        time.sleep(0.1)
+    for path in TOPIC_E:
+        assert cluster.zk.exists(path), f"{path} gone while e is under reassignment"
+    assert cluster.get_json("/brokers/topics/e") == pending, "the pending reassignment was dropped"
+
+    cluster.start([4])
+    wait_for(
+        lambda: not any(cluster.zk.exists(p) for p in TOPIC_E),
+        cluster.deadline(30),
+        lambda: f"deletion of e once broker 4 registered: {[p for p in TOPIC_E if cluster.zk.exists(p)]}",
+    )
+    later = cluster.history()[n:]
+    registered = [
+        r.zxid for r, op in writes(later) if op.op in ("create", "create2") and op.path == "/brokers/ids/4"
+    ]
+    early = [r for r in _deletion_writes(later, me) if not registered or r.zxid < registered[0]]
+    assert not early, f"deletion work before broker 4 registered:\n{fmt(early)}"
 
 
 @pytest.mark.behaviour("REASSIGN-15")

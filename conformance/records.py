@@ -34,7 +34,10 @@ finished_at        str           ISO-8601 UTC
 =================  ============  ====================================================================
 
 Phase metrics are measured black-box only; :data:`METRICS` enumerates each with its unit and
-how it is measured, so any target's numbers are comparable.
+how it is measured, so any target's numbers are comparable. Times are wall-clock times of one
+host: ZooKeeper transaction-log record times (``time_ms``), request-proxy arrival times and the
+check's own clock. :mod:`conformance.phases` computes the conformance-test ones; ``time_to_heal``
+is the chaos runner's.
 """
 
 from __future__ import annotations
@@ -89,20 +92,22 @@ METRICS: Final[dict[str, MetricDefinition]] = {
         MetricDefinition(
             "controller_election",
             "s",
-            "from the moment the previous controller is gone (its /controller delete or its session's "
-            "closeSession in the ZooKeeper transaction log) to the txn that creates the new /controller",
+            "from the moment the previous controller is gone (its /controller delete or the "
+            "closeSession whose ephemerals include /controller, the last such txn before the election) "
+            "or, for a cluster's first election, the txn of the first broker registration "
+            "(/brokers/ids/<id> create), to the txn that creates the new /controller",
         ),
         MetricDefinition(
             "failover_to_ready",
             "s",
-            "from the txn creating /controller to the state-change/server log line 'Ready to serve as "
-            "the new controller' (or, without that log, the first UpdateMetadata a broker receives)",
+            "from the txn creating /controller for epoch E (the election multi setting /controller_epoch "
+            "to E) to the request proxy's arrival time of the first UpdateMetadata of epoch E at any broker",
         ),
         MetricDefinition(
             "partition_online_after_create",
             "s",
-            "from the txn creating /brokers/topics/<t> to the txn creating the last partition's "
-            "state znode with a live leader",
+            "from the txn creating /brokers/topics/<t> to the txn creating the last of its partitions' "
+            "state znodes with a leader (not -1)",
         ),
         MetricDefinition(
             "reassignment_completion",
@@ -112,20 +117,22 @@ METRICS: Final[dict[str, MetricDefinition]] = {
         MetricDefinition(
             "leader_reelection_after_broker_failure",
             "s",
-            "from the closeSession txn of the failed broker's session to the state-znode setData "
-            "naming a new live leader",
+            "from the closeSession txn whose ephemerals include the failed broker's /brokers/ids/<id> to "
+            "the first later state-znode setData naming another leader (not -1, not the failed broker)",
         ),
         MetricDefinition(
             "isr_expansion",
             "s",
-            "from the LeaderAndIsr making a replica a follower (request proxy) or the state znode's "
-            "creation, to the state-znode setData whose ISR contains that replica",
+            "from the moment an out-of-ISR replica can catch up (request-proxy arrival of the LeaderAndIsr "
+            "making it a follower, or the check's wall-clock resume of a paused follower) to the txn of "
+            "the first later state-znode setData whose ISR contains that replica",
         ),
         MetricDefinition(
             "time_to_heal",
             "s",
-            "chaos: from the heal of the fault package to the first poll where every checker "
-            "invariant (one controller, every partition with a live leader, ISR ⊆ live) holds",
+            "chaos only (never recorded by conformance checks): from the heal of the fault package to "
+            "the first poll where every checker invariant (one controller, every partition with a live "
+            "leader, ISR ⊆ live) holds",
         ),
     )
 }

@@ -7,8 +7,10 @@ import time
 
 import pytest
 
+from conformance import phases
 from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
+from conformance.plugin import PhaseMetrics
 from conformance.scenarios import (
     CREATES,
     create_topic,
@@ -109,14 +111,23 @@ def test_broker_startup_gets_metadata_and_its_replicas(cluster: Cluster) -> None
     assert um_old, f"existing broker {cid} not told about {other}:\n{journal(cluster).dump(mark)}"
 
 
+def _record_reelection(cluster: Cluster, metrics: PhaseMetrics, broker: int, topic: str) -> None:
+    reelection = phases.leader_reelection_after_broker_failure(cluster.history(), broker, topic, 0)
+    if reelection is not None:
+        metrics.record("leader_reelection_after_broker_failure", reelection)
+
+
 @pytest.mark.behaviour("BROKER-3", "ELECT-1", "PSM-4")
-def test_leader_failure_with_surviving_controller_bumps_epoch_once(cluster_factory: ClusterFactory) -> None:
+def test_leader_failure_with_surviving_controller_bumps_epoch_once(
+    cluster_factory: ClusterFactory, phase_metrics: PhaseMetrics
+) -> None:
     cluster = _placed(cluster_factory, controller=3)
     create_topic(cluster, "lf", {0: [1, 2]})
     cluster.kill(1)
     st = wait_state(
         cluster, "lf", 0, lambda s: s["leader"] == 2, "leader 2 after broker 1 died", deadline_s=30
     )
+    _record_reelection(cluster, phase_metrics, 1, "lf")
     time.sleep(1.0)
     hist = [s for s, _ in state_history(cluster, "lf", 0)]
     assert (st["isr"], st["leader_epoch"]) == ([2], 1), f"state {st}"
@@ -124,13 +135,16 @@ def test_leader_failure_with_surviving_controller_bumps_epoch_once(cluster_facto
 
 
 @pytest.mark.behaviour("BROKER-3", "FAILOVER-2", "FAILOVER-3")
-def test_leader_that_was_controller_costs_two_epochs(cluster_factory: ClusterFactory) -> None:
+def test_leader_that_was_controller_costs_two_epochs(
+    cluster_factory: ClusterFactory, phase_metrics: PhaseMetrics
+) -> None:
     cluster = _placed(cluster_factory, controller=1)
     create_topic(cluster, "lc", {0: [1, 2]})
     cluster.kill(1)
     st = wait_state(
         cluster, "lc", 0, lambda s: s["leader"] == 2, "leader 2 after controller 1 died", deadline_s=30
     )
+    _record_reelection(cluster, phase_metrics, 1, "lc")
     hist = [(s["leader"], s["isr"], s["leader_epoch"]) for s, _ in state_history(cluster, "lc", 0)]
     assert hist[-2:] == [(-1, [2], 1), (2, [2], 2)], f"expected OfflineReplica then election: {hist}"
     assert st["controller_epoch"] == (cluster.controller_epoch() or (0, 0))[0]

@@ -7,9 +7,11 @@ import time
 
 import pytest
 
+from conformance import phases
 from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
 from conformance.evidence import fmt_records
+from conformance.plugin import PhaseMetrics
 from fixtures.probes.watches import read_watches
 
 pytestmark = pytest.mark.conformance
@@ -33,8 +35,11 @@ def _move(cluster: Cluster, how: str, old: int) -> None:
 
 
 @pytest.mark.behaviour("EPOCH-1")
-def test_first_election_sets_epoch_1_at_data_version_1(cluster: Cluster) -> None:
+def test_first_election_sets_epoch_1_at_data_version_1(cluster: Cluster, phase_metrics: PhaseMetrics) -> None:
     cid = cluster.wait_controller()
+    election = phases.controller_election(cluster.history())
+    if election is not None:
+        phase_metrics.record("controller_election", election)
     data, stat = cluster.zk.get("/controller_epoch")
     assert (data, stat.version) == (b"1", 1), (
         f"/controller_epoch = {data!r} v{stat.version}, expected b'1' v1"
@@ -88,10 +93,13 @@ def test_election_is_one_multi_and_losers_never_set_the_epoch(cluster: Cluster) 
 
 @pytest.mark.behaviour("EPOCH-3", "EPOCH-5")
 @pytest.mark.parametrize("how", ["kill", "stop", "delete"])
-def test_every_controller_move_increments_the_epoch_by_one(cluster: Cluster, how: str) -> None:
+def test_every_controller_move_increments_the_epoch_by_one(
+    cluster: Cluster, how: str, phase_metrics: PhaseMetrics
+) -> None:
     old = cluster.wait_controller()
     epoch, version = cluster.controller_epoch() or (0, 0)
     assert epoch == 1
+    before = max((r.zxid for r in cluster.history()), default=0)
     _move(cluster, how, old)
     excluded = [old] if how != "delete" else []
 
@@ -106,6 +114,26 @@ def test_every_controller_move_increments_the_epoch_by_one(cluster: Cluster, how
     assert cluster.controller_epoch() == (epoch + 1, version + 1), (
         f"after {how}: /controller_epoch {cluster.controller_epoch()}, expected ({epoch + 1}, {version + 1})"
     )
+    _record_failover(cluster, phase_metrics, epoch + 1, after_zxid=before)
+
+
+def _record_failover(cluster: Cluster, metrics: PhaseMetrics, epoch: int, *, after_zxid: int) -> None:
+    """Record ``controller_election`` and ``failover_to_ready`` of the election of ``epoch``
+    (waits, without failing the check, up to 10 s for that epoch's first UpdateMetadata)."""
+    election = phases.controller_election(cluster.history(), after_zxid=after_zxid)
+    if election is not None:
+        metrics.record("controller_election", election)
+    if cluster.journal is None:
+        return
+    journal = cluster.journal
+    deadline = time.monotonic() + cluster.deadline(10)
+    ready = None
+    while ready is None and time.monotonic() < deadline:
+        ready = phases.failover_to_ready(cluster.history(), journal.requests(api="UpdateMetadata"), epoch)
+        if ready is None:
+            time.sleep(0.05)
+    if ready is not None:
+        metrics.record("failover_to_ready", ready)
 
 
 @pytest.mark.behaviour("EPOCH-3", "EPOCH-6")

@@ -7,9 +7,10 @@ import time
 
 import pytest
 
-from conformance import admin
+from conformance import admin, phases
 from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
+from conformance.plugin import PhaseMetrics
 from conformance.scenarios import create_topic, fmt, journal, wait_state, writes
 
 pytestmark = pytest.mark.conformance
@@ -22,7 +23,9 @@ def _session(cluster: Cluster, bid: int) -> int:
 
 
 @pytest.mark.behaviour("ISR-1", "ISR-2")
-def test_leader_isr_change_and_notification(cluster_factory: ClusterFactory) -> None:
+def test_leader_isr_change_and_notification(
+    cluster_factory: ClusterFactory, phase_metrics: PhaseMetrics
+) -> None:
     cluster = cluster_factory(start=False)
     cluster.start([3])
     assert cluster.wait_controller() == 3
@@ -37,6 +40,7 @@ def test_leader_isr_change_and_notification(cluster_factory: ClusterFactory) -> 
             cluster, "isr", 0, lambda s: s["isr"] == [1], "leader 1 shrinks ISR to [1]", deadline_s=5
         )
     finally:
+        resumed_s = time.time()  # follower 2 can fetch again from here
         cluster.resume(2)
     assert (st["leader_epoch"], st["controller_epoch"]) == (
         before["leader_epoch"],
@@ -70,6 +74,9 @@ def test_leader_isr_change_and_notification(cluster_factory: ClusterFactory) -> 
         cluster
     ).dump(mark)
     wait_state(cluster, "isr", 0, lambda s: s["isr"] == [1, 2], "follower 2 rejoins the ISR", deadline_s=10)
+    expansion = phases.isr_expansion(cluster.history(), "isr", 0, 2, since_s=resumed_s)
+    if expansion is not None:
+        phase_metrics.record("isr_expansion", expansion)
 
 
 def _led_by_2(cluster: Cluster, topic: str) -> None:

@@ -7,9 +7,10 @@ import time
 
 import pytest
 
-from conformance import admin
+from conformance import admin, phases
 from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
+from conformance.plugin import PhaseMetrics
 from conformance.scenarios import create_topic, fmt, journal, wait_cluster_known, wait_state, writes
 from fixtures.probes.logdirs import scan_log_dirs
 from fixtures.probes.state_change_log import replica_transitions
@@ -224,13 +225,16 @@ def test_reassign_123_to_456(cluster_factory: ClusterFactory) -> None:
 
 
 @pytest.mark.behaviour("REASSIGN-13")
-def test_single_replica_move_ends_at_epoch_3(cluster: Cluster) -> None:
+def test_single_replica_move_ends_at_epoch_3(cluster: Cluster, phase_metrics: PhaseMetrics) -> None:
     cluster.wait_controller()
     create_topic(cluster, "one", {0: [1]})
     admin.reassign_zk(cluster, {("one", 0): [2]})
     wait_for(
         lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(30), "reassignment done"
     )
+    completion = phases.reassignment_completion(cluster.history())
+    if completion is not None:
+        phase_metrics.record("reassignment_completion", completion)
     st = wait_state(cluster, "one", 0, lambda s: s["isr"] == [2], "ISR [2]")
     assert (st["leader"], st["leader_epoch"]) == (2, 3), f"[1]->[2] final state {st} (spec §11: epoch 3)"
 

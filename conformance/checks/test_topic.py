@@ -13,9 +13,10 @@ from kio.schema.create_topics.v4 import request as ct4
 from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
 
-from conformance import admin
+from conformance import admin, phases
 from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
+from conformance.plugin import PhaseMetrics
 from conformance.scenarios import CREATES, create_topic, fenced, fmt, journal, wait_online, writes
 from fixtures.probes.logdirs import scan_log_dirs
 from fixtures.probes.request_proxy import send_request
@@ -84,8 +85,14 @@ def _check_controller_creates(
     assert len(ws) == 1 + 2 * len(assignment), f"unexpected extra writes:\n{trace}"
 
 
+def _record_online(cluster: Cluster, metrics: PhaseMetrics, topic: str, partitions: int) -> None:
+    online = phases.partition_online_after_create(cluster.history(), topic, partitions)
+    if online is not None:
+        metrics.record("partition_online_after_create", online)
+
+
 @pytest.mark.behaviour("TOPIC-1", "TOPIC-2", "TOPIC-4", "PSM-2")
-def test_create_topics_through_a_client(cluster: Cluster) -> None:
+def test_create_topics_through_a_client(cluster: Cluster, phase_metrics: PhaseMetrics) -> None:
     cluster.wait_controller()
     client = admin.admin_client(cluster)
     assignment = {0: [1, 2], 1: [2, 3]}
@@ -94,6 +101,7 @@ def test_create_topics_through_a_client(cluster: Cluster) -> None:
     )
     fut["orders"].result(timeout=cluster.deadline(20))
     wait_online(cluster, "orders", assignment)
+    _record_online(cluster, phase_metrics, "orders", len(assignment))
     ws = _topic_writes(cluster, "orders")
     admin_writes = [w for w in ws if not w[1] or not w[1].startswith("/brokers/topics/orders/")]
     assert [(w[0] in CREATES, w[1]) for w in admin_writes] == [
@@ -153,11 +161,14 @@ def test_create_topics_errors(cluster: Cluster) -> None:
 
 
 @pytest.mark.behaviour("TOPIC-3", "TOPIC-2")
-def test_hand_written_topic_znode_is_created_like_an_admin_topic(cluster: Cluster) -> None:
+def test_hand_written_topic_znode_is_created_like_an_admin_topic(
+    cluster: Cluster, phase_metrics: PhaseMetrics
+) -> None:
     cluster.wait_controller()
     assignment = {0: [3, 1], 1: [1, 2], 2: [2, 3]}
     admin.create_topic_zk(cluster, "hand", assignment, with_config=False)
     wait_online(cluster, "hand", assignment)
+    _record_online(cluster, phase_metrics, "hand", len(assignment))
     _check_controller_creates(cluster, "hand", assignment, {1, 2, 3})
 
 

@@ -60,7 +60,9 @@ def test_controlled_shutdown_request_errors(cluster_factory: ClusterFactory) -> 
 @pytest.mark.behaviour("REQ-1", "REQ-2", "RSM-7")
 def test_request_versions_fields_and_order(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory()
-    cid = cluster.wait_controller()
+    # every broker registered and known to the controller before the topic exists, so the
+    # topic's requests must name all of them
+    cid = wait_cluster_known(cluster)
     create_topic(cluster, "rq", {0: [1, 2, 3]})
     reqs = journal(cluster).requests(since=0)  # create_topic waited until every broker answered
     versions = {(r.api, r.api_version) for r in reqs if r.controller_id == cid}
@@ -71,7 +73,17 @@ def test_request_versions_fields_and_order(cluster_factory: ClusterFactory) -> N
         assert r.decode_error is None, r.describe()
         assert (r.controller_id, r.controller_epoch) == (cid, epoch), r.describe()
         assert r.broker_epoch == cluster.broker_epoch(r.dest), f"broker epoch: {r.describe()}"
-        if r.api == "UpdateMetadata":
+        if r.api != "UpdateMetadata":
+            continue
+        # The controller lists the brokers live when it sent the request: its earliest
+        # UpdateMetadata may precede a later broker's registration; the topic's, sent once all are
+        # known, must name every one.
+        known = set(r.live_brokers)
+        assert known <= set(live), f"UpdateMetadata names an unknown broker: {r.describe()}"
+        assert {r.dest, cid} <= known, (
+            f"UpdateMetadata must list its destination and controller: {r.describe()}"
+        )
+        if any(p.topic == "rq" for p in r.partitions):
             assert r.live_brokers == live, f"UpdateMetadata must list every live broker: {r.describe()}"
     lai = [r for r in reqs if r.api == "LeaderAndIsr" and r.partitions]
     assert lai, [r.describe() for r in lai]

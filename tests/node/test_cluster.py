@@ -64,7 +64,18 @@ def test_admin_apis_agree_with_zookeeper(cluster: list[NodeProcess], zk_client: 
     )
     futures["orders"].result(timeout=30)
     assignment = zkdata.decode_topic("orders", zk_client.get(zkdata.topic_path("orders"))[0]).partitions
-    md = admin.list_topics(timeout=10)
+    # CreateTopics returns once the controller's broker has the metadata (Kafka's delayed create);
+    # the client may ask another broker, whose UpdateMetadata can still be in flight.
+    md = wait_for(
+        lambda: (
+            (m := admin.list_topics(timeout=10))
+            and "orders" in m.topics
+            and len(m.topics["orders"].partitions) == len(assignment)
+            and m
+        ),
+        20,
+        "orders in the metadata of the broker the client asks",
+    )
     for p, a in assignment.items():
         assert list(md.topics["orders"].partitions[p].replicas) == list(a.replicas)
         assert (

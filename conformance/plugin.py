@@ -1,8 +1,11 @@
 """pytest plugin of the conformance suite (conformance ring).
 
-- options ``--target`` (name or TOML path), ``--profile``, ``--areas``, ``--results-dir``;
+- options ``--target`` (name or TOML path), ``--profile``, ``--areas``, ``--ids``, ``--results-dir``;
 - the ``behaviour(*ids)`` marker: allure labels epic = area, feature = ID (one per ID), and
-  deselection by ``--areas`` / ``--profile``;
+  deselection by ``--areas`` / ``--ids`` / ``--profile``: the selection is the IDs of the given
+  areas plus the given IDs (everything when neither is given), validated by
+  :func:`resolve_selection` (an unknown area, ID or profile is a usage error listing the valid
+  ones);
 - one run record (``conformance.records``) per test execution, written by the process that
   ran the test (xdist workers each write their own file), with phase metrics the test reported
   through the ``phase_metrics`` fixture.
@@ -13,10 +16,12 @@ and ``python -m conformance`` behave the same.
 
 from __future__ import annotations
 
+import difflib
 import os
 import subprocess
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,10 +30,12 @@ import pytest
 from conformance import catalogue
 from conformance.evidence import EVIDENCE, attach
 from conformance.records import PhaseMetric, RunRecord, new_run_id, run_order_key, utc_now_iso, write_record
-from conformance.targets import REPO_ROOT, Target, TargetError, load_target
+from conformance.targets import IBP_BY_PROFILE, REPO_ROOT, Target, TargetError, load_target
 
 __all__ = [
     "PhaseMetrics",
+    "Selection",
+    "SelectionError",
     "behaviour_ids_of",
     "conformance_target",
     "phase_metrics",
@@ -37,6 +44,7 @@ __all__ = [
     "pytest_configure",
     "pytest_runtest_makereport",
     "pytest_runtest_protocol",
+    "resolve_selection",
 ]
 
 _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
@@ -55,6 +63,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--profile", default=catalogue.DEFAULT_PROFILE, help="behaviour profile (default 2.5)")
     group.addoption("--areas", default="", help="comma list of areas to run (default: all)")
     group.addoption(
+        "--ids",
+        default="",
+        help="comma list of behaviour IDs to run, e.g. EPOCH-1,REASSIGN-13 (default: all)",
+    )
+    group.addoption(
         "--results-dir",
         default=os.environ.get("KZK_RESULTS_DIR", ""),
         help="write one run record (JSON line) per test execution under this directory",
@@ -64,6 +77,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "behaviour(*ids): behaviour IDs (spec/behaviours.md) a check covers")
     config.addinivalue_line("markers", "allure_label: allure label (allure-pytest)")
+    _config_selection(config)  # an unknown area, ID or profile stops the run before collection
     # Shared by xdist workers: they are spawned after configure and inherit the environment.
     os.environ.setdefault(_ENV_RUN_ID, new_run_id())
     os.environ.setdefault(_ENV_RUN_STARTED, datetime.now(UTC).isoformat())
@@ -77,21 +91,106 @@ def behaviour_ids_of(item: pytest.Item) -> list[str]:
     return ids
 
 
-def _selected(ids: list[str], areas: set[str], profile: str) -> bool:
-    known = [catalogue.by_id(i) for i in ids if i in {b.id for b in catalogue.CATALOGUE}]
+class SelectionError(ValueError):
+    """An unknown area, behaviour ID or profile was asked for; the message lists the valid ones."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a run certifies: the asked areas and IDs (normalised) and the IDs they resolve to."""
+
+    areas: tuple[str, ...]
+    ids: tuple[str, ...]
+    profile: str
+    behaviour_ids: tuple[str, ...]
+
+    @property
+    def everything(self) -> bool:
+        return not self.areas and not self.ids
+
+
+def split_list(raw: str) -> list[str]:
+    """``"a, b,,c"`` → ``["A", "B", "C"]``: comma list, upper-cased, blanks dropped, order kept."""
+    out: list[str] = []
+    for part in raw.split(","):
+        name = part.strip().upper()
+        if name and name not in out:
+            out.append(name)
+    return out
+
+
+def _unknown(kind: str, asked: Iterable[str], valid: list[str]) -> str | None:
+    bad = [a for a in asked if a not in valid]
+    if not bad:
+        return None
+    hints = []
+    for b in bad:
+        close = difflib.get_close_matches(b, valid, n=3)
+        hints.append(f"{b!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+    return f"unknown {kind} {', '.join(hints)}; valid {kind}s: {', '.join(valid)}"
+
+
+def valid_profiles() -> list[str]:
+    """Profiles that both the catalogue and the target machinery know."""
+    in_catalogue = {p for b in catalogue.CATALOGUE for p in b.profiles}
+    return sorted(in_catalogue & set(IBP_BY_PROFILE))
+
+
+def resolve_selection(areas: str, ids: str, profile: str) -> Selection:
+    """The run's selection from the ``--areas`` / ``--ids`` / ``--profile`` strings.
+
+    Areas and IDs are case-insensitive comma lists; the selection is the union of the areas' IDs
+    and the given IDs, all IDs of ``profile`` when both are empty. Raises :class:`SelectionError`
+    naming every unknown area, ID or profile together with the valid ones.
+    """
+    if profile not in valid_profiles():
+        raise SelectionError(f"unknown profile {profile!r}; valid profiles: {', '.join(valid_profiles())}")
+    asked_areas, asked_ids = split_list(areas), split_list(ids)
+    problems = [
+        p
+        for p in (
+            _unknown("area", asked_areas, list(catalogue.AREAS)),
+            _unknown("behaviour ID", asked_ids, [b.id for b in catalogue.CATALOGUE]),
+        )
+        if p
+    ]
+    if problems:
+        raise SelectionError("; ".join(problems))
+    other = [i for i in asked_ids if profile not in catalogue.by_id(i).profiles]
+    if other:
+        raise SelectionError(f"behaviour IDs {', '.join(other)} do not apply to profile {profile}")
+    wanted = set(catalogue.ids_in_areas(asked_areas, profile) if asked_areas else []) | set(asked_ids)
+    if not asked_areas and not asked_ids:
+        wanted = set(catalogue.ids_in_areas(None, profile))
+    in_order = tuple(b.id for b in catalogue.CATALOGUE if b.id in wanted)
+    return Selection(tuple(asked_areas), tuple(asked_ids), profile, in_order)
+
+
+def _config_selection(config: pytest.Config) -> Selection:
+    try:
+        return resolve_selection(
+            str(config.getoption("--areas")),
+            str(config.getoption("--ids")),
+            str(config.getoption("--profile")),
+        )
+    except SelectionError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+
+
+def _selected(ids: list[str], wanted: set[str]) -> bool:
+    known = [i for i in ids if i in {b.id for b in catalogue.CATALOGUE}]
     if not known:
         return True
-    return any((not areas or b.area in areas) and profile in b.profiles for b in known)
+    return any(i in wanted for i in known)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    areas = {a.strip().upper() for a in str(config.getoption("--areas")).split(",") if a.strip()}
-    profile = str(config.getoption("--profile"))
+    wanted = set(_config_selection(config).behaviour_ids)
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
         ids = behaviour_ids_of(item)
-        if ids and not _selected(ids, areas, profile):
+        if ids and not _selected(ids, wanted):
             dropped.append(item)
             continue
         for bid in ids:

@@ -1,0 +1,253 @@
+"""The gate: ``python -m conformance`` refuses bad selections and never certifies nothing.
+
+Every test runs the real CLI in a subprocess. The argument-validation tests start no server (they
+must be refused before pytest or ZooKeeper is started); the others run one cheap check (EPOCH-2,
+about 2 s) on a real ZooKeeper and read the certificate the run wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import catalogue
+from conformance.targets import REPO_ROOT
+
+CHEAP_ID = "EPOCH-2"
+TIMEOUT_S = 300.0
+
+
+def run_cli(
+    *args: str, results: Path, env: dict[str, str] | None = None, module: str = "conformance"
+) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if k != "KZK_LAUNCHER"}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", module, "--results-dir", str(results), *args],
+        cwd=REPO_ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
+def certificate(results: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((results / "certificate.json").read_text(encoding="utf-8"))
+    return data
+
+
+def no_spec_env(tmp_path: Path) -> dict[str, str]:
+    """Point the catalogue meta-check at an empty dir: it skips, so only the gate is under test."""
+    empty = tmp_path / "no-spec"
+    empty.mkdir()
+    return {"KZK_SPEC_DIR": str(empty)}
+
+
+# --- refused before anything runs ------------------------------------------------------------------
+
+
+@pytest.mark.unit
+def test_unknown_area_is_exit_2_listing_every_valid_area(tmp_path: Path) -> None:
+    out = run_cli("--areas", "EPOCH,NO_SUCH_AREA", results=tmp_path / "r")
+    assert out.returncode == 2, out
+    assert "unknown area 'NO_SUCH_AREA'" in out.stderr
+    assert all(area in out.stderr for area in catalogue.AREAS)
+    assert not (tmp_path / "r" / "certificate.json").exists()
+    assert "running:" not in out.stdout
+
+
+@pytest.mark.unit
+def test_unknown_id_is_exit_2_with_a_suggestion_and_the_valid_ids(tmp_path: Path) -> None:
+    out = run_cli("--ids", "EPOCH-1,REASSIGN-99,epoch2", results=tmp_path / "r")
+    assert out.returncode == 2, out
+    assert "'REASSIGN-99'" in out.stderr
+    assert "'EPOCH2' (did you mean EPOCH-2" in out.stderr
+    assert all(b.id in out.stderr for b in catalogue.CATALOGUE)
+    assert not (tmp_path / "r" / "certificate.json").exists()
+
+
+@pytest.mark.unit
+def test_unknown_profile_is_exit_2_listing_valid_profiles(tmp_path: Path) -> None:
+    out = run_cli("--profile", "9.9", "--ids", CHEAP_ID, results=tmp_path / "r")
+    assert out.returncode == 2, out
+    assert "unknown profile '9.9'; valid profiles: 2.5" in out.stderr
+    assert not (tmp_path / "r" / "certificate.json").exists()
+
+
+@pytest.mark.unit
+def test_unknown_target_is_exit_2_listing_builtin_targets(tmp_path: Path) -> None:
+    out = run_cli("--target", "refrence", "--ids", CHEAP_ID, results=tmp_path / "r")
+    assert out.returncode == 2, out
+    assert "'refrence'" in out.stderr
+    assert "'kafka', 'reference'" in out.stderr
+    assert not (tmp_path / "r" / "certificate.json").exists()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("value", ["-3", "two", "1.5"])
+def test_bad_worker_count_is_exit_2_not_a_silent_serial_run(tmp_path: Path, value: str) -> None:
+    out = run_cli(f"-n{value}", "--ids", CHEAP_ID, results=tmp_path / "r")
+    assert out.returncode == 2, out
+    assert f"invalid worker count {value!r}" in out.stderr
+    assert not (tmp_path / "r" / "certificate.json").exists()
+
+
+@pytest.mark.unit
+def test_unknown_launcher_is_exit_2_listing_launchers(tmp_path: Path) -> None:
+    out = run_cli("--launcher", "k8s", "--ids", CHEAP_ID, results=tmp_path / "r")
+    assert out.returncode == 2, out
+    assert "unknown launcher 'k8s'; valid launchers: process, docker" in out.stderr
+
+
+@pytest.mark.unit
+def test_pytest_directly_refuses_an_unknown_area(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "conformance/checks", "--areas=NOPE", "-p", "no:cacheprovider"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert out.returncode == pytest.ExitCode.USAGE_ERROR, out
+    assert "unknown area 'NOPE'; valid areas: EPOCH" in out.stderr
+
+
+# --- runs that execute (or fail to execute) the selection ------------------------------------------
+
+
+@pytest.mark.integration
+def test_one_id_that_passes_is_conformant_and_the_selection_is_recorded(tmp_path: Path) -> None:
+    results = tmp_path / "r"
+    out = run_cli("--ids", "epoch-2", "-n", "0", results=results, env=no_spec_env(tmp_path))
+    cert = certificate(results)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert cert["conformant"] is True
+    assert cert["not_conformant_because"] == []
+    assert list(cert["verdicts"]) == [CHEAP_ID]
+    assert cert["verdicts"][CHEAP_ID]["verdict"] == "pass"
+    assert cert["selection"] == {
+        "target": "reference",
+        "target_source": str(REPO_ROOT / "conformance" / "target_defs" / "reference.toml"),
+        "profile": "2.5",
+        "areas": [],
+        "ids": [CHEAP_ID],
+        "launcher": "process",
+        "launcher_given": False,
+        "pytest_args": [],
+        "behaviour_ids": [CHEAP_ID],
+    }
+    assert "checks were all skipped" in cert["conformant_rule"]
+
+
+@pytest.mark.integration
+def test_selected_id_without_an_executed_check_is_never_conformant(tmp_path: Path) -> None:
+    results = tmp_path / "r"
+    out = run_cli("--ids", CHEAP_ID, "-n", "0", "--", "-k", "no_test_has_this_name", results=results)
+    cert = certificate(results)
+    assert out.returncode == 1, out
+    assert cert["conformant"] is False
+    assert cert["verdicts"][CHEAP_ID]["verdict"] == "no check"
+    assert f"no check ran: {CHEAP_ID}" in cert["not_conformant_because"]
+    assert cert["selection"]["pytest_args"] == ["-k", "no_test_has_this_name"]
+
+
+@pytest.mark.integration
+def test_skipped_only_ids_are_not_conformant(tmp_path: Path) -> None:
+    # The kafka target without $KAFKA_HOME skips every check with the reason.
+    env = {k: v for k, v in os.environ.items() if k != "KAFKA_HOME"}
+    results = tmp_path / "r"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "conformance",
+            "--target",
+            "kafka",
+            "--ids",
+            CHEAP_ID,
+            "-n",
+            "0",
+            "--results-dir",
+            str(results),
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    cert = certificate(results)
+    assert out.returncode == 1, out
+    assert cert["conformant"] is False
+    assert cert["verdicts"][CHEAP_ID]["verdict"] == "skipped"
+    assert any("KAFKA_HOME" in r for r in cert["verdicts"][CHEAP_ID]["reasons"])
+    assert f"no executed check (every check skipped): {CHEAP_ID}" in cert["not_conformant_because"]
+    assert cert["selection"]["target"] == "kafka"
+
+
+@pytest.mark.integration
+def test_areas_and_ids_select_their_union(tmp_path: Path) -> None:
+    results = tmp_path / "r"
+    # -k keeps the run cheap: only EPOCH-2's check executes; every EPOCH ID is still in the selection.
+    out = run_cli("--areas", "epoch", "--ids", "FENCE-1", "-n", "0", "--", "-k", "one_multi", results=results)
+    cert = certificate(results)
+    assert out.returncode == 1, out
+    expected = [*catalogue.ids_in_areas(["EPOCH"]), "FENCE-1"]
+    assert list(cert["verdicts"]) == expected
+    assert cert["selection"]["areas"] == ["EPOCH"]
+    assert cert["selection"]["ids"] == ["FENCE-1"]
+    assert cert["verdicts"][CHEAP_ID]["verdict"] == "pass"
+    assert cert["verdicts"]["FENCE-1"]["verdict"] == "no check"
+    assert cert["conformant"] is False
+
+
+# --- fixtures.cli help ----------------------------------------------------------------------------
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        ("reap", ["pid file", "owner", "never touched", "kzk-run-*"]),
+        ("zk-smoke", ["ZooKeeper", "/kzk-smoke", "Exit 0"]),
+    ],
+)
+def test_every_fixtures_cli_subcommand_help_says_what_it_does(command: str, says: list[str]) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "fixtures.cli", command, "--help"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out
+    text = " ".join(out.stdout.split())
+    for phrase in says:
+        assert phrase in text, f"{command} --help lacks {phrase!r}:\n{out.stdout}"
+
+
+@pytest.mark.unit
+def test_fixtures_cli_top_level_help_lists_what_each_subcommand_does() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "fixtures.cli", "--help"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out
+    text = " ".join(out.stdout.split())
+    assert "zk-smoke start a real ZooKeeper" in text
+    assert "reap kill the processes and remove the run dirs" in text

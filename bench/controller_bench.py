@@ -48,6 +48,7 @@ from fixtures.zookeeper import ZooKeeperServer
 from reference_controller import zkdata as zd
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.core import KafkaController
+from reference_controller.controller.driver.service import ControllerService
 from reference_controller.controller.effects import BrokerRequest
 from reference_controller.controller.events import ControllerEvent
 from reference_controller.controller.ports import (
@@ -64,7 +65,6 @@ from reference_controller.controller.ports import (
     ZkPort,
 )
 from reference_controller.controller.request_batch import ControllerBrokerRequestBatch
-from reference_controller.controller.service import ControllerService
 from reference_controller.zkdata import (
     PERSISTENT_PATHS,
     BrokerInfo,

@@ -7,8 +7,11 @@ load existing partition dirs); (5) bind every listener (port 0 ⇒ a free port; 
 what is advertised when `advertised.listeners` has no port for that listener); (6) replica
 manager + ISR tasks; (7) register `/brokers/ids/<id>` (broker epoch = czxid); (8) start the
 controller component unless `reference.controller.enable=false` or it is not installed; (9) serve.
-Shutdown: controlled shutdown (if enabled and registered), stop listeners, fetchers, ISR tasks,
-controller component, ZooKeeper session, checkpoint files + `.kafka_cleanshutdown`.
+Shutdown: set the replica manager's `is_shutting_down` (KafkaServer's `isShuttingDown`, so the
+LeaderAndIsr requests the controlled shutdown causes add no fetcher: SHUTDOWN-3), controlled
+shutdown (if enabled and registered), stop listeners (request processing), fetchers (the
+replica manager), ISR tasks, controller component, ZooKeeper session, checkpoint files +
+`.kafka_cleanshutdown`.
 Log-dir failure (LOGDIR-5): the `LogDirFailureHandler` task and the reference health check task
 (`log_dir_failure.py`); when Kafka would halt (every log dir offline, or any with IBP < 1.0-IV0)
 the node logs FATAL-level (CRITICAL) and exits 1 at once: no controlled shutdown, nothing written.
@@ -67,7 +70,7 @@ class NodeHalted(ReferenceControllerError):
 def load_controller_service() -> Any:
     """The controller component's class, or None while it does not exist (broker-only mode)."""
     try:
-        from reference_controller.controller.service import (  # noqa: PLC0415 - optional component
+        from reference_controller.controller.driver.service import (  # noqa: PLC0415 - optional component
             ControllerService,  # type: ignore[import-not-found,unused-ignore]
         )
     except ImportError:
@@ -277,6 +280,8 @@ class KafkaNode:
     async def shutdown(self) -> None:
         log.info(f"[KafkaServer id={self.config.broker_id}] shutting down")
         halted = self.halt_reason is not None
+        if self.node is not None:  # KafkaServer: `isShuttingDown` is set before controlledShutdown()
+            self.node.replica_manager.is_shutting_down = True
         if (
             not halted
             and self.registered

@@ -10,7 +10,7 @@ from kazoo.client import KazooClient
 
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.events import ControlledShutdownResult
-from reference_controller.controller.service import ControllerService
+from reference_controller.controller.driver.service import ControllerService
 from reference_controller.zkdata import decode_controller
 from tests.integration.controller.conftest import wait_for
 

@@ -6,6 +6,8 @@ import pytest
 
 from conformance import cluster
 
+pytestmark = pytest.mark.unit
+
 
 def _slice(monkeypatch: pytest.MonkeyPatch, worker: str | None, count: str | None) -> range:
     for name, value in (("PYTEST_XDIST_WORKER", worker), ("PYTEST_XDIST_WORKER_COUNT", count)):

@@ -245,6 +245,7 @@ def test_journal_records_live_brokers_and_live_leaders(
 
 
 # ---- log manager units -------------------------------------------------------------------------
+@pytest.mark.unit
 def test_log_manager_io_errors_report_the_dir_once_and_offline_dirs_are_left_alone(tmp_path: Path) -> None:
     d1, d2 = tmp_path / "a", tmp_path / "b"
     channel = LogDirFailureChannel()

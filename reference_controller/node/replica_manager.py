@@ -72,6 +72,9 @@ class ReplicaManager:
         self.broker_epoch = -1
         self.partitions: dict[TopicPartition, Partition] = {}
         self.offline_partitions: set[TopicPartition] = set()
+        # KafkaServer's `isShuttingDown`, shared with ReplicaManager: set before the controlled
+        # shutdown request, so the become-follower transitions it causes add no fetcher.
+        self.is_shutting_down = False
         self.state_change = _PrefixedLogger(
             logging.getLogger(STATE_CHANGE_LOGGER), f"[Broker id={broker_id}] "
         )
@@ -158,7 +161,9 @@ class ReplicaManager:
             errors[st.tp] = NONE
         followers = {st.tp: (st.leader, st.leader_epoch) for st in accepted if st.leader != self.broker_id}
         self.fetcher.remove_partitions(st.tp for st in accepted if st.leader == self.broker_id)
-        if followers:
+        if followers and self.is_shutting_down:
+            self._skip_adding_fetchers(accepted, correlation_id, controller_id, controller_epoch)
+        elif followers:
             self.fetcher.add_partitions(followers, leaders)
         for tp in {st.tp for st in states} - self.offline_partitions:  # drop placeholders without a log
             if tp not in self.log_manager.logs and self.partitions[tp].leader_epoch < 0:
@@ -222,11 +227,29 @@ class ReplicaManager:
             )
         self._apply(p, st)
         p.isr, p.followers = (), {}
+        if self.is_shutting_down:
+            return  # `_skip_adding_fetchers` logs the skip instead
         sc.trace(
             f"Started fetcher to new leader as part of become-follower request from controller {ctrl} epoch "
             f"{epoch} with correlation id {cid} for partition {st.topic}-{st.partition} with leader "
             f"{st.leader}"
         )
+
+    def _skip_adding_fetchers(
+        self, accepted: list[LeaderAndIsrPartitionState], cid: int, ctrl: int, epoch: int
+    ) -> None:
+        """`makeFollowers` while `isShuttingDown` (ReplicaManager.scala@2.5.1 L1475, L1492-1498): the
+        fetchers of the partitions to follow are removed and no new one is added (SHUTDOWN-3)."""
+        follow = [st for st in accepted if st.leader != self.broker_id]
+        self.fetcher.remove_partitions(st.tp for st in follow)
+        for st in follow:
+            if st.leader not in self.metadata_cache.live_brokers:
+                continue  # Kafka leaves it out of `partitionsToMakeFollower` (leader unavailable)
+            self.state_change.trace(
+                f"Skipped the adding-fetcher step of the become-follower state change with correlation id "
+                f"{cid} from controller {ctrl} epoch {epoch} for partition {st.topic}-{st.partition} with "
+                f"leader {st.leader} since it is shutting down"
+            )
 
     # -- StopReplica / UpdateMetadata ----------------------------------------------------------
     def stop_replicas(

@@ -53,6 +53,7 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from reference_controller.controller.driver import ZkSessionLostError, ZkUnexpectedError
+from reference_controller.controller.driver.multiread import MultiRead, MultiReadSupport, ReadOp
 from reference_controller.controller.events import ControllerEvent, Expire, ZkReconnected
 from reference_controller.controller.ports import (
     CheckOp,
@@ -73,6 +74,9 @@ from reference_controller.zkdata import CONTROLLER_EPOCH
 log = logging.getLogger("kafka.zookeeper.ZooKeeperClient")
 
 DEFAULT_BATCH_SIZE = 100
+#: Reads per ``multiRead`` request: a partition state znode answers ~200 bytes, so 500 stay far
+#: below ZooKeeper's 1 MiB ``jute.maxbuffer`` even for topic znodes of many partitions.
+MULTI_READ_CHUNK = 500
 """Ops per multi in batching mode (one check op + up to this many writes, well under jute.maxbuffer)."""
 
 
@@ -159,8 +163,12 @@ class KazooZkPort:
         *,
         clear_and_put: Callable[[ControllerEvent], None] | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        multi_read: bool = True,
     ) -> None:
         self._zk = zk
+        #: Unwatched reads of several znodes go out as ``multiRead`` batches while the server
+        #: serves them (ZooKeeper 3.6+); the first refusal switches to per-request reads for good.
+        self._multi_read = MultiReadSupport(enabled=multi_read)
         self._enqueue = enqueue
         self._clear_and_put = clear_and_put or enqueue
         self.batch_writes = batch_writes
@@ -266,9 +274,21 @@ class KazooZkPort:
 
     # ---- reads ----------------------------------------------------------------------------------
     def get_data(self, paths: Sequence[str]) -> list[DataResult]:
-        submits = [self._get_submit(path) for path in paths]
+        """Watched reads one by one (the watch is armed by that read, as Kafka's); the unwatched
+        ones in ``multiRead`` batches when the server has it, else pipelined per request."""
+        watches = [self._node_watch(path) for path in paths]
+        unwatched = [i for i, watch in enumerate(watches) if watch is None]
+        outcomes: list[Any] = [None] * len(paths)
+        batched = self._read_batched([paths[i] for i in unwatched]) if len(unwatched) > 1 else None
+        if batched is not None:
+            for i, outcome in zip(unwatched, batched, strict=True):
+                outcomes[i] = outcome
+        singles = [i for i in range(len(paths)) if batched is None or watches[i] is not None]
+        submits = [self._get_submit(paths[i], watches[i]) for i in singles]
+        for i, outcome in zip(singles, self._run(submits), strict=True):
+            outcomes[i] = outcome
         results: list[DataResult] = []
-        for path, outcome in zip(paths, self._run(submits), strict=True):
+        for path, outcome in zip(paths, outcomes, strict=True):
             if isinstance(outcome, Exception):
                 if zk_code(outcome) != ZkCode.NONODE:
                     raise ZkUnexpectedError(f"getData {path}: {outcome!r}")
@@ -278,9 +298,41 @@ class KazooZkPort:
                 results.append(DataResult(path, data, to_stat(stat)))
         return results
 
-    def _get_submit(self, path: str) -> Submit:
-        watch = self._node_watch(path)  # decided when the read is built, as Kafka's shouldWatch
+    def _get_submit(self, path: str, watch: Callable[[WatchedEvent], None] | None) -> Submit:
+        # ``watch`` is decided when the read is built, as Kafka's shouldWatch
         return lambda: self._zk.get_async(path, watch=watch)
+
+    def _read_batched(self, paths: Sequence[str]) -> list[Any] | None:
+        """getData of every path by ``multiRead`` (chunks of ``MULTI_READ_CHUNK``): per path a
+        ``(data, stat)`` or a ZooKeeper exception, as the per-request path gives; None when the
+        server does not serve ``multiRead`` (remembered, logged once at INFO)."""
+        if not self._multi_read.usable:
+            return None
+        chunks = [paths[i : i + MULTI_READ_CHUNK] for i in range(0, len(paths), MULTI_READ_CHUNK)]
+        try:
+            outcomes = self._run([self._multi_read_submit(chunk) for chunk in chunks])
+        except (ZkSessionLostError, ZkUnexpectedError):
+            raise
+        except Exception as exc:  # an answer that is not a multiRead response (e.g. ZooKeeper 3.5)
+            outcomes = [exc]
+        refused = next((o for o in outcomes if isinstance(o, Exception)), None)
+        if refused is not None:
+            if self._multi_read.record(False):
+                log.info("ZooKeeper does not serve multiRead (%r); reading znodes one request each", refused)
+            return None
+        if self._multi_read.record(True):
+            log.debug("ZooKeeper serves multiRead; batching unwatched reads")
+        return [result for chunk_results in outcomes for result in chunk_results]
+
+    def _multi_read_submit(self, paths: Sequence[str]) -> Submit:
+        request = MultiRead([ReadOp("data", self._chrooted(path)) for path in paths])
+
+        def submit() -> AsyncResult:
+            result: AsyncResult = self._zk.handler.async_result()
+            self._zk._call(request, result)  # kazoo's own request path (no public API for opcode 22)
+            return result
+
+        return submit
 
     def get_children(self, path: str) -> list[str] | None:
         watch = self._child_watch(path)

@@ -1,0 +1,352 @@
+"""Safety checkers: properties that must hold at every moment of a run (decisions ring, pure).
+
+Each takes ``(history, txn_records, final_state)`` — the run's ops, the transaction-log records of
+its chroot (chroot-relative paths; None when the log could not be read) and the
+:class:`~chaos.checkers.final_state.FinalState` (None when the cluster never healed) — and
+returns a :class:`~chaos.checkers.verdict.Verdict`. The wall: nothing here imports the
+implementation under test or does I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from chaos.checkers.final_state import FinalState, ReceivedRequest
+from chaos.checkers.replay import Replay, StateWrite, epoch_check_version
+from chaos.checkers.verdict import Verdict, op_evidence, record_evidence
+from chaos.history import Op, OpPair, pairs
+from fixtures.probes.txnrecords import TxnRecord
+
+__all__ = [
+    "acknowledged_creations_survive",
+    "brokers_apply_requests_in_epoch_order",
+    "controller_epoch_increases",
+    "no_write_after_epoch_superseded",
+    "one_controller_per_epoch",
+    "partition_states_valid",
+]
+
+CREATE_FS = ("create_topic", "create_topic_admin")
+NO_LOG = "no transaction log of the run"
+
+
+def controller_epoch_increases(
+    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
+) -> Verdict:
+    """``/controller_epoch`` is written with a strictly larger integer each time."""
+    name = "controller_epoch_increases"
+    if txn_records is None:
+        return Verdict.unknown(name, NO_LOG)
+    elections = Replay.of(txn_records).elections
+    problems: list[str] = []
+    evidence: list[dict[str, Any]] = []
+    for before, after in itertools.pairwise(elections):
+        if after.value is None or before.value is None or after.value <= before.value:
+            problems.append(f"/controller_epoch went from {before.value} to {after.value}")
+            evidence += [
+                record_evidence(before.record, "earlier write"),
+                record_evidence(after.record, "later write"),
+            ]
+    if elections and elections[0].value is None:
+        problems.append("/controller_epoch written with a non-integer")
+        evidence.append(record_evidence(elections[0].record))
+    if problems:
+        return Verdict.invalid(name, problems, evidence)
+    values = [e.value for e in elections]
+    return Verdict.valid(name, f"{len(elections)} write(s) of /controller_epoch, values {values}")
+
+
+def one_controller_per_epoch(
+    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
+) -> Verdict:
+    """Every fenced write under epoch version ``v`` comes from the session that wrote ``v``."""
+    name = "one_controller_per_epoch"
+    if txn_records is None:
+        return Verdict.unknown(name, NO_LOG)
+    replay = Replay.of(txn_records)
+    writers: dict[int, dict[int, TxnRecord]] = {}  # epoch version → session → first record
+    for record, _ in replay.writes_of("fenced"):
+        version = _checked_version(record)
+        writers.setdefault(version, {}).setdefault(record.session_id, record)
+    problems, evidence = [], []
+    for version, sessions in sorted(writers.items()):
+        owner = replay.epoch_owner.get(version)
+        intruders = [s for s in sessions if owner is not None and s != owner]
+        if owner is None and len(sessions) > 1:
+            intruders = list(sessions)
+        for session in intruders:
+            problems.append(
+                f"session 0x{session:x} wrote under epoch version {version}"
+                + (f", which session 0x{owner:x} won" if owner is not None else " with other sessions")
+            )
+            evidence.append(record_evidence(sessions[session], f"fenced write under epoch version {version}"))
+        if intruders and owner is not None:
+            election = next(e for e in replay.elections if e.version == version)
+            evidence.append(record_evidence(election.record, "the election of that epoch"))
+    if problems:
+        return Verdict.invalid(name, problems, evidence)
+    return Verdict.valid(name, f"{len(writers)} epoch(s) with fenced writes, one writing session each")
+
+
+def _checked_version(record: TxnRecord) -> int:
+    version = epoch_check_version(record)
+    assert version is not None
+    return version
+
+
+def no_write_after_epoch_superseded(
+    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
+) -> Verdict:
+    """No controller write lands once a newer election changed ``/controller_epoch``.
+
+    A fenced multi must have checked the version current when it applied; a controller-only
+    write outside a fenced multi must come from the session that owns the current epoch.
+    Broker ISR writes and admin writes are not controller writes (see ``replay``).
+    """
+    name = "no_write_after_epoch_superseded"
+    if txn_records is None:
+        return Verdict.unknown(name, NO_LOG)
+    replay = Replay.of(txn_records)
+    problems, evidence = [], []
+    for record, current in replay.writes_of("fenced"):
+        checked = _checked_version(record)
+        if checked != current:
+            problems.append(
+                f"fenced write at zxid 0x{record.zxid:x} checked epoch version {checked}, current {current}"
+            )
+            evidence.append(
+                record_evidence(record, f"applied while /controller_epoch was at version {current}")
+            )
+    for record, current in replay.writes_of("unfenced-controller"):
+        owner = None if current is None else replay.epoch_owner.get(current)
+        if owner != record.session_id:
+            who = "no controller" if owner is None else f"session 0x{owner:x}"
+            problems.append(
+                f"unfenced controller write at zxid 0x{record.zxid:x} while {who} owned the epoch"
+            )
+            evidence.append(record_evidence(record, f"unfenced controller write; epoch version {current}"))
+    if problems:
+        return Verdict.invalid(name, problems, evidence)
+    fenced = sum(1 for _ in replay.writes_of("fenced"))
+    return Verdict.valid(name, f"{fenced} fenced write(s), all under the epoch current when they applied")
+
+
+def partition_states_valid(
+    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
+) -> Verdict:
+    """Every state znode: leader ∈ ISR ∪ {-1}, ISR ⊆ replicas and non-empty, and the leader
+    epoch never decreases within one topic incarnation (the topic znode's czxid)."""
+    name = "partition_states_valid"
+    if txn_records is None and final_state is None:
+        return Verdict.unknown(name, "neither a transaction log nor a final state")
+    problems: list[str] = []
+    evidence: list[dict[str, Any]] = []
+    writes = Replay.of(txn_records).state_writes if txn_records is not None else []
+    for write in writes:
+        for problem in _state_write_problems(write):
+            problems.append(f"{write.topic}-{write.partition} at zxid 0x{write.record.zxid:x}: {problem}")
+            evidence.append(record_evidence(write.record, problem))
+    if final_state is not None:
+        for tp, state in sorted(final_state.partition_states.items()):
+            topic = final_state.topics.get(tp.topic)
+            replicas = None if topic is None else topic.replicas.get(tp.partition)
+            for problem in _state_problems(state.leader, state.isr, replicas):
+                problems.append(f"final {tp.topic}-{tp.partition}: {problem}")
+                evidence.append(_final_state_evidence(tp.topic, tp.partition, state, replicas, problem))
+    if problems:
+        return Verdict.invalid(name, problems, evidence)
+    if txn_records is None:
+        return Verdict.unknown(name, f"final state fine but {NO_LOG}: intermediate states unchecked")
+    return Verdict.valid(name, f"{len(writes)} state write(s) checked")
+
+
+def _state_write_problems(write: StateWrite) -> list[str]:
+    if write.state is None:
+        return [f"malformed state znode ({write.malformed})"]
+    s, prev = write.state, write.previous
+    problems = _state_problems(s.leader, s.isr, write.replicas)
+    if prev is not None and s.leader_epoch < prev.leader_epoch:
+        problems.append(f"leader_epoch went back from {prev.leader_epoch} to {s.leader_epoch}")
+    return problems
+
+
+def _state_problems(leader: int, isr: Sequence[int], replicas: Sequence[int] | None) -> list[str]:
+    problems = []
+    if not isr:
+        problems.append("empty ISR")
+    if leader != -1 and leader not in isr:
+        problems.append(f"leader {leader} not in ISR {list(isr)}")
+    if replicas is not None and not set(isr) <= set(replicas):
+        problems.append(f"ISR {list(isr)} not within replicas {list(replicas)}")
+    return problems
+
+
+def _final_state_evidence(
+    topic: str, partition: int, state: Any, replicas: Sequence[int] | None, note: str
+) -> dict[str, Any]:
+    return {
+        "kind": "znode",
+        "path": f"/brokers/topics/{topic}/partitions/{partition}/state",
+        "leader": state.leader,
+        "leader_epoch": state.leader_epoch,
+        "isr": list(state.isr),
+        "replicas": None if replicas is None else list(replicas),
+        "note": note,
+    }
+
+
+# ---- request journals --------------------------------------------------------------------------
+
+_APPLIED_KINDS = ("LeaderAndIsr", "UpdateMetadata", "StopReplica")
+
+
+def brokers_apply_requests_in_epoch_order(
+    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
+) -> Verdict:
+    """No broker applied a controller request older than one it had already applied.
+
+    Per broker life (the broker epoch the requests address): applied (error 0) requests never
+    go back in controller epoch; per partition, applied LeaderAndIsr entries strictly increase
+    the leader epoch, until an applied StopReplica(delete) removes the partition. Rejected
+    requests (STALE_CONTROLLER_EPOCH and friends) are what fencing is for and do not count.
+    """
+    name = "brokers_apply_requests_in_epoch_order"
+    if final_state is None or not final_state.journals:
+        return Verdict.unknown(name, "no request journals")
+    problems: list[str] = []
+    evidence: list[dict[str, Any]] = []
+    count = 0
+    for broker, journal in sorted(final_state.journals.items()):
+        lives: dict[int | None, list[ReceivedRequest]] = {}
+        for request in journal:
+            if request.kind in _APPLIED_KINDS and request.error_code == 0:
+                lives.setdefault(_life(request), []).append(request)
+        for applied in lives.values():
+            count += len(applied)
+            _check_life(broker, applied, problems, evidence)
+    if problems:
+        return Verdict.invalid(name, problems, evidence)
+    return Verdict.valid(name, f"{count} applied request(s) across {len(final_state.journals)} broker(s)")
+
+
+def _life(request: ReceivedRequest) -> int | None:
+    return None if request.broker_epoch in (None, -1) else request.broker_epoch
+
+
+def _check_life(
+    broker: int, applied: list[ReceivedRequest], problems: list[str], evidence: list[dict[str, Any]]
+) -> None:
+    newest: ReceivedRequest | None = None
+    epochs: dict[tuple[str, int], tuple[int, ReceivedRequest]] = {}
+    for request in applied:
+        if newest is not None and _happened_before(newest, request) and _older(request, newest):
+            problems.append(
+                f"broker {broker} applied {request.kind} #{request.seq} of controller epoch "
+                f"{request.controller_epoch} after #{newest.seq} of epoch {newest.controller_epoch}"
+            )
+            evidence += [
+                _request_evidence(broker, newest, "applied first"),
+                _request_evidence(broker, request, "older, applied later"),
+            ]
+        if newest is None or not _older(request, newest):
+            newest = request
+        _check_partitions(broker, request, epochs, problems, evidence)
+
+
+def _older(a: ReceivedRequest, b: ReceivedRequest) -> bool:
+    return (
+        a.controller_epoch is not None
+        and b.controller_epoch is not None
+        and a.controller_epoch < b.controller_epoch
+    )
+
+
+def _happened_before(a: ReceivedRequest, b: ReceivedRequest) -> bool:
+    """``a`` was answered before ``b`` was sent when both times are known, else arrival order."""
+    if a.source != b.source and a.answered_s is not None and b.sent_s is not None:
+        return a.answered_s <= b.sent_s
+    return a.seq < b.seq
+
+
+def _check_partitions(
+    broker: int,
+    request: ReceivedRequest,
+    epochs: dict[tuple[str, int], tuple[int, ReceivedRequest]],
+    problems: list[str],
+    evidence: list[dict[str, Any]],
+) -> None:
+    for p in request.partitions:
+        key = (p.topic, p.partition)
+        if p.error_code not in (0, None) or (p.error_code is None and request.kind != "UpdateMetadata"):
+            continue
+        if request.kind == "StopReplica" and request.delete_partitions:
+            epochs.pop(key, None)
+        if request.kind != "LeaderAndIsr" or p.leader_epoch is None:
+            continue
+        seen = epochs.get(key)
+        if seen is not None and p.leader_epoch <= seen[0]:
+            problems.append(
+                f"broker {broker} applied LeaderAndIsr #{request.seq} for {p.topic}-{p.partition} "
+                f"with leader epoch {p.leader_epoch} after #{seen[1].seq} with {seen[0]}"
+            )
+            evidence += [
+                _request_evidence(broker, seen[1], "applied first"),
+                _request_evidence(broker, request, "not newer, applied later"),
+            ]
+        epochs[key] = (p.leader_epoch, request)
+
+
+def _request_evidence(broker: int, r: ReceivedRequest, note: str) -> dict[str, Any]:
+    return {
+        "kind": "request",
+        "broker": broker,
+        "seq": r.seq,
+        "source": r.source,
+        "api": r.kind,
+        "controller_epoch": r.controller_epoch,
+        "broker_epoch": r.broker_epoch,
+        "error_code": r.error_code,
+        "partitions": [[p.topic, p.partition, p.leader_epoch, p.error_code] for p in r.partitions],
+        "note": note,
+    }
+
+
+# ---- history -----------------------------------------------------------------------------------
+
+
+def acknowledged_creations_survive(
+    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
+) -> Verdict:
+    """A topic creation acknowledged ``ok`` still exists at the end, unless a deletion of that
+    name was invoked after the creation was invoked (or was still running then)."""
+    name = "acknowledged_creations_survive"
+    if final_state is None:
+        return Verdict.unknown(name, "no final state")
+    all_pairs = pairs(history)
+    deletes = [p for p in all_pairs if p.invoke.f == "delete_topic"]
+    problems, evidence = [], []
+    acked = [p for p in all_pairs if p.invoke.f in CREATE_FS and p.outcome == "ok"]
+    for create in acked:
+        topic = create.invoke.value.get("topic")
+        if not isinstance(topic, str) or topic in final_state.topics:
+            continue
+        if any(_may_follow(d, create) for d in deletes if d.invoke.value.get("topic") == topic):
+            continue
+        problems.append(f"topic {topic!r} was created (ok) but is gone and no deletion of it was asked")
+        assert create.completion is not None
+        evidence += [
+            op_evidence(create.invoke),
+            op_evidence(create.completion, "acknowledged; topic absent at the end"),
+        ]
+    if problems:
+        return Verdict.invalid(name, problems, evidence)
+    return Verdict.valid(name, f"{len(acked)} acknowledged creation(s) accounted for")
+
+
+def _may_follow(delete: OpPair, create: OpPair) -> bool:
+    """The deletion may have applied after the creation did."""
+    if delete.invoke.index > create.invoke.index:
+        return True
+    return delete.completion is None or delete.completion.index > create.invoke.index

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
 from reference_controller.controller.context import ControllerContext, TopicPartition, tp_str
 from reference_controller.controller.decisions import elections as el
@@ -360,13 +361,27 @@ class PartitionStateMachine:
         return result
 
     def _topic_unclean_enabled(self, topic: str) -> bool | Exception:
+        """The topic's `LogConfig.uncleanLeaderElectionEnable`, read from ZooKeeper at election time
+        (ELECT-6): the override, else the broker's value; an error fails the election of its
+        partitions (logged as a failed state change)."""
         try:
             value = zkc.get_topic_config(self.zk, topic).get(UNCLEAN_KEY)
         except MalformedZnodeError as exc:
             return exc
         if value is None:
             return self.unclean_default()
-        return value.strip().lower() == "true"
+        match value.strip().lower():  # ConfigDef BOOLEAN: trimmed, either case
+            case "true":
+                return True
+            case "false":
+                return False
+            case _:
+                return MalformedZnodeError(
+                    zd.config_topic_path(topic),
+                    None,
+                    f"Invalid value {value} for configuration {UNCLEAN_KEY}: "
+                    "Expected value to be either true or false",
+                )
 
     # ---- logging --------------------------------------------------------------------------
     def _log_invalid_transition(self, tp: TopicPartition, target: PartitionState) -> None:

@@ -8,6 +8,7 @@ batching driver has something to batch. Unexpected result codes raise `ZkOperati
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -349,11 +350,27 @@ def get_topic_deletions(zk: ZkPort) -> list[str]:
 
 
 def get_topic_config(zk: ZkPort, topic: str) -> dict[str, str]:
-    """The topic's config overrides (empty when `/config/topics/<t>` is missing)."""
+    """The topic's config overrides, as `getLogConfigs` reads them (KafkaZkClient.scala@2.5.1
+    L294-320 with ConfigEntityZNode.decode, ZkData.scala@2.5.1 L329-338): empty when
+    `/config/topics/<t>` is missing, holds null data, is not JSON (`Json.parseBytes` ⇒ None) or has
+    no `config` object; a config value that is not a JSON string fails (`v.to[String]`) with
+    `MalformedZnodeError`."""
     data = zk.get_data([zd.config_topic_path(topic)])[0]
-    if data.stat is None:
+    if data.stat is None or data.data is None:
         return {}
-    return zd.decode_topic_config(data.data, data.path)
+    try:
+        obj = json.loads(data.data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    config = obj.get("config") if isinstance(obj, dict) else None
+    if not isinstance(config, dict):
+        return {}
+    for key, value in config.items():
+        if not isinstance(value, str):
+            raise MalformedZnodeError(
+                data.path, data.data, f"config value of {key} is not a string: {value!r}"
+            )
+    return dict(config)
 
 
 def read_notifications(zk: ZkPort, parent: str, names: Sequence[str]) -> list[DataResult]:

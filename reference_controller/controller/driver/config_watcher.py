@@ -13,17 +13,25 @@ L56-69, L86-104), each notification once. Parsing follows ConfigChangedNotificat
 (DynamicConfigManager.scala@2.5.1 L95-150): `version` 1 or 2 only; bad input is logged with the
 notification's path and skipped, and processing goes on with the next one.
 
+Purging (ZkNodeChangeNotificationListener.scala@2.5.1 L79-95, L125-136): each pass that finds
+children logs "Processing notification(s) to /config/changes", takes `now` (wall clock, ms) before
+processing, and afterwards, for every child in name order, reads its data and stat and deletes it
+when its data is not null and `now - ctime > 15 min` (`changeExpirationMs`, strictly greater). A
+child that vanished or holds null data is left alone. Every broker runs this listener, so every
+broker purges (deletes of an already deleted child are ignored, as `deletePath` does).
+
 Threads: kazoo's watch callback and the reconnect listener only *signal* a worker thread owned by
 this class, which does the ZooKeeper reads (never from a listener). After any reconnection the
 worker re-reads the children, re-arming the one-shot child watch kazoo dropped.
-Not done: purging notifications older than 15 minutes (Kafka's `purgeObsoleteNotifications`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +44,7 @@ from reference_controller.zkdata import CONFIG_CHANGES, config_topic_path
 log = logging.getLogger("kafka.common.ZkNodeChangeNotificationListener")
 
 CHANGE_PREFIX = "config_change_"
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # ZkNodeChangeNotificationListener's default changeExpirationMs
 UNCLEAN_KEY = "unclean.leader.election.enable"
 
 
@@ -102,11 +111,19 @@ def sequence_of(name: str) -> int:
 
 class ConfigWatcher:
     def __init__(
-        self, zk: Any, enqueue: Callable[[ControllerEvent], None], is_active: Callable[[], bool]
+        self,
+        zk: Any,
+        enqueue: Callable[[ControllerEvent], None],
+        is_active: Callable[[], bool],
+        *,
+        change_expiration_ms: int = CHANGE_EXPIRATION_MS,
+        clock_ms: Callable[[], float] = lambda: time.time() * 1000,
     ) -> None:
         self._zk = zk
         self._enqueue = enqueue
         self._is_active = is_active
+        self._change_expiration_ms = change_expiration_ms
+        self._clock_ms = clock_ms
         self._last_executed = -1
         self._wake = threading.Event()
         self._stopped = False
@@ -153,6 +170,14 @@ class ConfigWatcher:
             children = self._zk.get_children(CONFIG_CHANGES, watch=self._on_watch)
         except NoNodeError:
             return
+        if not children:
+            return
+        log.info("Processing notification(s) to %s", CONFIG_CHANGES)
+        now_ms = self._clock_ms()
+        self._process_fresh(children)
+        self._purge_obsolete_notifications(now_ms, children)
+
+    def _process_fresh(self, children: list[str]) -> None:
         fresh = sorted((c for c in children if sequence_of(c) > self._last_executed), key=sequence_of)
         for name in fresh:
             if self._stopped:
@@ -176,6 +201,20 @@ class ConfigWatcher:
                 if topic is not None:
                     self._process_topic(topic)
             self._last_executed = sequence_of(name)
+
+    def _purge_obsolete_notifications(self, now_ms: float, children: list[str]) -> None:
+        for name in sorted(children):
+            if self._stopped:
+                return
+            path = f"{CONFIG_CHANGES}/{name}"
+            try:
+                data, stat = self._zk.get(path)
+            except NoNodeError:
+                continue
+            if data is not None and now_ms - stat.ctime > self._change_expiration_ms:
+                log.debug("Purging change notification %s", path)
+                with contextlib.suppress(NoNodeError):
+                    self._zk.delete(path, recursive=True)
 
     def _process_topic(self, topic: str) -> None:
         try:

@@ -273,3 +273,70 @@ def test_enabling_unclean_election_on_an_offline_partition_elects_the_live_repli
         assert elected["controller_epoch"] == offline["controller_epoch"]
     finally:
         factory.close()
+
+
+# ---- purging (ZkNodeChangeNotificationListener.purgeObsoleteNotifications) -------------------------
+EXPIRY_MS = 15 * 60 * 1000
+
+
+def ctime_ms(zk: KazooClient, path: str) -> int:
+    return int(zk.get(path)[1].ctime)
+
+
+def later_notification(zk: KazooClient, first: str) -> str:
+    """A notification created at least 1 ms (server clock) after `first`."""
+    while True:
+        path = change_topic_config(zk, "second", {UNCLEAN: "true"})
+        if ctime_ms(zk, path) > ctime_ms(zk, first):
+            return path
+        zk.delete(path)
+        time.sleep(0.002)
+
+
+def test_notifications_older_than_15_minutes_are_purged_after_processing(
+    zk_client: KazooClient, recorder: Recorder
+) -> None:
+    """`now` is read before processing; a child goes when its data is not null and
+    now - ctime > 15 min (strictly): with now = ctime(second) + 15 min, `first` (older) is purged
+    and `second` (exactly 15 min) is kept; the null-data child is never purged."""
+    zk = zk_client
+    first = change_topic_config(zk, "first", {UNCLEAN: "true"})
+    null = notify(zk, None)
+    second = later_notification(zk, first)
+    now_ms = ctime_ms(zk, second) + EXPIRY_MS
+    watcher = ConfigWatcher(zk, recorder.enqueue, lambda: True, clock_ms=lambda: now_ms)
+    watcher.start()
+    try:
+        wait_for(lambda: not zk.exists(first), 10, f"{first} purged")
+        assert recorder.topics() == ["first", "second"]  # processed before being purged
+        assert zk.exists(second) is not None  # now - ctime == 15 min: not older
+        assert zk.exists(null) is not None  # null data: Kafka's `data.isDefined` is false
+    finally:
+        watcher.shutdown()
+
+
+def test_recent_notifications_are_kept(
+    zk_client: KazooClient, recorder: Recorder, start_watcher: Callable[[KazooClient], ConfigWatcher]
+) -> None:
+    first = change_topic_config(zk_client, "recent", {UNCLEAN: "true"})
+    start_watcher(zk_client)
+    settle(recorder, zk_client)  # two full passes (start-up and the sentinel's) have run
+    assert zk_client.exists(first) is not None
+
+
+def test_a_late_pass_purges_what_an_earlier_pass_kept(zk_client: KazooClient, recorder: Recorder) -> None:
+    """Every pass purges: a notification kept at first goes once a later pass finds it expired."""
+    zk = zk_client
+    first = change_topic_config(zk, "first", {UNCLEAN: "true"})
+    clock = {"now_ms": float(ctime_ms(zk, first))}
+    watcher = ConfigWatcher(zk, recorder.enqueue, lambda: True, clock_ms=lambda: clock["now_ms"])
+    watcher.start()
+    try:
+        wait_for(lambda: recorder.topics() == ["first"], 10, "the first pass")
+        assert zk.exists(first) is not None
+        clock["now_ms"] += EXPIRY_MS + 1
+        change_topic_config(zk, "trigger", {UNCLEAN: "true"})
+        wait_for(lambda: not zk.exists(first), 10, f"{first} purged by the next pass")
+        assert recorder.topics() == ["first", "trigger"]
+    finally:
+        watcher.shutdown()

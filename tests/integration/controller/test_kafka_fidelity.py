@@ -224,3 +224,62 @@ def test_graceful_stop_restart_and_auto_rebalance_bump_the_leader_epoch_twice(st
 def leader_epoch_changes(epochs: list[int]) -> list[int]:
     """The leader epochs in write order without repeats (ISR-only writes keep the epoch)."""
     return [e for i, e in enumerate(epochs) if i == 0 or e != epochs[i - 1]]
+
+
+# ---- ELECT-6 ---------------------------------------------------------------------------------------
+U = zkdata.partition_state_path("u", 0)
+
+
+def write_history(story: Story, path: str) -> list[tuple[int, int, list[int]]]:
+    """(leader, leader_epoch, isr) of every write of `path`, consecutive repeats dropped."""
+    out: list[tuple[int, int, list[int]]] = []
+    for w in story.state_writes(path):
+        item = (w["leader"], w["leader_epoch"], w["isr"])
+        if not out or out[-1] != item:
+            out.append(item)
+    return out
+
+
+@pytest.mark.parametrize("override", [{UNCLEAN: "true"}, None], ids=["topic-override-true", "default-false"])
+def test_a_topic_config_written_before_a_controller_failover_governs_the_next_election(
+    story: Story, override: dict[str, str] | None
+) -> None:
+    """u-0 = [2, 3]. 3 stops (ISR [2]); the config is written (no notification); controller 1 is
+    killed and 4 takes over (2 and 3 run broker-only, so the successor is known); 2, the last ISR
+    member, is killed (u-0 leaderless, ISR [2]); 3 comes back. With the override 4 elects 3 (ISR
+    [3]); with Kafka's default (false) u-0 stays leaderless with ISR [2]."""
+    zk = story.zk
+    controller_capable = {"auto.leader.rebalance.enable": "false"}
+    broker_only = {**controller_capable, "reference.controller.enable": "false"}
+    story.start(1, controller_capable)
+    story.wait(partial(controller_is, zk, 1), 30, "broker 1 as the controller")
+    story.start(4, controller_capable)
+    story.start(2, broker_only)
+    story.start(3, broker_only)
+    create_topic(zk, "u", (2, 3), {})
+    story.wait(partial(story.state_is, 2, 0, [2, 3], U), 30, "u-0 online: leader 2, ISR [2, 3]")
+    story.stop(3)
+    story.wait(partial(story.state_is, 2, 1, [2], U), 30, "u-0: ISR [2] at epoch 1")
+    if override is not None:
+        zk.set(zkdata.config_topic_path("u"), zkdata.encode_topic_config(override))
+
+    story.nodes[1].kill()
+    story.wait(partial(controller_is, zk, 4), 60, "broker 4 as the controller")
+    story.nodes[2].kill()
+    offline = story.wait(partial(story.state_is, -1, 2, [2], U), 60, "u-0 leaderless, ISR [2] kept")
+    assert offline["controller_epoch"] == 2, story.report()
+
+    story.start(3, broker_only)
+    if override is not None:
+        elected = story.wait(partial(story.state_is, 3, 3, [3], U), 30, "the unclean election of 3")
+        assert elected["controller_epoch"] == 2, story.report()
+        expected = [(2, 0, [2, 3]), (2, 1, [2]), (-1, 2, [2]), (3, 3, [3])]
+    else:
+        # Evidence the controller handled 3's registration (events are processed in order): a topic
+        # created afterwards on broker 3 comes online.
+        create_topic(zk, "later", (3,), {})
+        later = zkdata.partition_state_path("later", 0)
+        story.wait(partial(story.state_is, 3, 0, [3], later), 30, "topic 'later' online on broker 3")
+        assert story.state_is(-1, 2, [2], U), story.report()
+        expected = [(2, 0, [2, 3]), (2, 1, [2]), (-1, 2, [2])]
+    assert write_history(story, U) == expected, story.report()

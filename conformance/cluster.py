@@ -12,6 +12,14 @@ sits on every controller→broker link: node Y binds ``CTRL_<x>`` on a fixed loo
 advertises the proxy's port, so every controller request Y receives is journalled (per
 destination, in arrival order) whichever implementation sent it.
 
+With ``record_zookeeper`` (the default) each node's ``zookeeper.connect`` names its own
+:class:`~fixtures.probes.zk_journal.ZkRecordingProxy` (one per ZooKeeper host, chroot kept): every
+request the node sends to ZooKeeper and every watch event it receives is journalled per node
+(:meth:`Cluster.zk_journal`; also ``node-<id>/zk-journal.jsonl``). The proxy only relays bytes, so
+it works for any target. Chaining seams for fault injection: ``zk_front(node id, proxy address)``
+returns the address the node should connect to instead (a fault proxy in front that forwards to the
+recording proxy), and :attr:`ZkRecordingProxy.upstream` may be pointed at a fault proxy behind it.
+
 Observation helpers are read-only: ZooKeeper data (``zk``), the transaction log of this chroot
 (``history``), state-change logs, log dirs. Admin writes live in :mod:`conformance.admin`.
 """
@@ -35,18 +43,28 @@ from typing import Any, TypeVar
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from conformance.nodeconfig import CLIENT_LISTENER, Interpose, NodeSpec, control_listener, render_properties
+from conformance.nodeconfig import (
+    CLIENT_LISTENER,
+    Interpose,
+    NodeSpec,
+    control_listener,
+    render_properties,
+    split_zookeeper_connect,
+    zookeeper_connect,
+)
 from conformance.nodeconfig import server_properties as build_properties
 from conformance.targets import Target, profile_properties
 from fixtures.probes.history import ChrootView, TxnLogCursor
 from fixtures.probes.request_proxy import RecordingProxy, RequestJournal
 from fixtures.probes.state_change_log import LogEntry, read_state_change_log
 from fixtures.probes.txnrecords import TxnRecord
+from fixtures.probes.zk_journal import ProxyLoop, ZkJournal, ZkRecordingProxy
 
 __all__ = ["Cluster", "ConditionTimeout", "Node", "wait_for"]
 
 T = TypeVar("T")
 _PR_SET_PDEATHSIG = 1
+Address = tuple[str, int]
 
 
 class ConditionTimeout(AssertionError):
@@ -166,6 +184,8 @@ class Cluster:
         node_overrides: Mapping[int, Mapping[str, str]] = {},
         log_dirs_per_node: int = 1,
         record_requests: bool = True,
+        record_zookeeper: bool = True,
+        zk_front: Callable[[int, Address], Address] | None = None,
         four_letter: Callable[[str], str] | None = None,
     ) -> None:
         self.target, self.chroot, self.profile = target, chroot, profile
@@ -180,6 +200,10 @@ class Cluster:
         self.zk.start(timeout=15.0)
         self.journal: RequestJournal | None = RequestJournal() if record_requests else None
         self.proxies: dict[tuple[int, int], RecordingProxy] = {}
+        self.zk_loop = ProxyLoop("zk-journal") if record_zookeeper else None
+        self.zk_front = zk_front
+        self.zk_journals: dict[int, ZkJournal] = {}
+        self.zk_proxies: dict[int, list[ZkRecordingProxy]] = {}
         self.nodes: dict[int, Node] = {}
         for bid in self.broker_ids:
             self.nodes[bid] = self._make_node(
@@ -200,6 +224,17 @@ class Cluster:
             out[control_listener(source)] = Interpose(bind_port=bind_port, advertised_port=proxy.port)
         return out
 
+    def _zookeeper_link(self, bid: int, node_dir: Path, zk: str) -> str:
+        """The node's ``zookeeper.connect``: its recording proxies (and any front), chroot kept."""
+        if self.zk_loop is None:
+            return f"{zk}{self.chroot}"
+        hosts, _ = split_zookeeper_connect(zk)
+        journal = ZkJournal(f"node-{bid}", chroot=self.chroot, jsonl_path=node_dir / "zk-journal.jsonl")
+        proxies = [ZkRecordingProxy(journal, host, loop=self.zk_loop) for host in hosts]
+        self.zk_journals[bid], self.zk_proxies[bid] = journal, proxies
+        front = self.zk_front or (lambda _bid, address: address)
+        return zookeeper_connect([front(bid, p.address) for p in proxies], self.chroot)
+
     def _make_node(
         self, bid: int, zk: str, overrides: Mapping[str, str], mine: Mapping[str, str], n_dirs: int
     ) -> Node:
@@ -207,7 +242,11 @@ class Cluster:
         (node_dir / "logs").mkdir(parents=True, exist_ok=True)
         log_dirs = tuple(node_dir / f"data-{i}" for i in range(n_dirs))
         spec = NodeSpec(
-            bid, self.broker_ids, f"{zk}{self.chroot}", tuple(map(str, log_dirs)), self._interpose(bid)
+            bid,
+            self.broker_ids,
+            self._zookeeper_link(bid, node_dir, zk),
+            tuple(map(str, log_dirs)),
+            self._interpose(bid),
         )
         props = build_properties(
             spec,
@@ -327,6 +366,12 @@ class Cluster:
                 proxy.close()
         if self.journal is not None:
             self.journal.close()
+        for zk_proxy in (p for ps in self.zk_proxies.values() for p in ps):
+            zk_proxy.close()
+        if self.zk_loop is not None:
+            self.zk_loop.close()
+        for zk_journal in self.zk_journals.values():
+            zk_journal.close()
         with contextlib.suppress(Exception):
             self.zk.stop()
             self.zk.close()
@@ -338,6 +383,22 @@ class Cluster:
         if self._four_letter is None:
             raise RuntimeError("this cluster was made without a four-letter-word channel")
         return self._four_letter(command)
+
+    def zk_journal(self, bid: int) -> ZkJournal:
+        """What node ``bid`` sent to ZooKeeper and the watch events it got (raises ``LookupError``
+        when the cluster was made with ``record_zookeeper=False``)."""
+        if bid not in self.zk_journals:
+            raise LookupError(
+                f"no ZooKeeper journal for node {bid} (record_zookeeper={self.zk_loop is not None})"
+            )
+        return self.zk_journals[bid]
+
+    def zk_evidence(self, last: int = 150) -> dict[str, str]:
+        """The tail of every node's ZooKeeper journal (pings left out), for failure reports."""
+        return {
+            f"node {bid} ZooKeeper requests (journal)": journal.dump(last=last)
+            for bid, journal in self.zk_journals.items()
+        }
 
     def get_json(self, path: str) -> Any:
         """Parsed JSON of a znode, ``None`` if absent (raises on undecodable data)."""

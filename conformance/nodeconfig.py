@@ -25,6 +25,11 @@ of the same-named listener when the node registers (``KafkaServer.createBrokerIn
 is ever picked in advance. To interpose a proxy on link x→Y the harness instead gives Y's
 ``CTRL_<x>`` listener a fixed port Q and advertises the proxy's port P (:class:`Interpose`): the
 registration then sends x to the proxy, which forwards to Q.
+
+ZooKeeper link — each node's ``zookeeper.connect`` names its own recording proxies (one per
+ZooKeeper host, :mod:`fixtures.probes.zk_journal`) with the test's chroot kept:
+:func:`split_zookeeper_connect` and :func:`zookeeper_connect` take a connect string apart and
+put it back together.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ __all__ = [
     "listener_names",
     "render_properties",
     "server_properties",
+    "split_zookeeper_connect",
+    "zookeeper_connect",
 ]
 
 CLIENT_LISTENER = "CLIENT"
@@ -59,6 +66,24 @@ def listener_names(broker_ids: Iterable[int]) -> list[str]:
     """Every listener name a node of a cluster with ``broker_ids`` has, in a fixed order."""
     ids = sorted(broker_ids)
     return [CLIENT_LISTENER] + [inter_broker_listener(i) for i in ids] + [control_listener(i) for i in ids]
+
+
+def split_zookeeper_connect(connect: str) -> tuple[list[tuple[str, int]], str]:
+    """``"h1:2181,h2:2182/kafka"`` → ``([("h1", 2181), ("h2", 2182)], "/kafka")``."""
+    slash = connect.find("/")
+    hosts, chroot = (connect, "") if slash < 0 else (connect[:slash], connect[slash:])
+    out: list[tuple[str, int]] = []
+    for entry in hosts.split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"zookeeper.connect entry {entry!r} of {connect!r} is not host:port")
+        out.append((host, int(port)))
+    return out, chroot.rstrip("/")
+
+
+def zookeeper_connect(hosts: Iterable[tuple[str, int]], chroot: str = "") -> str:
+    """The inverse of :func:`split_zookeeper_connect`."""
+    return ",".join(f"{h}:{p}" for h, p in hosts) + chroot
 
 
 @dataclass(frozen=True)

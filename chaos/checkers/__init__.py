@@ -10,7 +10,8 @@ Every checker is ``check(history, txn_records, final_state) -> Verdict``:
 
 A checker answers ``unknown`` when the data it needs is missing, never a guess. The wall: this
 package imports ``fixtures.probes`` types and :mod:`chaos.history`, never the implementation
-under test.
+under test. Building a final state from a live cluster (I/O, through ports) is in
+:mod:`chaos.checkers.final_state`.
 
 ========================================  =========  ==================================================
 checker                                   kind       property (issue 10 item 5)
@@ -43,10 +44,8 @@ from chaos.checkers.final_state import (
     ReceivedRequest,
     RequestPartition,
     TopicState,
-    journals_from_requests,
-    metadata_from_view,
-    read_zookeeper_state,
-    received_request,
+    final_state_from_json,
+    final_state_to_json,
 )
 from chaos.checkers.liveness import (
     admin_znodes_cleaned,
@@ -84,10 +83,8 @@ __all__ = [
     "Verdict",
     "aggregate",
     "check_all",
-    "journals_from_requests",
-    "metadata_from_view",
-    "read_zookeeper_state",
-    "received_request",
+    "final_state_from_json",
+    "final_state_to_json",
 ]
 
 Checker = Callable[[Sequence[Op], Sequence[TxnRecord] | None, FinalState | None], Verdict]

@@ -1,15 +1,15 @@
-"""The final state a chaos run hands to its checkers, and how to build it (data + drivers helpers).
+"""The final state a chaos run hands to its checkers: data, JSON form, builders.
 
-:class:`FinalState` is plain frozen data: the checkers (pure) read it. The runner builds it
-after the final phase (every fault healed, quiescence awaited) from three channels:
+:class:`FinalState` is plain frozen data (decisions ring): the checkers (pure) read it. The runner
+builds it after the final phase (every fault healed, quiescence awaited) with the builders below
+(drivers ring: they read through the ports the caller hands in) from three channels:
 
-- ZooKeeper, through :func:`read_zookeeper_state` (a chrooted ``KazooClient`` or anything with
+- ZooKeeper, through ``read_zookeeper_state`` (a chrooted ``KazooClient`` or anything with
   ``get``/``get_children``): ``/controller``, ``/controller_epoch``, topics, partition states,
   ``/admin/*``, ``/brokers/ids``;
-- each live broker's Metadata API view: :func:`metadata_from_view` turns the probes'
-  :class:`~fixtures.probes.client_metadata.ClusterView` (one ``fetch_metadata`` per broker,
-  bootstrapped on that broker alone) into a :data:`BrokerMetadata`;
-- the request journals of the controller→broker links: :func:`journals_from_requests` turns the
+- each live broker's Metadata API view: ``fetch_broker_metadata`` (a Metadata request to that
+  broker alone), or ``metadata_from_view`` over the probes' ``ClusterView``;
+- the request journals of the controller→broker links: ``journals_from_requests`` turns the
   probes' ``ControllerRequest`` items into per-broker :class:`ReceivedRequest` tuples.
 
 Then ``FinalState(**read_zookeeper_state(zk), metadata=..., journals=..., quiesced=...)``.
@@ -36,6 +36,7 @@ from fixtures.probes.znodes import (
 )
 
 __all__ = [
+    "CONTROLLER_REQUESTS",
     "BrokerMetadata",
     "FinalState",
     "MetadataPartition",
@@ -43,11 +44,17 @@ __all__ = [
     "ReceivedRequest",
     "RequestPartition",
     "TopicState",
+    "fetch_broker_metadata",
+    "final_state_from_json",
+    "final_state_to_json",
     "journals_from_requests",
     "metadata_from_view",
     "read_zookeeper_state",
     "received_request",
 ]
+
+#: The controller→broker requests a journal entry must be to count.
+CONTROLLER_REQUESTS = ("LeaderAndIsr", "UpdateMetadata", "StopReplica")
 
 
 @dataclass(frozen=True)
@@ -162,6 +169,9 @@ class FinalState:
     quiesced: bool = True
 
 
+# ---- building it from a live cluster (drivers: the caller hands in the ports) -------------
+
+
 def read_zookeeper_state(zk: ZkReadClient) -> dict[str, Any]:
     """The ZooKeeper fields of :class:`FinalState`, read through a (chrooted) client."""
     controller = read_controller(zk)
@@ -250,6 +260,153 @@ def journals_from_requests(requests: Iterable[Any]) -> dict[int, tuple[ReceivedR
     """
     out: dict[int, list[ReceivedRequest]] = {}
     for r in requests:
-        if r.api in ("LeaderAndIsr", "UpdateMetadata", "StopReplica"):
+        if r.api in CONTROLLER_REQUESTS:
             out.setdefault(r.dest, []).append(received_request(r))
     return {b: tuple(sorted(rs, key=lambda x: x.seq)) for b, rs in out.items()}
+
+
+def fetch_broker_metadata(host: str, port: int, timeout_s: float = 10.0) -> BrokerMetadata:
+    """One broker's own Metadata view (a Metadata v1 request for all topics, to it alone).
+
+    A client library would pick any broker it knows; this asks exactly the broker at
+    ``host:port``. Raises ``OSError`` when the broker cannot be reached.
+    """
+    from kio.schema.metadata.v1.request import MetadataRequest  # noqa: PLC0415 - kio only when fetching
+
+    from fixtures.probes.request_proxy import send_request  # noqa: PLC0415
+
+    response = send_request(host, port, MetadataRequest(topics=None), timeout_s=timeout_s)
+    view: dict[str, dict[int, MetadataPartition]] = {}
+    for topic in response.topics:
+        view[str(topic.name)] = {
+            int(p.partition_index): MetadataPartition(
+                int(p.leader_id),
+                tuple(int(r) for r in p.replica_nodes),
+                tuple(int(r) for r in p.isr_nodes),
+                None if int(p.error_code) == 0 else str(int(p.error_code)),
+            )
+            for p in topic.partitions
+        }
+    return view
+
+
+# ---- JSON form (run directories, replay, checked-in captures) ---------------------------------
+
+
+def _tp_key(tp: TopicPartition) -> str:
+    return f"{tp.topic}/{tp.partition}"
+
+
+def _tp_of(key: str) -> TopicPartition:
+    topic, _, partition = key.rpartition("/")
+    return TopicPartition(topic, int(partition))
+
+
+def _int_map(m: Mapping[int, Iterable[int]]) -> dict[str, list[int]]:
+    return {str(k): list(v) for k, v in sorted(m.items())}
+
+
+def _from_int_map(m: Mapping[str, Iterable[int]]) -> dict[int, tuple[int, ...]]:
+    return {int(k): tuple(v) for k, v in m.items()}
+
+
+def final_state_to_json(state: FinalState) -> dict[str, Any]:
+    """A JSON object holding every field of ``state`` (partitions keyed ``"<topic>/<p>"``)."""
+    return {
+        "controller": state.controller,
+        "controller_epoch": state.controller_epoch,
+        "controller_epoch_version": state.controller_epoch_version,
+        "topics": {
+            name: {
+                "czxid": t.czxid,
+                "replicas": _int_map(t.replicas),
+                "adding": _int_map(t.adding),
+                "removing": _int_map(t.removing),
+            }
+            for name, t in sorted(state.topics.items())
+        },
+        "partition_states": {
+            _tp_key(tp): {**s.__dict__, "isr": list(s.isr)}
+            for tp, s in sorted(state.partition_states.items())
+        },
+        "reassign_partitions": None
+        if state.reassign_partitions is None
+        else {_tp_key(tp): list(r) for tp, r in sorted(state.reassign_partitions.items())},
+        "preferred_replica_election": None
+        if state.preferred_replica_election is None
+        else [_tp_key(tp) for tp in state.preferred_replica_election],
+        "delete_topics": sorted(state.delete_topics),
+        "live_brokers": sorted(state.live_brokers),
+        "metadata": {
+            str(b): None
+            if view is None
+            else {
+                t: {
+                    str(p): {**m.__dict__, "replicas": list(m.replicas), "isr": list(m.isr)}
+                    for p, m in parts.items()
+                }
+                for t, parts in view.items()
+            }
+            for b, view in sorted(state.metadata.items())
+        },
+        "journals": {str(b): [_request_to_json(r) for r in rs] for b, rs in sorted(state.journals.items())},
+        "quiesced": state.quiesced,
+    }
+
+
+def _request_to_json(r: ReceivedRequest) -> dict[str, Any]:
+    return {**r.__dict__, "partitions": [p.__dict__ for p in r.partitions]}
+
+
+def final_state_from_json(obj: Mapping[str, Any]) -> FinalState:
+    """The inverse of :func:`final_state_to_json`; a missing or mistyped field raises
+    ``ValueError`` naming it."""
+    try:
+        return FinalState(
+            controller=obj["controller"],
+            controller_epoch=obj["controller_epoch"],
+            controller_epoch_version=obj["controller_epoch_version"],
+            topics={
+                name: TopicState(
+                    t["czxid"],
+                    _from_int_map(t["replicas"]),
+                    _from_int_map(t["adding"]),
+                    _from_int_map(t["removing"]),
+                )
+                for name, t in obj["topics"].items()
+            },
+            partition_states={
+                _tp_of(k): PartitionState(**{**s, "isr": tuple(s["isr"])})
+                for k, s in obj["partition_states"].items()
+            },
+            reassign_partitions=None
+            if obj["reassign_partitions"] is None
+            else {_tp_of(k): tuple(r) for k, r in obj["reassign_partitions"].items()},
+            preferred_replica_election=None
+            if obj["preferred_replica_election"] is None
+            else tuple(_tp_of(k) for k in obj["preferred_replica_election"]),
+            delete_topics=frozenset(obj["delete_topics"]),
+            live_brokers=frozenset(obj["live_brokers"]),
+            metadata={
+                int(b): None if v is None else _metadata_from_json(v) for b, v in obj["metadata"].items()
+            },
+            journals={int(b): tuple(_request_from_json(r) for r in rs) for b, rs in obj["journals"].items()},
+            quiesced=obj["quiesced"],
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"not a final state: {type(exc).__name__}: {exc}") from None
+
+
+def _metadata_from_json(view: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> BrokerMetadata:
+    return {
+        t: {
+            int(p): MetadataPartition(m["leader"], tuple(m["replicas"]), tuple(m["isr"]), m.get("error"))
+            for p, m in parts.items()
+        }
+        for t, parts in view.items()
+    }
+
+
+def _request_from_json(r: Mapping[str, Any]) -> ReceivedRequest:
+    parts = tuple(RequestPartition(**p) for p in r["partitions"])
+    return ReceivedRequest(**{**r, "partitions": parts})

@@ -1,0 +1,77 @@
+"""JSON form of transaction-log records, for checked-in captures of real logs (test helper).
+
+A capture keeps what the checkers read from a real ZooKeeper log (every ``TxnRecord`` field,
+data as base64), so unit tests replay a real controller's writes without a server.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from fixtures.probes import Acl, TxnOp, TxnRecord
+
+
+def op_to_json(op: TxnOp) -> dict[str, Any]:
+    out: dict[str, Any] = {"op": op.op}
+    if op.path is not None:
+        out["path"] = op.path
+    if op.data is not None:
+        out["data"] = base64.b64encode(op.data).decode()
+    for key in ("ephemeral", "version", "parent_cversion", "ttl_ms", "error", "session_timeout_ms"):
+        value = getattr(op, key)
+        if value not in (None, False):
+            out[key] = value
+    if op.acl:
+        out["acl"] = [[a.perms, a.scheme, a.id] for a in op.acl]
+    if op.attempted is not None:
+        out["attempted"] = op_to_json(op.attempted)
+    if op.ops:
+        out["ops"] = [op_to_json(o) for o in op.ops]
+    if op.closed_paths is not None:
+        out["closed_paths"] = list(op.closed_paths)
+    return out
+
+
+def op_from_json(obj: dict[str, Any]) -> TxnOp:
+    return TxnOp(
+        op=obj["op"],
+        path=obj.get("path"),
+        data=base64.b64decode(obj["data"]) if "data" in obj else None,
+        ephemeral=obj.get("ephemeral", False),
+        version=obj.get("version"),
+        parent_cversion=obj.get("parent_cversion"),
+        ttl_ms=obj.get("ttl_ms"),
+        acl=tuple(Acl(p, s, i) for p, s, i in obj.get("acl", ())),
+        error=obj.get("error"),
+        attempted=op_from_json(obj["attempted"]) if "attempted" in obj else None,
+        ops=tuple(op_from_json(o) for o in obj.get("ops", ())),
+        session_timeout_ms=obj.get("session_timeout_ms"),
+        closed_paths=tuple(obj["closed_paths"]) if "closed_paths" in obj else None,
+    )
+
+
+def record_to_json(r: TxnRecord) -> dict[str, Any]:
+    return {
+        "zxid": r.zxid,
+        "session_id": r.session_id,
+        "cxid": r.cxid,
+        "time_ms": r.time_ms,
+        "txn": op_to_json(r.txn),
+    }
+
+
+def record_from_json(obj: dict[str, Any]) -> TxnRecord:
+    return TxnRecord(obj["zxid"], obj["session_id"], obj["cxid"], obj["time_ms"], op_from_json(obj["txn"]))
+
+
+def dump_records(records: Iterable[TxnRecord], path: Path) -> None:
+    path.write_text("".join(json.dumps(record_to_json(r)) + "\n" for r in records), encoding="utf-8")
+
+
+def load_records(path: Path) -> list[TxnRecord]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [record_from_json(json.loads(line)) for line in lines if line.strip()]

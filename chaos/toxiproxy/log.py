@@ -27,7 +27,7 @@ def emit(level: str, message: str, **fields: Any) -> None:
     time = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     record = {"level": level, **fields, "time": time, "message": message}
     try:
-        sys.stdout.write(json.dumps(record, default=str) + "\n")
+        sys.stdout.write(json.dumps(record, default=str, separators=(",", ":")) + "\n")
         sys.stdout.flush()
     except (OSError, ValueError):  # stdout closed or a broken pipe: logging must not kill the server
         pass

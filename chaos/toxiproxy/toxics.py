@@ -51,26 +51,33 @@ async def latency(stub: Stub, toxic: ToxicSpec) -> None:
     stub.close()
 
 
+async def _sleep_until(deadline: float) -> None:
+    await asyncio.sleep(max(0.0, deadline - _now()))
+
+
 async def bandwidth(stub: Stub, toxic: ToxicSpec) -> None:
-    """Release ``len/rate`` ms per chunk; chunks over ``rate*100`` bytes go in 100 ms slices."""
+    """Release ``len/rate`` ms per chunk; chunks over ``rate*100`` bytes go in 100 ms slices.
+
+    Upstream sleeps per chunk and carries the oversleep over as a credit; here each release has an
+    absolute deadline (a chunk starts when it arrived or when the previous one was done, whichever
+    is later), so a late wake-up on a loaded machine does not lower the average rate either.
+    """
     rate = toxic.attr("rate")
-    debt_s = 0.0
+    free_at = 0.0
     while (chunk := await stub.input.get()) is not None:
         if rate <= 0:
             await stub.forward(chunk)
             continue
-        debt_s += len(chunk.data) / rate / 1000.0
+        free_at = max(free_at, chunk.timestamp)
         stub.pending = chunk
         while len(chunk.data) > rate * 100:
-            await asyncio.sleep(0.1)
-            head = Chunk(chunk.data[: rate * 100], chunk.timestamp)
-            await stub.output.put(head)  # pending still holds head + rest until this returns
+            free_at += 0.1
+            await _sleep_until(free_at)
+            await stub.output.put(Chunk(chunk.data[: rate * 100], chunk.timestamp))  # pending: head + rest
             chunk = Chunk(chunk.data[rate * 100 :], chunk.timestamp)
             stub.pending = chunk
-            debt_s -= 0.1
-        started = _now()
-        await asyncio.sleep(max(0.0, debt_s))
-        debt_s -= _now() - started  # sleeping overshoots: the next chunk owes less
+        free_at += len(chunk.data) / rate / 1000.0
+        await _sleep_until(free_at)
         await stub.forward(chunk)
     stub.close()
 

@@ -61,6 +61,10 @@ def _metadata(cluster: Cluster) -> dict[int, Any]:
     return {b: fetch_broker_metadata(*cluster.endpoint(b)) for b in BROKERS}
 
 
+def _metadata_names(cluster: Cluster, topics: set[str]) -> bool:
+    return all(topics <= {t for t, parts in view.items() if parts} for view in _metadata(cluster).values())
+
+
 def _quiesce(cluster: Cluster, deadline_s: float) -> dict[int, Any]:
     """Wait until the run is quiet; return each broker's (stable) Metadata view."""
     last: dict[str, Any] = {"count": -1, "since": time.monotonic(), "views": None}
@@ -98,7 +102,12 @@ def run_failover_scenario(cluster: Cluster) -> Capture:
         lambda: admin.create_topic_zk(cluster, "t1", {0: [1, 2, 3], 1: [2, 3, 1]}))  # fmt: skip
     _op(h, "client-1", "create_topic", {"topic": "t2", "partitions": 1, "replication_factor": 2},
         lambda: admin.create_topic_zk(cluster, "t2", {0: [2, 3]}))  # fmt: skip
-    wait_for(lambda: cluster.partition_state("t2", 0), cluster.deadline(30), "t2 online")
+    # every broker hears of both topics from the first controller before it dies
+    wait_for(
+        lambda: _metadata_names(cluster, {"t1", "t2"}),
+        cluster.deadline(30),
+        "t1, t2 in every broker's Metadata",
+    )
     _op(h, "client-0", "reassign", {"topic": "t1", "assignment": {"0": [3, 2]}},
         lambda: admin.reassign_zk(cluster, {("t1", 0): [3, 2]}))  # fmt: skip
     _op(h, "nemesis", "start_fault", {"fault": "kill", "broker_id": first}, lambda: cluster.kill(first))

@@ -1,0 +1,421 @@
+"""Safety checkers on hand-made logs, journals and histories, and on a real capture.
+
+Each checker: a log/history that breaks it (invalid, naming the records or ops), a clean one
+(valid), and missing data (unknown). ``data/failover`` is a real 3-node reference run with a
+controller SIGKILL (``real_scenario.py``); mutating it shows the checkers catch a bug in a real
+log, not only in hand-made ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from chaos.checkers import check_all, final_state_from_json
+from chaos.checkers.final_state import FinalState
+from chaos.checkers.safety import (
+    acknowledged_creations_survive,
+    brokers_apply_requests_in_epoch_order,
+    controller_epoch_increases,
+    no_write_after_epoch_superseded,
+    one_controller_per_epoch,
+    partition_states_valid,
+)
+from chaos.history import History
+from fixtures.probes import TxnOp, TxnRecord
+from tests.chaos.checkers.builders import (
+    ADMIN,
+    SESSION_A,
+    SESSION_B,
+    Log,
+    create,
+    delete,
+    final_state,
+    history_of,
+    request,
+    set_data,
+    state_data,
+    state_path,
+    topic_data,
+)
+from tests.chaos.checkers.txnjson import load_records
+
+pytestmark = [pytest.mark.unit, pytest.mark.chaos]
+
+CAPTURE = Path(__file__).parent / "data" / "failover"
+
+
+def real_capture() -> tuple[History, list[TxnRecord], FinalState]:
+    state = final_state_from_json(json.loads((CAPTURE / "final_state.json").read_text()))
+    return History.load(CAPTURE / "history.jsonl"), load_records(CAPTURE / "records.jsonl"), state
+
+
+def zxids(evidence: object) -> set[str]:
+    assert isinstance(evidence, tuple)
+    return {e["zxid"] for e in evidence if e.get("kind") == "txn"}
+
+
+def hexz(record: TxnRecord) -> str:
+    return f"0x{record.zxid:x}"
+
+
+def test_every_checker_accepts_the_real_failover_capture() -> None:
+    history, records, state = real_capture()
+    verdicts = check_all(history, records, state)
+    assert [(v.checker, v.validity) for v in verdicts if not v.is_valid] == []
+    assert len(verdicts) == 12
+
+
+# ---- /controller_epoch strictly increasing ------------------------------------------------------
+
+
+def test_controller_epoch_increases_accepts_successive_elections() -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.elect(SESSION_B, 2)
+    v = controller_epoch_increases([], log.records, None)
+    assert v.validity == "valid", v.message
+    assert "values [0, 1, 2]" in v.message
+
+
+@pytest.mark.parametrize("second_epoch", [1, 0])
+def test_controller_epoch_written_twice_with_the_same_or_a_smaller_value_is_invalid(
+    second_epoch: int,
+) -> None:
+    log = Log()
+    first = log.elect(SESSION_A, 1)
+    second = log.elect(SESSION_B, 2, epoch=second_epoch)
+    v = controller_epoch_increases([], log.records, None)
+    assert v.validity == "invalid"
+    assert f"from 1 to {second_epoch}" in v.message
+    assert zxids(v.evidence) == {hexz(first), hexz(second)}
+
+
+def test_controller_epoch_with_non_integer_data_is_invalid() -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    bad = log.multi(SESSION_B, set_data("/controller_epoch", b"two", 2))
+    v = controller_epoch_increases([], log.records, None)
+    assert v.validity == "invalid"
+    assert hexz(bad) in zxids(v.evidence)
+
+
+def test_a_failed_election_multi_is_not_a_write() -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.failed_multi(SESSION_B)
+    assert controller_epoch_increases([], log.records, None).validity == "valid"
+
+
+def test_controller_epoch_without_a_log_is_unknown() -> None:
+    assert controller_epoch_increases([], None, final_state()).validity == "unknown"
+
+
+# ---- one controller per epoch -------------------------------------------------------------------
+
+
+def test_fenced_writes_of_successive_controllers_under_their_own_epochs_are_valid() -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.fenced(SESSION_A, create("/brokers/topics/t/partitions"))
+    log.elect(SESSION_B, 2)
+    log.fenced(SESSION_B, delete("/admin/reassign_partitions"))
+    v = one_controller_per_epoch([], log.records, None)
+    assert v.validity == "valid", v.message
+
+
+def test_a_second_session_writing_under_an_epoch_it_did_not_win_is_invalid() -> None:
+    log = Log()
+    election = log.elect(SESSION_A, 1)
+    log.fenced(SESSION_A, create("/brokers/topics/t/partitions"))
+    intruder = log.fenced(SESSION_B, create("/brokers/topics/u/partitions"))  # "elected" without bumping
+    v = one_controller_per_epoch([], log.records, None)
+    assert v.validity == "invalid"
+    assert f"session 0x{SESSION_B:x}" in v.message
+    assert zxids(v.evidence) == {hexz(intruder), hexz(election)}
+
+
+def test_two_sessions_under_an_epoch_whose_election_is_not_in_the_log_is_invalid() -> None:
+    log = Log(epoch=4, epoch_version=4)  # the log starts after the election
+    a = log.fenced(SESSION_A, create("/brokers/topics/t/partitions"))
+    b = log.fenced(SESSION_B, create("/brokers/topics/u/partitions"))
+    v = one_controller_per_epoch([], log.records, None)
+    assert v.validity == "invalid"
+    assert zxids(v.evidence) == {hexz(a), hexz(b)}
+
+
+def test_one_controller_per_epoch_without_a_log_is_unknown() -> None:
+    assert one_controller_per_epoch([], None, None).validity == "unknown"
+
+
+# ---- no controller write after its epoch was superseded -----------------------------------------
+
+
+def test_a_deposed_controllers_unfenced_leader_change_is_invalid() -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.create_topic(ADMIN, "t", {0: [1, 2]})
+    log.set_state(SESSION_A, "t", 0, state_data(1, 0, [1, 2]))
+    log.elect(SESSION_B, 2)
+    stale = log.set_state(SESSION_A, "t", 0, state_data(2, 1, [2]), fenced=False)
+    v = no_write_after_epoch_superseded([], log.records, None)
+    assert v.validity == "invalid"
+    assert f"zxid {hexz(stale)}" in v.message
+    assert zxids(v.evidence) == {hexz(stale)}
+
+
+def test_a_fenced_write_that_checked_an_old_epoch_version_is_invalid() -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.elect(SESSION_B, 2)
+    stale = log.fenced(SESSION_A, delete("/admin/preferred_replica_election"), version=1)
+    v = no_write_after_epoch_superseded([], log.records, None)
+    assert v.validity == "invalid"
+    assert "checked epoch version 1, current 2" in v.message
+    assert zxids(v.evidence) == {hexz(stale)}
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        delete("/admin/delete_topics/t"),
+        delete("/brokers/topics/t"),
+        create("/brokers/topics/t/partitions/0"),
+        delete("/isr_change_notification/isr_change_0000000001"),
+        set_data("/admin/reassign_partitions", b"{}", 1),
+    ],
+    ids=lambda op: f"{op.op} {op.path}",
+)
+def test_every_kind_of_unfenced_controller_write_by_a_deposed_controller_is_caught(op: TxnOp) -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.elect(SESSION_B, 2)
+    stale = log.write(SESSION_A, op)
+    v = no_write_after_epoch_superseded([], log.records, None)
+    assert v.validity == "invalid"
+    assert zxids(v.evidence) == {hexz(stale)}
+
+
+def test_broker_isr_writes_admin_writes_and_failed_multis_are_not_controller_writes() -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.create_topic(ADMIN, "t", {0: [1, 2, 3]})
+    log.set_state(SESSION_A, "t", 0, state_data(1, 0, [1, 2, 3]))
+    log.elect(SESSION_B, 2)
+    # the leader (an old controller's session, even) shrinks the ISR: same leader and leader epoch
+    log.set_state(SESSION_A, "t", 0, state_data(1, 0, [1, 2]), fenced=False)
+    log.write(ADMIN, set_data("/brokers/topics/t", b'{"version":2,"partitions":{"0":[1,2,3],"1":[2,3]}}', 1))
+    log.write(ADMIN, create("/admin/delete_topics/t"))
+    log.failed_multi(SESSION_A)
+    log.fenced(SESSION_B, delete("/admin/delete_topics/t"))
+    v = no_write_after_epoch_superseded([], log.records, None)
+    assert v.validity == "valid", v.message
+
+
+def test_the_real_capture_with_an_injected_stale_leader_change_is_invalid() -> None:
+    history, records, state = real_capture()
+    old_controller = next(r for r in records if r.op == "multi" and r.ops[1].data == b"1").session_id
+    stale = TxnRecord(
+        records[-1].zxid + 1,
+        old_controller,
+        999,
+        records[-1].time_ms,
+        set_data(state_path("t1", 1), state_data(3, 9, [3], controller_epoch=1), 9),
+    )
+    v = no_write_after_epoch_superseded(history.ops, [*records, stale], state)
+    assert v.validity == "invalid"
+    assert zxids(v.evidence) == {hexz(stale)}
+
+
+def test_no_write_after_epoch_superseded_without_a_log_is_unknown() -> None:
+    assert no_write_after_epoch_superseded([], None, final_state()).validity == "unknown"
+
+
+# ---- partition state invariants ---------------------------------------------------------------
+
+
+def topic_log(*states: bytes) -> tuple[Log, list[TxnRecord]]:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.create_topic(ADMIN, "t", {0: [1, 2, 3]})
+    return log, [log.set_state(SESSION_A, "t", 0, s) for s in states]
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [
+        (state_data(4, 1, [1, 4]), "ISR [1, 4] not within replicas [1, 2, 3]"),
+        (state_data(2, 1, [1, 3]), "leader 2 not in ISR [1, 3]"),
+        (state_data(-1, 1, []), "empty ISR"),
+        (state_data(1, 0, [1]), None),  # epoch 0 after 2: the leader epoch went back
+        (b'{"leader":1}', "malformed state znode"),
+    ],
+    ids=["isr-outside-replicas", "leader-outside-isr", "empty-isr", "epoch-back", "malformed"],
+)
+def test_state_writes_breaking_an_invariant_are_invalid(bad: bytes, problem: str | None) -> None:
+    log, _ = topic_log(state_data(1, 0, [1, 2, 3]), state_data(1, 2, [1, 2]))
+    wrong = log.set_state(SESSION_A, "t", 0, bad)
+    v = partition_states_valid([], log.records, None)
+    assert v.validity == "invalid"
+    assert (problem or "leader_epoch went back from 2 to 0") in v.message
+    assert zxids(v.evidence) == {hexz(wrong)}
+
+
+def test_leader_minus_one_and_a_recreated_topic_restarting_at_epoch_zero_are_valid() -> None:
+    log, _ = topic_log(state_data(1, 0, [1, 2, 3]), state_data(-1, 5, [3]))
+    for path in (
+        state_path("t", 0),
+        "/brokers/topics/t/partitions/0",
+        "/brokers/topics/t/partitions",
+        "/brokers/topics/t",
+    ):
+        log.fenced(SESSION_A, delete(path))
+    log.versions.clear()
+    log.create_topic(ADMIN, "t", {0: [2, 3]})
+    log.set_state(SESSION_A, "t", 0, state_data(2, 0, [2, 3]))
+    v = partition_states_valid([], log.records, None)
+    assert v.validity == "valid", v.message
+
+
+def test_isr_may_include_adding_replicas_during_a_reassignment() -> None:
+    log, _ = topic_log(state_data(1, 0, [1, 2, 3]))
+    reassigning = topic_data({0: [4, 1, 2, 3]}, adding={0: [4]})
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", reassigning, 1))
+    log.set_state(SESSION_A, "t", 0, state_data(1, 1, [1, 2, 3, 4]))
+    assert partition_states_valid([], log.records, None).validity == "valid"
+
+
+def test_a_bad_final_state_is_invalid_even_without_a_log() -> None:
+    state = final_state({"t": {0: [1, 2]}}, {("t", 0): (3, 4, [3])})
+    v = partition_states_valid([], None, state)
+    assert v.validity == "invalid"
+    assert v.evidence[0]["path"] == state_path("t", 0)
+    assert "ISR [3] not within replicas [1, 2]" in v.message
+
+
+def test_partition_states_with_only_a_good_final_state_are_unknown_and_with_nothing_unknown() -> None:
+    good = final_state({"t": {0: [1, 2]}}, {("t", 0): (1, 4, [1, 2])})
+    assert partition_states_valid([], None, good).validity == "unknown"
+    assert partition_states_valid([], None, None).validity == "unknown"
+
+
+# ---- brokers apply controller requests in epoch order ---------------------------------------
+
+
+def journals(*requests: object) -> FinalState:
+    return final_state(journals={2: tuple(requests)})
+
+
+def test_applying_an_older_controller_epoch_after_a_newer_one_is_invalid() -> None:
+    state = journals(request(0, "UpdateMetadata", 2, source=2), request(1, "UpdateMetadata", 1, source=1))
+    v = brokers_apply_requests_in_epoch_order([], None, state)
+    assert v.validity == "invalid"
+    assert "broker 2 applied UpdateMetadata #1 of controller epoch 1 after #0 of epoch 2" in v.message
+    assert {(e["seq"], e["controller_epoch"]) for e in v.evidence} == {(0, 2), (1, 1)}
+
+
+def test_a_stale_request_the_broker_rejected_is_fine() -> None:
+    state = journals(
+        request(0, "UpdateMetadata", 2, source=2), request(1, "LeaderAndIsr", 1, [("t", 0, 5, 0)], error=11)
+    )
+    assert brokers_apply_requests_in_epoch_order([], None, state).validity == "valid"
+
+
+def test_applying_a_leader_epoch_that_is_not_newer_is_invalid() -> None:
+    state = journals(
+        request(0, "LeaderAndIsr", 1, [("t", 0, 3, 0)]),
+        request(1, "LeaderAndIsr", 2, [("t", 0, 3, 0)], source=2),
+    )
+    v = brokers_apply_requests_in_epoch_order([], None, state)
+    assert v.validity == "invalid"
+    assert "t-0 with leader epoch 3 after #0 with 3" in v.message
+    assert [e["seq"] for e in v.evidence] == [0, 1]
+
+
+def test_per_partition_rejections_and_stop_replica_deletions_reset_nothing_wrongly() -> None:
+    state = journals(
+        request(0, "LeaderAndIsr", 1, [("t", 0, 3, 0)]),
+        request(1, "LeaderAndIsr", 1, [("t", 0, 3, 11)]),  # answered STALE_CONTROLLER_EPOCH: not applied
+        request(2, "StopReplica", 1, [("t", 0, 0, 0)], delete=True),
+        request(3, "LeaderAndIsr", 1, [("t", 0, 0, 0)]),  # the topic's next incarnation
+    )
+    assert brokers_apply_requests_in_epoch_order([], None, state).validity == "valid"
+
+
+def test_a_restarted_broker_is_a_new_life() -> None:
+    state = journals(
+        request(0, "LeaderAndIsr", 2, [("t", 0, 3, 0)], broker_epoch=0x30),
+        request(1, "LeaderAndIsr", 1, [("t", 0, 1, 0)], broker_epoch=0x90),
+    )
+    assert brokers_apply_requests_in_epoch_order([], None, state).validity == "valid"
+
+
+def test_answer_times_decide_the_order_of_requests_from_two_controllers() -> None:
+    newer = dataclasses.replace(request(0, "UpdateMetadata", 2, source=2), sent_s=10.0, answered_s=10.5)
+    older = dataclasses.replace(request(1, "UpdateMetadata", 1, source=1), sent_s=10.2)
+    concurrent = brokers_apply_requests_in_epoch_order([], None, journals(newer, older))
+    assert concurrent.validity == "valid", concurrent.message
+    answered_first = dataclasses.replace(newer, answered_s=10.1)
+    assert (
+        brokers_apply_requests_in_epoch_order([], None, journals(answered_first, older)).validity == "invalid"
+    )
+
+
+def test_requests_without_journals_are_unknown() -> None:
+    assert brokers_apply_requests_in_epoch_order([], None, None).validity == "unknown"
+    assert brokers_apply_requests_in_epoch_order([], None, final_state()).validity == "unknown"
+
+
+def test_the_real_capture_with_a_replayed_old_request_is_invalid() -> None:
+    history, records, state = real_capture()
+    broker, journal = 3, state.journals[3]
+    old = next(r for r in journal if r.controller_epoch == 1 and r.kind == "UpdateMetadata")
+    replayed = dataclasses.replace(old, seq=10_000, sent_s=None, answered_s=None)
+    mutated = dataclasses.replace(state, journals={**state.journals, broker: (*journal, replayed)})
+    v = brokers_apply_requests_in_epoch_order(history.ops, records, mutated)
+    assert v.validity == "invalid"
+    assert 10_000 in {e["seq"] for e in v.evidence}
+
+
+# ---- acknowledged creations survive -----------------------------------------------------------
+
+
+def test_an_acknowledged_creation_missing_at_the_end_is_invalid() -> None:
+    h = history_of(
+        ("client-0", "create_topic", {"topic": "t"}, "ok"), ("client-1", "create_topic", {"topic": "u"}, "ok")
+    )
+    v = acknowledged_creations_survive(h.ops, None, final_state({"u": {0: [1]}}))
+    assert v.validity == "invalid"
+    assert "'t'" in v.message
+    assert [(e["index"], e["type"]) for e in v.evidence] == [(0, "invoke"), (1, "ok")]
+
+
+def test_creations_deleted_later_or_never_acknowledged_may_be_missing() -> None:
+    h = history_of(
+        ("client-0", "create_topic", {"topic": "t"}, "ok"),
+        ("client-1", "delete_topic", {"topic": "t"}, "info"),
+        ("client-0", "create_topic_admin", {"topic": "u"}, "info"),
+        ("client-0", "create_topic", {"topic": "w"}, "fail"),
+    )
+    assert acknowledged_creations_survive(h.ops, None, final_state()).validity == "valid"
+
+
+def test_a_deletion_running_when_the_creation_started_excuses_it_but_one_finished_before_does_not() -> None:
+    h = History(clock=iter(range(100)).__next__)
+    d = h.invoke("client-1", "delete_topic", {"topic": "t"})
+    c = h.invoke("client-0", "create_topic", {"topic": "t"})
+    h.complete(d, "ok")
+    h.complete(c, "ok")
+    assert acknowledged_creations_survive(h.ops, None, final_state()).validity == "valid"
+    h2 = history_of(
+        ("client-1", "delete_topic", {"topic": "t"}, "ok"), ("client-0", "create_topic", {"topic": "t"}, "ok")
+    )
+    assert acknowledged_creations_survive(h2.ops, None, final_state()).validity == "invalid"
+
+
+def test_acknowledged_creations_without_a_final_state_are_unknown() -> None:
+    h = history_of(("client-0", "create_topic", {"topic": "t"}, "ok"))
+    assert acknowledged_creations_survive(h.ops, None, None).validity == "unknown"

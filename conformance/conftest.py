@@ -1,8 +1,10 @@
 """Fixtures of the conformance checks: the target and a cluster factory (conformance ring).
 
 Re-exports the plugin's hooks so ``pytest conformance/checks`` and ``python -m conformance`` behave
-the same. ``cluster_factory(n=3, **options)`` builds a :class:`~conformance.cluster.Cluster` in
-this test's chroot on the worker's ZooKeeper; every cluster is killed at teardown and its evidence
+the same. ``cluster_factory(n=3, kafka_defaults=False, **options)`` builds a
+:class:`~conformance.cluster.Cluster` in this test's chroot on the worker's ZooKeeper
+(``kafka_defaults=True``: the safety-relevant keys are left out of ``server.properties``,
+:data:`~conformance.targets.SAFETY_DEFAULTS`); every cluster is killed at teardown and its evidence
 is attached when the check fails.
 """
 
@@ -26,7 +28,7 @@ from conformance.plugin import (
     pytest_runtest_makereport,
     pytest_runtest_protocol,
 )
-from conformance.targets import Target
+from conformance.targets import KAFKA_DEFAULTS_SUFFIX, Target
 from fixtures.zookeeper import ZooKeeperServer
 
 __all__ = [
@@ -70,15 +72,21 @@ def cluster_factory(
     made: list[Cluster] = []
 
     def make(
-        n: int = 3, *, start: bool = True, broker_ids: tuple[int, ...] | None = None, **kw: Any
+        n: int = 3,
+        *,
+        start: bool = True,
+        broker_ids: tuple[int, ...] | None = None,
+        kafka_defaults: bool = False,
+        **kw: Any,
     ) -> Cluster:
+        profile = str(request.config.getoption("--profile"))
         cluster = Cluster(
             conformance_target,
             zk_connect_string=zk_server.connect_string,
             chroot=zk_chroot,
             txn_log_dir=Path(zk_server.txn_log_dir),
             base_dir=tmp_path / f"cluster-{len(made)}",
-            profile=str(request.config.getoption("--profile")),
+            profile=profile + (KAFKA_DEFAULTS_SUFFIX if kafka_defaults else ""),
             broker_ids=broker_ids or tuple(range(1, n + 1)),
             four_letter=zk_server.four_letter,
             **kw,

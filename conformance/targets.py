@@ -27,6 +27,8 @@ __all__ = [
     "BUILTIN_DIR",
     "DETERMINISM_PROFILE",
     "IBP_BY_PROFILE",
+    "KAFKA_DEFAULTS_SUFFIX",
+    "SAFETY_DEFAULTS",
     "SPEED_PROFILE",
     "Target",
     "TargetError",
@@ -71,12 +73,35 @@ DETERMINISM_PROFILE: dict[str, str] = {"auto.leader.rebalance.enable": "false"}
 #: Behaviour profile → inter.broker.protocol.version (selects the controller's request versions).
 IBP_BY_PROFILE: dict[str, str] = {"2.5": "2.5"}
 
+#: The safety-relevant keys and their Kafka 2.5 defaults (spec §12, KafkaConfig.scala@2.5.1). The
+#: speed profile states most of them explicitly, which would hide a target whose *default* is
+#: wrong; a cluster made with ``kafka_defaults=True`` (profile ``<p>`` + :data:`KAFKA_DEFAULTS_SUFFIX`)
+#: leaves every one of them out of ``server.properties`` and its checks demand these values' behaviour.
+SAFETY_DEFAULTS: dict[str, str] = {
+    "unclean.leader.election.enable": "false",
+    "delete.topic.enable": "true",
+    "auto.leader.rebalance.enable": "true",
+    "controlled.shutdown.enable": "true",
+}
+KAFKA_DEFAULTS_SUFFIX = "+kafka-defaults"
+
 
 def profile_properties(profile: str) -> dict[str, str]:
-    """Speed + determinism profile and the IBP of behaviour ``profile``."""
-    if profile not in IBP_BY_PROFILE:
-        raise TargetError(f"unknown profile {profile!r}; known: {sorted(IBP_BY_PROFILE)}")
-    return {**SPEED_PROFILE, **DETERMINISM_PROFILE, "inter.broker.protocol.version": IBP_BY_PROFILE[profile]}
+    """Speed + determinism profile and the IBP of behaviour ``profile``.
+
+    ``"<p>+kafka-defaults"``: the same without any key of :data:`SAFETY_DEFAULTS` (the target's
+    own defaults apply; the speed keys such as the rebalance interval stay).
+    """
+    base, _, variant = profile.partition("+")
+    if base not in IBP_BY_PROFILE or variant not in ("", KAFKA_DEFAULTS_SUFFIX[1:]):
+        raise TargetError(
+            f"unknown profile {profile!r}; known: {sorted(IBP_BY_PROFILE)}"
+            f" (each optionally with {KAFKA_DEFAULTS_SUFFIX!r})"
+        )
+    props = {**SPEED_PROFILE, **DETERMINISM_PROFILE, "inter.broker.protocol.version": IBP_BY_PROFILE[base]}
+    if variant:
+        props = {k: v for k, v in props.items() if k not in SAFETY_DEFAULTS}
+    return props
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ import pytest
 
 from conformance import catalogue
 
+pytestmark = pytest.mark.unit
+
 CHECKS_DIR = Path(__file__).resolve().parent
 
 

@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 
 from conformance.nodeconfig import Interpose, NodeSpec, listener_names, render_properties, server_properties
-from conformance.targets import SPEED_PROFILE, TargetError, load_target, parse_target, profile_properties
+from conformance.targets import (
+    KAFKA_DEFAULTS_SUFFIX,
+    SAFETY_DEFAULTS,
+    SPEED_PROFILE,
+    TargetError,
+    load_target,
+    parse_target,
+    profile_properties,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -92,3 +100,22 @@ def test_parse_target_rejects_bad_definitions() -> None:
         load_target("no-such-target")
     with pytest.raises(TargetError, match="profile"):
         profile_properties("0.8")
+
+
+def test_kafka_defaults_profile_omits_every_safety_key() -> None:
+    plain = profile_properties("2.5")
+    bare = profile_properties("2.5" + KAFKA_DEFAULTS_SUFFIX)
+    assert set(SAFETY_DEFAULTS) == {
+        "unclean.leader.election.enable",
+        "delete.topic.enable",
+        "auto.leader.rebalance.enable",
+        "controlled.shutdown.enable",
+    }
+    assert set(SAFETY_DEFAULTS) <= set(plain)
+    assert not set(SAFETY_DEFAULTS) & set(bare)
+    assert {k: v for k, v in plain.items() if k not in SAFETY_DEFAULTS} == bare
+    spec = NodeSpec(2, (1, 2, 3), "127.0.0.1:2181/kzk/t1", ("/tmp/n2/data",))
+    props = server_properties(spec, profile=bare, target_extra=load_target("reference").extra_properties)
+    assert not set(SAFETY_DEFAULTS) & set(props), "a safety key reached server.properties"
+    with pytest.raises(TargetError, match="unknown profile"):
+        profile_properties("2.5+no-such-variant")

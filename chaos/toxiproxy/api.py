@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaos.toxiproxy import log
+from chaos.toxiproxy.errors import ApiError
+from chaos.toxiproxy.gojson import encode_json
 from chaos.toxiproxy.http import Request, Response
 from chaos.toxiproxy.model import (
     VERSION,
-    ApiError,
-    encode_json,
     error_body,
     parse_populate,
     parse_proxy_input,

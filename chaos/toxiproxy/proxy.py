@@ -22,13 +22,10 @@ from collections.abc import Callable
 from typing import Any
 
 from chaos.toxiproxy import log
+from chaos.toxiproxy.errors import PROXY_ALREADY_EXISTS, PROXY_NOT_FOUND, TOXIC_NOT_FOUND, ApiError
 from chaos.toxiproxy.link import Connection
 from chaos.toxiproxy.model import (
-    PROXY_ALREADY_EXISTS,
-    PROXY_NOT_FOUND,
     STREAMS,
-    TOXIC_NOT_FOUND,
-    ApiError,
     ProxyInput,
     Stream,
     ToxicSpec,

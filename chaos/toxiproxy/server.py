@@ -22,8 +22,9 @@ from pathlib import Path
 
 from chaos.toxiproxy import log
 from chaos.toxiproxy.api import Api
+from chaos.toxiproxy.errors import ApiError
 from chaos.toxiproxy.http import serve
-from chaos.toxiproxy.model import VERSION, ApiError, parse_populate
+from chaos.toxiproxy.model import VERSION, parse_populate
 from chaos.toxiproxy.proxy import ProxyCollection, format_address, resolve
 
 

@@ -7,13 +7,11 @@ import random
 
 import pytest
 
+from chaos.toxiproxy.errors import ApiError
+from chaos.toxiproxy.gojson import GoFloat32, decode_body, encode_json
 from chaos.toxiproxy.model import (
-    ApiError,
-    GoFloat32,
     ToxicSpec,
     apply_toxic_update,
-    decode_body,
-    encode_json,
     error_body,
     parse_new_toxic,
     parse_populate,

@@ -1,0 +1,113 @@
+"""Nothing outlives a connection or a proxy: tasks, connections, listeners (in-process, real TCP)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from chaos.toxiproxy.launch import toxiproxy_server
+from chaos.toxiproxy.proxy import Proxy, ProxyCollection
+from fixtures.zookeeper import process
+
+pytestmark = pytest.mark.chaos
+
+TOXICS = [
+    b'{"type":"latency","attributes":{"latency":5,"jitter":2}}',
+    b'{"type":"bandwidth","stream":"upstream","attributes":{"rate":10000}}',
+    b'{"type":"slicer","attributes":{"average_size":3,"delay":10}}',
+    b'{"type":"slow_close","attributes":{"delay":20}}',
+    b'{"type":"limit_data","toxicity":0.5,"attributes":{"bytes":2}}',
+    b'{"type":"timeout","name":"t","toxicity":0.3,"stream":"upstream","attributes":{"timeout":0}}',
+    b'{"type":"reset_peer","toxicity":0.3,"attributes":{"timeout":1}}',
+]
+
+
+async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(OSError):
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    writer.close()
+
+
+async def _client(listen: str) -> None:
+    host, _, port = listen.rpartition(":")
+    with contextlib.suppress(OSError):
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"hello")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(reader.read(5), 0.2)
+        writer.close()
+
+
+async def _settle(proxy: Proxy, baseline: int, deadline_s: float = 10.0) -> tuple[int, int]:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline_s
+    while loop.time() < end:
+        tasks = len(asyncio.all_tasks()) - baseline
+        if not proxy.connections and tasks <= 0:
+            break
+        await asyncio.sleep(0.02)
+    return len(proxy.connections), len(asyncio.all_tasks()) - baseline
+
+
+async def _scenario() -> tuple[tuple[int, int], tuple[int, int]]:
+    echo = await asyncio.start_server(_echo, "127.0.0.1", 0)
+    port = echo.sockets[0].getsockname()[1]
+    proxies = ProxyCollection(rng=random.Random(3), default_host="127.0.0.1")
+    proxy = proxies.new_proxy("p", "127.0.0.1:0", f"127.0.0.1:{port}")
+    await proxies.add(proxy, True)
+    baseline = len(asyncio.all_tasks())
+    for body in TOXICS:
+        await proxy.toxics.add(body)
+    await asyncio.gather(*(_client(proxy.listen) for _ in range(60)))
+    await proxy.toxics.remove("t")  # closes connections the blackhole held
+    after_clients = await _settle(proxy, baseline)
+    held = [asyncio.create_task(_client(proxy.listen)) for _ in range(20)]
+    await asyncio.sleep(0.05)
+    await proxies.remove("p")  # deleting the proxy drops whatever is still open
+    await asyncio.gather(*held)
+    after_delete = await _settle(proxy, baseline)
+    echo.close()
+    return after_clients, after_delete
+
+
+def test_connections_and_their_tasks_are_released() -> None:
+    after_clients, after_delete = asyncio.run(_scenario())
+    assert after_clients == (0, 0), "connections, extra tasks after the clients left"
+    assert after_delete == (0, 0), "connections, extra tasks after the proxy was deleted"
+
+
+@pytest.fixture
+def fake_binary_dir() -> Iterator[Path]:
+    """A ``toxiproxy-server`` on PATH that is our server under the real binary's flags."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kzk-fake-toxiproxy-") as path:
+        script = Path(path) / "toxiproxy-server"
+        script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m chaos.toxiproxy "$@"\n')
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+        yield Path(path)
+
+
+def test_launcher_prefers_toxiproxy_server_on_path(
+    monkeypatch: pytest.MonkeyPatch, fake_binary_dir: Path
+) -> None:
+    monkeypatch.delenv("TOXIPROXY_URL", raising=False)
+    monkeypatch.setenv("PATH", f"{fake_binary_dir}{os.pathsep}{os.environ['PATH']}")
+    before = {j.pid for j in process.live_jvms()}
+    with toxiproxy_server() as url:
+        started = [j for j in process.live_jvms() if j.pid not in before]
+        assert [j.name for j in started] == ["toxiproxy-server"]
+        assert requests.get(f"{url}/version", timeout=10).ok
+        assert url == f"http://127.0.0.1:{url.rsplit(':', 1)[1]}"
+    assert started[0].exit_code() is not None

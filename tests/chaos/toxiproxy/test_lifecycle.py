@@ -8,6 +8,7 @@ import os
 import random
 import stat
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,8 +91,6 @@ def test_connections_and_their_tasks_are_released() -> None:
 @pytest.fixture
 def fake_binary_dir() -> Iterator[Path]:
     """A ``toxiproxy-server`` on PATH that is our server under the real binary's flags."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="kzk-fake-toxiproxy-") as path:
         script = Path(path) / "toxiproxy-server"
         script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m chaos.toxiproxy "$@"\n')

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -92,6 +93,9 @@ def pytest_command(args: argparse.Namespace, results_dir: Path) -> list[str]:
         f"--alluredir={results_dir / 'allure-results'}",
         "-p",
         "no:cacheprovider",
+        # private tmp_path root: concurrent pytest sessions of one user share /tmp/pytest-of-<user>
+        # and, with tmp_path_retention_policy = none, delete each other's numbered dirs
+        f"--basetemp={results_dir / 'pytest-tmp'}",
     ]
     if args.areas:
         cmd.append(f"--areas={args.areas}")
@@ -239,7 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     cmd = pytest_command(args, results_dir)
     print("running:", " ".join(cmd), flush=True)
-    rc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, check=False).returncode
+    try:
+        rc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, check=False).returncode
+    finally:
+        shutil.rmtree(results_dir / "pytest-tmp", ignore_errors=True)
     finished = datetime.now(UTC)
     records = [
         r

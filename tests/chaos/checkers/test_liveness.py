@@ -1,0 +1,278 @@
+"""Liveness checkers on hand-made final states: violated (invalid, with evidence), clean, unknown."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from chaos.checkers import MetadataPartition, TopicState
+from chaos.checkers.liveness import (
+    admin_znodes_cleaned,
+    controller_elected,
+    deletions_completed,
+    metadata_agrees_with_zookeeper,
+    partitions_have_leaders,
+    reassign_targets,
+    reassignments_completed,
+)
+from fixtures.probes import TopicPartition
+from tests.chaos.checkers.builders import ADMIN, Log, create, final_state, history_of
+
+pytestmark = [pytest.mark.unit, pytest.mark.chaos]
+
+ALL = (
+    controller_elected,
+    partitions_have_leaders,
+    reassignments_completed,
+    deletions_completed,
+    admin_znodes_cleaned,
+    metadata_agrees_with_zookeeper,
+)
+
+
+@pytest.mark.parametrize("checker", ALL, ids=lambda c: c.__name__)
+def test_no_final_state_means_unknown(checker: object) -> None:
+    assert callable(checker)
+    v = checker([], None, None)
+    assert v.validity == "unknown"
+    assert "never healed" in v.message
+
+
+@pytest.mark.parametrize("checker", ALL, ids=lambda c: c.__name__)
+def test_a_healthy_final_state_is_valid(checker: object) -> None:
+    assert callable(checker)
+    state = final_state({"t": {0: [1, 2], 1: [2, 3]}}, {("t", 0): (1, 2, [1, 2]), ("t", 1): (3, 4, [3])})
+    v = checker([], None, state)
+    assert v.validity == "valid", v.message
+
+
+# ---- controller -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("controller", "live"), [(None, (1, 2, 3)), (4, (1, 2, 3))])
+def test_no_live_controller_after_heal_is_invalid(controller: int | None, live: tuple[int, ...]) -> None:
+    v = controller_elected([], None, final_state(controller=controller, live=live))
+    assert v.validity == "invalid"
+    assert v.evidence[0]["path"] == "/controller"
+
+
+# ---- leaders ----------------------------------------------------------------------------------------
+
+
+def test_a_partition_with_a_live_isr_member_and_no_leader_is_invalid() -> None:
+    state = final_state({"t": {0: [1, 2]}}, {("t", 0): (-1, 3, [2])})
+    v = partitions_have_leaders([], None, state)
+    assert v.validity == "invalid"
+    assert "t-0 leader -1 with live ISR members [2]" in v.message
+    assert v.evidence[0]["path"] == "/brokers/topics/t/partitions/0/state"
+
+
+def test_a_leader_on_a_dead_broker_is_invalid() -> None:
+    state = final_state({"t": {0: [1, 2]}}, {("t", 0): (1, 3, [1, 2])}, live=(2, 3))
+    assert partitions_have_leaders([], None, state).validity == "invalid"
+
+
+def test_a_partition_with_a_live_replica_but_no_state_is_invalid() -> None:
+    state = final_state({"t": {0: [1, 2], 1: [3]}}, {("t", 0): (1, 0, [1, 2])})
+    v = partitions_have_leaders([], None, state)
+    assert v.validity == "invalid"
+    assert "t-1 has live replicas [3] but no state" in v.message
+
+
+def test_no_leader_is_fine_when_no_isr_member_lives_or_the_topic_is_being_deleted() -> None:
+    offline = final_state({"t": {0: [4, 5]}}, {("t", 0): (-1, 3, [4])})
+    assert partitions_have_leaders([], None, offline).validity == "valid"
+    deleting = final_state({"t": {0: [1, 2]}}, {("t", 0): (-1, 3, [2])}, delete_topics=frozenset({"t"}))
+    assert partitions_have_leaders([], None, deleting).validity == "valid"
+
+
+# ---- reassignments -------------------------------------------------------------------------------
+
+
+def reassigning(adding: tuple[int, ...], removing: tuple[int, ...] = (1,)) -> TopicState:
+    return TopicState(0x40, {0: (*adding, 1, 2)}, {0: adding}, {0: removing})
+
+
+def test_a_reassignment_still_running_to_registered_brokers_is_invalid() -> None:
+    state = final_state(topics={}, states={}, live=(1, 2, 3))
+    state = dataclasses.replace(state, topics={"t": reassigning((3,))})
+    v = reassignments_completed([], None, state)
+    assert v.validity == "invalid"
+    assert "t-0 still reassigning (adding [3], removing [1])" in v.message
+
+
+def test_a_reassignment_waiting_for_a_broker_that_never_registered_is_excused() -> None:
+    state = dataclasses.replace(final_state(), topics={"t": reassigning((9,))})
+    assert reassignments_completed([], [], state).validity == "valid"
+    assert admin_znodes_cleaned(
+        [], [], dataclasses.replace(state, reassign_partitions={TopicPartition("t", 0): (9, 2)})
+    ).is_valid
+
+
+def test_a_broker_that_registered_once_does_not_excuse_a_stuck_reassignment() -> None:
+    log = Log()
+    log.write(0x55, create("/brokers/ids/9", None, ephemeral=True))
+    state = dataclasses.replace(final_state(), topics={"t": reassigning((9,))})
+    assert reassignments_completed([], log.records, state).validity == "invalid"
+
+
+def test_an_acknowledged_reassignment_that_did_not_reach_its_target_is_invalid() -> None:
+    h = history_of(("client-0", "reassign", {"topic": "t", "assignment": {"0": [3, 2]}}, "ok"))
+    state = final_state({"t": {0: [1, 2]}}, {("t", 0): (1, 2, [1, 2])})
+    v = reassignments_completed(h.ops, None, state)
+    assert v.validity == "invalid"
+    assert "t-0 ends on [1, 2], not target [3, 2]" in v.message
+    assert v.evidence[0]["kind"] == "op"
+    assert v.evidence[0]["index"] == 0
+
+
+def test_reassignments_reached_superseded_failed_or_of_deleted_topics_are_fine() -> None:
+    h = history_of(
+        ("client-0", "reassign", {"partitions": [{"topic": "t", "partition": 0, "replicas": [3, 2]}]}, "ok"),
+        ("client-0", "reassign", {"topic": "u", "assignment": {"0": [3]}}, "ok"),
+        ("client-1", "reassign", {"topic": "u", "assignment": {"0": [1]}}, "info"),  # later: supersedes
+        ("client-0", "reassign", {"topic": "w", "assignment": {"0": [3]}}, "fail"),
+        ("client-0", "reassign", {"topic": "gone", "assignment": {"0": [3]}}, "ok"),
+    )
+    state = final_state(
+        {"t": {0: [3, 2]}, "u": {0: [1]}, "w": {0: [1]}},
+        {("t", 0): (3, 2, [3, 2]), ("u", 0): (1, 1, [1]), ("w", 0): (1, 0, [1])},
+    )
+    v = reassignments_completed(h.ops, None, state)
+    assert v.validity == "valid", v.message
+
+
+def test_reassign_targets_reads_both_value_shapes_and_skips_junk() -> None:
+    assert reassign_targets({"topic": "t", "assignment": {"0": [1, 2], "x": [3], "1": "no"}}) == {
+        TopicPartition("t", 0): (1, 2)
+    }
+    assert reassign_targets(
+        {"partitions": [{"topic": "u", "partition": 2, "replicas": [3]}, {"topic": 5}]}
+    ) == {TopicPartition("u", 2): (3,)}
+
+
+# ---- deletions ------------------------------------------------------------------------------------
+
+
+def test_an_acknowledged_deletion_whose_topic_remains_is_invalid() -> None:
+    h = history_of(("client-0", "delete_topic", {"topic": "t"}, "ok"))
+    state = final_state({"t": {0: [1, 2]}}, {("t", 0): (1, 2, [1, 2])})
+    v = deletions_completed(h.ops, None, state)
+    assert v.validity == "invalid"
+    assert "'t' still exists" in v.message
+    assert v.evidence[0]["f"] == "delete_topic"
+
+
+def test_a_deleted_name_created_again_later_may_exist() -> None:
+    h = history_of(
+        ("client-0", "delete_topic", {"topic": "t"}, "ok"),
+        ("client-1", "create_topic_admin", {"topic": "t"}, "info"),
+    )
+    state = final_state({"t": {0: [1, 2]}}, {("t", 0): (1, 0, [1, 2])})
+    assert deletions_completed(h.ops, None, state).validity == "valid"
+
+
+def test_deletion_blocked_by_a_never_registered_broker_is_excused_and_by_a_dead_one_unknown() -> None:
+    h = history_of(("client-0", "delete_topic", {"topic": "t"}, "ok"))
+    never = final_state({"t": {0: [1, 9]}}, {("t", 0): (1, 2, [1])}, delete_topics=frozenset({"t"}))
+    assert deletions_completed(h.ops, [], never).validity == "valid"
+    assert admin_znodes_cleaned(h.ops, [], never).validity == "valid"
+    down = final_state(
+        {"t": {0: [1, 2]}}, {("t", 0): (1, 2, [1])}, live=(1, 3), delete_topics=frozenset({"t"})
+    )
+    log = Log()
+    log.write(0x55, create("/brokers/ids/2", None, ephemeral=True))
+    v = deletions_completed(h.ops, log.records, down)
+    assert v.validity == "unknown"
+    assert "not live after heal" in v.message
+
+
+# ---- admin znodes ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"reassign_partitions": {TopicPartition("t", 0): (1, 2)}}, "/admin/reassign_partitions"),
+        ({"reassign_partitions": {}}, "/admin/reassign_partitions"),
+        ({"preferred_replica_election": (TopicPartition("t", 0),)}, "/admin/preferred_replica_election"),
+        ({"delete_topics": frozenset({"t"})}, "/admin/delete_topics/t"),
+    ],
+    ids=["reassign", "reassign-empty", "preferred", "delete"],
+)
+def test_admin_znodes_left_behind_are_invalid(change: dict[str, Any], path: str) -> None:
+    state = dataclasses.replace(final_state({"t": {0: [1, 2]}}, {("t", 0): (1, 0, [1, 2])}), **change)
+    v = admin_znodes_cleaned([], None, state)
+    assert v.validity == "invalid"
+    assert v.evidence[0]["path"] == path
+
+
+def test_a_reassignment_znode_with_one_entry_for_a_live_broker_is_not_excused() -> None:
+    waiting = {TopicPartition("t", 0): (9, 2), TopicPartition("t", 1): (3, 2)}
+    state = dataclasses.replace(final_state(), reassign_partitions=waiting)
+    assert admin_znodes_cleaned([], [], state).validity == "invalid"
+
+
+# ---- metadata --------------------------------------------------------------------------------------
+
+
+def views(**per_broker: dict[str, dict[int, MetadataPartition]] | None) -> dict[int, Any]:
+    return {int(b[1:]): v for b, v in per_broker.items()}
+
+
+GOOD = {"t": {0: MetadataPartition(1, (1, 2), (1, 2))}}
+
+
+@pytest.mark.parametrize(
+    ("broker_view", "problem"),
+    [
+        ({"t": {0: MetadataPartition(2, (1, 2), (1, 2))}}, "t-0 leader 2 replicas [1, 2] isr [1, 2]"),
+        ({"t": {0: MetadataPartition(1, (2, 1), (1, 2))}}, "t-0 leader 1 replicas [2, 1]"),
+        ({"t": {0: MetadataPartition(1, (1, 2), (1,))}}, "t-0 leader 1 replicas [1, 2] isr [1]; ZooKeeper"),
+        ({}, "does not show t-0"),
+        ({**GOOD, "old": {0: MetadataPartition(1, (1,), (1,))}}, "shows topic 'old'"),
+    ],
+    ids=["leader", "replicas", "isr", "missing", "extra-topic"],
+)
+def test_a_broker_whose_metadata_differs_from_zookeeper_is_invalid(
+    broker_view: dict[str, dict[int, MetadataPartition]], problem: str
+) -> None:
+    state = final_state(
+        {"t": {0: [1, 2]}}, {("t", 0): (1, 3, [1, 2])}, metadata=views(b1=GOOD, b2=broker_view, b3=GOOD)
+    )
+    v = metadata_agrees_with_zookeeper([], None, state)
+    assert v.validity == "invalid"
+    assert problem in v.message
+    assert "broker 2:" in v.message
+    assert [e["broker"] for e in v.evidence] == [2]
+
+
+def test_isr_order_does_not_matter_but_a_missing_view_makes_it_unknown() -> None:
+    reordered = {"t": {0: MetadataPartition(1, (1, 2), (2, 1))}}
+    state = final_state(
+        {"t": {0: [1, 2]}}, {("t", 0): (1, 3, [1, 2])}, metadata=views(b1=GOOD, b2=reordered, b3=GOOD)
+    )
+    assert metadata_agrees_with_zookeeper([], None, state).validity == "valid"
+    missing = dataclasses.replace(state, metadata=views(b1=GOOD, b2=None))
+    v = metadata_agrees_with_zookeeper([], None, missing)
+    assert v.validity == "unknown"
+    assert "no metadata view of live broker 2" in v.message
+
+
+def test_topics_being_deleted_and_partitions_without_state_are_not_expected_in_metadata() -> None:
+    state = final_state(
+        {"t": {0: [1, 2]}, "d": {0: [1]}, "n": {0: [9]}},
+        {("t", 0): (1, 3, [1, 2]), ("d", 0): (-1, 1, [1])},
+        delete_topics=frozenset({"d"}),
+        metadata=views(b1=GOOD, b2=GOOD, b3=GOOD),
+    )
+    assert metadata_agrees_with_zookeeper([], None, state).validity == "valid"
+
+
+def test_admin_history_ops_unrelated_to_liveness_change_nothing() -> None:
+    h = history_of(("client-0", "preferred_election", {"partitions": [{"topic": "t", "partition": 0}]}, "ok"))
+    state = final_state({"t": {0: [1, 2]}}, {("t", 0): (1, 0, [1, 2])})
+    assert all(c(h.ops, [], state).is_valid for c in ALL)
+    assert ADMIN  # the admin session id is shared with the safety tests' logs

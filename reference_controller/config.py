@@ -5,7 +5,12 @@ Keys carry Kafka's names and Kafka 2.5's defaults (KafkaConfig.scala@2.5.1). Key
 (broker-only mode, batched controller writes, ISR-propagation timing for tests).
 
 Validation happens once, in `KafkaConfig.from_properties`; an invalid value raises `ConfigError`
-naming the key. Unknown keys are returned in `KafkaConfig.unknown_keys` so the node can log and
+naming the key. Numbers follow Kafka's ConfigDef types: INT keys (broker.id,
+zookeeper.session.timeout.ms, …) must fit a signed 32-bit integer, LONG keys (replica.lag.time.max.ms,
+log.segment.delete.delay.ms, …) a signed 64-bit one; digits are ASCII with an optional sign, as
+Java's parseInt/parseLong read them (after ConfigDef's trim). A config file that holds binary
+data (NUL or other control bytes) is refused as "cannot be read as properties"
+(ConfigFileError). Unknown keys are returned in `KafkaConfig.unknown_keys` so the node can log and
 ignore them, as Kafka does.
 """
 
@@ -17,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
-from reference_controller.errors import ConfigError
+from reference_controller.errors import ConfigError, ReferenceControllerError
 
 T = TypeVar("T")
 
@@ -34,6 +39,20 @@ _IBP_ORDER: tuple[str, ...] = (
     "2.0-IV0", "2.0-IV1", "2.1-IV0", "2.1-IV1", "2.1-IV2",
     "2.2-IV0", "2.2-IV1", "2.3-IV0", "2.3-IV1", "2.4-IV0", "2.4-IV1", "2.5-IV0",
 )  # fmt: skip
+
+
+INT_RANGE = (-(2**31), 2**31 - 1)  # ConfigDef.Type.INT
+LONG_RANGE = (-(2**63), 2**63 - 1)  # ConfigDef.Type.LONG
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
+_BINARY = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")  # controls other than \t \n \f \r
+
+
+class ConfigFileError(ConfigError):
+    """The config file itself cannot be read as Java properties (missing, unreadable, binary)."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        ReferenceControllerError.__init__(self, f"cannot read {path} as properties: {reason}")
+        self.key = "CONFIG"
 
 
 @dataclass(frozen=True, order=True)
@@ -174,6 +193,23 @@ def parse_properties(text: str) -> dict[str, str]:
     return props
 
 
+def properties_text(path: str | Path, raw: bytes) -> str:
+    """The text of a properties file: UTF-8, else ISO-8859-1 (Java's `Properties.load` encoding);
+    ConfigFileError when it holds control bytes other than tab, newline, form feed and return."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    if (m := _BINARY.search(text)) is not None:
+        line = text.count("\n", 0, m.start()) + 1
+        raise ConfigFileError(
+            path,
+            f"it holds binary data (character {ord(m.group()):#04x} on line {line}); "
+            "expected key=value lines",
+        )
+    return text
+
+
 def _unescape(text: str) -> str:
     escapes = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
@@ -262,10 +298,10 @@ class KafkaConfig:
     @staticmethod
     def from_file(path: str | Path, overrides: Mapping[str, str] | None = None) -> KafkaConfig:
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            raw = Path(path).read_bytes()
         except OSError as exc:
-            raise ConfigError("CONFIG", f"cannot read {path}: {exc.strerror or exc}") from exc
-        props = parse_properties(text)
+            raise ConfigFileError(path, exc.strerror or str(exc)) from exc
+        props = parse_properties(properties_text(path, raw))
         props.update(overrides or {})
         return KafkaConfig.from_properties(props)
 
@@ -340,7 +376,7 @@ class KafkaConfig:
             delete_topic_enable=r.boolean("delete.topic.enable", True),
             auto_leader_rebalance_enable=r.boolean("auto.leader.rebalance.enable", True),
             leader_imbalance_check_interval_seconds=r.integer(
-                "leader.imbalance.check.interval.seconds", 300, minimum=1
+                "leader.imbalance.check.interval.seconds", 300, minimum=1, kind=LONG_RANGE
             ),
             leader_imbalance_per_broker_percentage=r.integer(
                 "leader.imbalance.per.broker.percentage", 10, minimum=0
@@ -352,25 +388,27 @@ class KafkaConfig:
             zookeeper_connection_timeout_ms=r.integer(
                 "zookeeper.connection.timeout.ms", session_ms, minimum=1
             ),
-            replica_lag_time_max_ms=r.integer("replica.lag.time.max.ms", 30000, minimum=1),
+            replica_lag_time_max_ms=r.integer("replica.lag.time.max.ms", 30000, minimum=1, kind=LONG_RANGE),
             replica_fetch_wait_max_ms=r.integer("replica.fetch.wait.max.ms", 500, minimum=0),
             replica_fetch_backoff_ms=r.integer("replica.fetch.backoff.ms", 1000, minimum=0),
             controlled_shutdown_enable=r.boolean("controlled.shutdown.enable", True),
             controlled_shutdown_max_retries=r.integer("controlled.shutdown.max.retries", 3, minimum=0),
             controlled_shutdown_retry_backoff_ms=r.integer(
-                "controlled.shutdown.retry.backoff.ms", 5000, minimum=0
+                "controlled.shutdown.retry.backoff.ms", 5000, minimum=0, kind=LONG_RANGE
             ),
             controller_socket_timeout_ms=r.integer("controller.socket.timeout.ms", 30000, minimum=1),
             request_timeout_ms=r.integer("request.timeout.ms", 30000, minimum=1),
             inter_broker_protocol_version=ibp,
-            log_segment_delete_delay_ms=r.integer("log.segment.delete.delay.ms", 60000, minimum=0),
+            log_segment_delete_delay_ms=r.integer(
+                "log.segment.delete.delay.ms", 60000, minimum=0, kind=LONG_RANGE
+            ),
             reference_controller_enable=r.boolean("reference.controller.enable", True),
             reference_controller_zk_batch_writes=r.boolean("reference.controller.zk.batch.writes", False),
             reference_isr_change_propagation_blackout_ms=r.integer(
-                "reference.isr.change.propagation.blackout.ms", 5000, minimum=0
+                "reference.isr.change.propagation.blackout.ms", 5000, minimum=0, kind=LONG_RANGE
             ),
             reference_isr_change_propagation_interval_ms=r.integer(
-                "reference.isr.change.propagation.interval.ms", 60000, minimum=0
+                "reference.isr.change.propagation.interval.ms", 60000, minimum=0, kind=LONG_RANGE
             ),
             unknown_keys=(),
         )
@@ -422,12 +460,20 @@ class _Reader:
             return default
         return convert(self._props[key])
 
-    def integer(self, key: str, default: int, *, minimum: int | None = None) -> int:
+    def integer(
+        self, key: str, default: int, *, minimum: int | None = None, kind: tuple[int, int] = INT_RANGE
+    ) -> int:
+        """An INT key (or LONG with `kind=LONG_RANGE`), as ConfigDef parses it."""
+        type_name = "INT" if kind == INT_RANGE else "LONG"
+
         def convert(text: str) -> int:
-            try:
-                value = int(text)
-            except ValueError:
-                raise ConfigError(key, f"{text!r} is not an integer") from None
+            if not _JAVA_INTEGER.fullmatch(text):
+                raise ConfigError(key, f"{text!r} is not an integer")
+            value = int(text)
+            if not kind[0] <= value <= kind[1]:
+                raise ConfigError(
+                    key, f"{text} is not a number of type {type_name} (range {kind[0]}..{kind[1]})"
+                )
             if minimum is not None and value < minimum:
                 raise ConfigError(key, f"{value} is below the minimum {minimum}")
             return value

@@ -7,7 +7,9 @@ CONFIG is a Kafka-style `server.properties`; `--override` (repeatable) replaces 
 `server.log`, `state-change.log`, `controller-requests.jsonl`.
 
 Exit codes: 0 after SIGTERM/SIGINT (controlled shutdown first when enabled); 2 for a bad command
-line or configuration (the message names the key); 1 when start-up fails (ZooKeeper unreachable
+line or configuration (the message names the key: a value of the wrong type or out of Kafka's
+range, an existing log dir that is not a writable directory, a config file that is not
+properties text); 1 when start-up fails (ZooKeeper unreachable
 within `zookeeper.connection.timeout.ms`, a port in use, an inconsistent log dir) or on a fatal
 error while running (including a halt because every log dir failed). Messages go to stderr and to server.log.
 """
@@ -44,6 +46,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="override a property (repeatable)",
     )
     return parser.parse_args(argv)
+
+
+def check_log_dirs(config: KafkaConfig) -> None:
+    """Every `log.dirs` entry that exists must be a directory this process can write (checked with
+    access(2), which also sees read-only mounts and immutable dirs for root); else ConfigError
+    naming the key and the path. Entries that do not exist yet are created at start-up."""
+    for d in config.log_dirs:
+        if not d.exists():
+            continue
+        if not d.is_dir():
+            raise ConfigError("log.dirs", f"{d} exists and is not a directory")
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise ConfigError(
+                "log.dirs", f"{d} is not writable by this process; make it writable or choose another"
+            )
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
@@ -87,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         config = KafkaConfig.from_file(args.config, parse_overrides(args.override))
+        check_log_dirs(config)
     except ConfigError as exc:
         print(f"reference node: {exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -61,6 +61,15 @@ def validate_topic_name(topic: str) -> None:
         )
 
 
+def topic_name_error(topic: str) -> str | None:
+    """Why `topic` is not a legal topic name (`Topic.validate`), or None when it is."""
+    try:
+        validate_topic_name(topic)
+    except AdminError as exc:
+        return str(exc)
+    return None
+
+
 def _collides(a: str, b: str) -> bool:
     return a.replace(".", "_") == b.replace(".", "_")
 

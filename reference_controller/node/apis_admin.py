@@ -36,6 +36,18 @@ Outcome = tuple[int, str | None]
 POLL_S = 0.02
 
 
+MAX_STRING_BYTES = 32767  # int16 length prefix of a Kafka STRING
+
+
+def fit_message(message: str | None) -> str | None:
+    """An error message cut to what a Kafka STRING can hold (e.g. Topic.validate's message quotes a
+    32,767-character name whole): the response is sent rather than failing to encode (a departure:
+    Kafka 2.5 cannot serialise it and drops the response)."""
+    if message is None or len(message.encode("utf-8")) <= MAX_STRING_BYTES:
+        return message
+    return message.encode("utf-8")[: MAX_STRING_BYTES - 3].decode("utf-8", "ignore") + "..."
+
+
 def invalid_topic_name(name: str) -> bool:
     try:
         admin.validate_topic_name(name)
@@ -107,7 +119,7 @@ class CreateTopics(_AdminApi):
                 result_cls,
                 name=n,
                 error_code=outcomes[n][0],
-                error_message=outcomes[n][1],
+                error_message=fit_message(outcomes[n][1]),
                 topic_config_error_code=0,
                 num_partitions=sizes.get(n, (-1, -1))[0],
                 replication_factor=sizes.get(n, (-1, -1))[1],
@@ -200,7 +212,7 @@ class CreatePartitions(_AdminApi):
         await self._await_metadata(outcomes, written, ms(request.timeout), deleting=False)
         result_cls = nested(schema, "CreatePartitionsTopicResult")
         results = tuple(
-            build(result_cls, name=n, error_code=outcomes[n][0], error_message=outcomes[n][1])
+            build(result_cls, name=n, error_code=outcomes[n][0], error_message=fit_message(outcomes[n][1]))
             for n in outcomes
         )
         return build(schema, throttle_time=0, results=results)

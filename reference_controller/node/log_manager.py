@@ -6,7 +6,9 @@ files (`0\\n<count>\\n<topic> <partition> <offset>` lines), `cleaner-offset-chec
 active segment `00000000000000000000.log` with `.index` and `.timeindex`, and
 `leader-epoch-checkpoint` (empty at creation; `0\\n1\\n<epoch> <offset>\\n` once leader).
 Deleted partitions are renamed `<topic>-<p>.<uuid hex>-delete` and removed after
-`log.segment.delete.delay.ms`. Logs stay empty: no Produce in this issue, but the files are real.
+`log.segment.delete.delay.ms`. A partition directory is only ever made by `partition_dir`, which
+refuses (IllegalLogPath) any name that would not resolve directly inside its log dir. Logs stay
+empty: no Produce in this issue, but the files are real.
 
 Log-dir failure (LOGDIR-5, `log_dir_failure.py`): an OSError while creating a partition dir or its
 files, writing a checkpoint or renaming a log for deletion is reported to the
@@ -43,6 +45,10 @@ _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _DELETE_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-delete$")
 
 
+class IllegalLogPath(ReferenceControllerError):
+    """A partition directory that would not resolve directly inside its log dir (never created)."""
+
+
 class LogDirError(ReferenceControllerError):
     """A log dir is unusable or belongs to another broker/cluster (InconsistentBrokerId/ClusterId)."""
 
@@ -63,6 +69,16 @@ class Log:
 
 def log_dir_name(tp: TopicPartition) -> str:
     return f"{tp[0]}-{tp[1]}"
+
+
+def partition_dir(log_dir: Path, tp: TopicPartition) -> Path:
+    """`<log_dir>/<topic>-<p>`, only when it resolves to a direct child of `log_dir` (so `a/b`,
+    `..`, `../escape` and the like never reach the filesystem); else IllegalLogPath."""
+    name = log_dir_name(tp)
+    path = log_dir / name
+    if "/" in name or "\x00" in name or path.resolve().parent != log_dir.resolve():
+        raise IllegalLogPath(f"Refusing partition directory {name!r}: it does not resolve inside {log_dir}")
+    return path
 
 
 def write_checkpoint(path: Path, entries: list[str]) -> None:
@@ -127,10 +143,15 @@ class LogManager:
                 d.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise LogDirError(f"cannot create log dir {d}: {exc}") from exc
-            self._check_meta(d, cluster_id)
-            (d / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
-            (d / "cleaner-offset-checkpoint").touch(exist_ok=True)
-            self._load_dir(d)
+            try:
+                self._check_meta(d, cluster_id)
+                (d / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+                (d / "cleaner-offset-checkpoint").touch(exist_ok=True)
+                self._load_dir(d)
+            except OSError as exc:  # e.g. a read-only dir: name the key, the dir and the file
+                raise LogDirError(
+                    f"log.dirs: cannot use log dir {d}: {exc.strerror or exc} ({exc.filename or d})"
+                ) from exc
         self.checkpoint()
 
     def _check_meta(self, d: Path, cluster_id: str) -> None:
@@ -196,6 +217,8 @@ class LogManager:
         if existing is not None:
             return existing
         name = log_dir_name(tp)
+        for d in self.log_dirs:
+            partition_dir(d, tp)  # IllegalLogPath before any filesystem change
         if not is_new and self.offline_log_dirs:
             raise KafkaStorageError(
                 f"Can not create log for {name} because log directories "
@@ -203,7 +226,7 @@ class LogManager:
             )
         candidates = self.next_log_dirs()
         for d in candidates:
-            path = d / name
+            path = partition_dir(d, tp)
             try:
                 path.mkdir(exist_ok=True)  # the log dir itself must exist (a vanished dir has failed)
             except OSError as exc:

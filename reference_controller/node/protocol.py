@@ -8,14 +8,20 @@ request is in flight). Protocol violations follow Kafka 2.5's SocketServer/Kafka
   the connection is closed and the reason logged; the node keeps serving;
 - unknown API key: connection closed and logged;
 - known API, unsupported version: ApiVersions answers error 35 (UNSUPPORTED_VERSION) with a v0
-  body listing the supported ranges; any other API closes the connection (and logs).
+  body listing the supported ranges; any other API closes the connection (and logs);
+- null where the schema has a non-nullable field (e.g. a compact array of length 0, which kio
+  decodes as None): a parse error, as Kafka's SchemaException "non-nullable field": the
+  connection is closed and the field named in the log (`null_field`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import struct
+import types
+import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -137,6 +143,11 @@ class KafkaProtocolServer:
                 f"invalid request: cannot parse API {api_key} v{api_version}: {exc!r}; "
                 f"first bytes {payload[:96].hex()}"
             ) from exc
+        if (field := null_field(request)) is not None:
+            raise CloseConnection(
+                f"invalid request: cannot parse API {api_key} v{api_version}: null value for "
+                f"non-nullable field {field}; first bytes {payload[:96].hex()}"
+            )
         ctx = RequestContext(
             self.listener, peer, api_key, api_version, correlation_id, getattr(header, "client_id", None)
         )
@@ -155,3 +166,43 @@ class KafkaProtocolServer:
             ),
         )
         return encode_response(schema, correlation_id, body)
+
+
+# ---- non-nullable fields ---------------------------------------------------------------------------
+_FIELD_KINDS: dict[type[Any], tuple[tuple[str, bool, bool], ...]] = {}
+
+
+def _field_kinds(cls: type[Any]) -> tuple[tuple[str, bool, bool], ...]:
+    """(name, nullable, holds entities) for each field of a kio entity class (cached)."""
+    if (known := _FIELD_KINDS.get(cls)) is not None:
+        return known
+    hints = typing.get_type_hints(cls)
+    kinds = []
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        args = typing.get_args(hint)
+        nullable = typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args
+        inner = [a for a in args if a is not type(None)]
+        if nullable and len(inner) == 1:
+            hint = inner[0]
+        entities = dataclasses.is_dataclass(hint) or any(
+            dataclasses.is_dataclass(a) for a in typing.get_args(hint) if isinstance(a, type)
+        )
+        kinds.append((f.name, nullable, entities))
+    _FIELD_KINDS[cls] = tuple(kinds)
+    return _FIELD_KINDS[cls]
+
+
+def null_field(entity: Any, prefix: str = "") -> str | None:
+    """The dotted name of the first non-nullable field holding None in a decoded request, or None."""
+    for name, nullable, entities in _field_kinds(type(entity)):
+        value = getattr(entity, name)
+        if value is None:
+            if not nullable:
+                return prefix + name
+            continue
+        if entities:
+            for i, item in enumerate(value if isinstance(value, tuple) else (value,)):
+                if (found := null_field(item, f"{prefix}{name}[{i}].")) is not None:
+                    return found
+    return None

@@ -10,6 +10,14 @@ offline (`HostedPartition.Offline`) until restart; StopReplica(delete) for it al
 Broker-epoch fencing (§7.4) is `is_stale_broker_epoch`, applied
 by the API layer before any of this, as KafkaApis does.
 
+Departure from Kafka 2.5 (issue 8, robustness): a LeaderAndIsr partition whose topic name is
+illegal (`Topic.validate`: empty, "." or "..", over 249 characters, a character other than ASCII
+alphanumerics, '.', '_' and '-' — so `a/b` and `../escape` too) gets INVALID_TOPIC_EXCEPTION (17)
+with a WARN state-change line and touches no file; the other partitions of the request are
+served. Kafka's controller never sends such names (topic creation validates them) and Kafka's
+broker does not check them, so Kafka would create a directory from the name; the log manager
+also refuses any partition directory that does not resolve directly inside its log dir.
+
 The replica manager runs on the node's asyncio loop only (no locks needed); ZooKeeper writes
 for the ISR live in `isr.py`, fetching from leaders in `fetcher.py`.
 """
@@ -22,6 +30,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from reference_controller.logutil import STATE_CHANGE_LOGGER, trace
+from reference_controller.node.admin import topic_name_error
 from reference_controller.node.log_dir_failure import KAFKA_STORAGE_ERROR, KafkaStorageError
 from reference_controller.node.log_manager import LogManager
 from reference_controller.node.metadata_cache import BrokerEndpoints, MetadataCache, PartitionState
@@ -36,6 +45,7 @@ from reference_controller.node.partition import (
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 STALE_CONTROLLER_EPOCH = 11
+INVALID_TOPIC_EXCEPTION = 17
 STALE_BROKER_EPOCH = 77
 
 log = logging.getLogger("kafka.server.ReplicaManager")
@@ -114,6 +124,10 @@ class ReplicaManager:
                 f"Ignoring LeaderAndIsr request from controller {controller_id} with correlation id "
                 f"{correlation_id} epoch {controller_epoch} for partition {st.topic}-{st.partition}"
             )
+            if (illegal := topic_name_error(st.topic)) is not None:
+                sc.warn(f"{prefix} as the topic name is illegal: {illegal}")
+                errors[st.tp] = INVALID_TOPIC_EXCEPTION
+                continue
             if st.tp in self.offline_partitions:
                 sc.warn(f"{prefix} as the local replica for the partition is in an offline log directory")
                 errors[st.tp] = KAFKA_STORAGE_ERROR
@@ -166,7 +180,8 @@ class ReplicaManager:
         elif followers:
             self.fetcher.add_partitions(followers, leaders)
         for tp in {st.tp for st in states} - self.offline_partitions:  # drop placeholders without a log
-            if tp not in self.log_manager.logs and self.partitions[tp].leader_epoch < 0:
+            placeholder = self.partitions.get(tp)  # none for a rejected illegal name
+            if placeholder is not None and tp not in self.log_manager.logs and placeholder.leader_epoch < 0:
                 del self.partitions[tp]
         self.log_manager.checkpoint()
         return NONE, errors

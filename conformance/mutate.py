@@ -233,18 +233,14 @@ def run_checks(
     timeout_s: float,
     stop_first: bool,
     keyword: str = "",
+    tests: Sequence[str] = (),
 ) -> tuple[int | None, str]:
-    """Run the areas' checks of the copy; (pytest exit code or None on timeout, output tail)."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(tree / "conformance" / "checks"),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-    ]
-    cmd += ["--target=reference", f"--areas={','.join(areas)}", f"--results-dir={results}", "-rf"]
+    """Run the areas' checks (or the given test node ids) of the copy; (pytest exit code or None on
+    timeout, output tail)."""
+    where = list(tests) or [str(tree / "conformance" / "checks")]
+    cmd = [sys.executable, "-m", "pytest", *where, "-q", "-p", "no:cacheprovider"]
+    cmd += ["--target=reference", f"--results-dir={results}", "-rf"]
+    cmd += [f"--areas={','.join(areas)}"] if areas else []
     # the meta-checks test the suite, not the target: a kill is a behaviour check's failure
     cmd += [f"--ignore={tree / 'conformance' / 'checks' / 'test_catalogue_meta.py'}"]
     cmd += ["-k", keyword] if keyword else []
@@ -474,6 +470,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--check", action="store_true", help="only check that every patch applies to the current tree"
     )
     p.add_argument(
+        "--recheck",
+        action="store_true",
+        help="re-run the killing checks of <out>/mutation.json unmutated and rewrite the reports",
+    )
+    p.add_argument(
         "--refresh", action="store_true", help="re-base drifted patches on the current tree (patch --fuzz=3)"
     )
     return p.parse_args(argv)
@@ -552,6 +553,73 @@ def refresh(mutant: Mutant) -> str:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _load_results(path: Path) -> list[MutantResult]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for m in data["mutants"]:
+        fields = {**m, "areas": tuple(m["areas"]), "expected_ids": tuple(m["expected_ids"])}
+        fields["killed_by"] = tuple(
+            Killer(k["test"], tuple(k["behaviour_ids"]), k["reason"], k["fails_unmutated"])
+            for k in m["killed_by"]
+        )
+        out.append(MutantResult(**fields))
+    return out
+
+
+def _not_passing(results: Path) -> set[str]:
+    records = read_records(sorted(results.glob("runs-*.jsonl")), strict=False)
+    return {r["test_id"] for r in records if r["outcome"] != "passed"}
+
+
+def recheck(args: argparse.Namespace) -> list[MutantResult]:
+    """Re-run every killing check of ``<out>/mutation.json`` on an unmutated copy; a kill by a check
+    that does not pass unmutated is flagged, and a mutant killed only by such checks survives."""
+    results = _load_results(args.out / "mutation.json")
+    tests = sorted({k.test for r in results for k in r.killed_by})
+    scratch = scratch_parent()
+    try:
+        tree = copy_tree(scratch / "recheck" / "repo")
+        runs = args.out / "runs" / "_recheck"
+        shutil.rmtree(runs, ignore_errors=True)
+        rc, _ = run_checks(
+            tree,
+            (),
+            runs,
+            workers=args.numprocesses,
+            timeout_s=args.timeout_s * 3,
+            stop_first=False,
+            tests=tests,
+        )
+        bad = _not_passing(runs) | (set(tests) if rc is None else set())
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(
+        f"recheck: {len(tests)} killing check(s) re-run unmutated; not passing there: {sorted(bad) or 'none'}"
+    )
+    return [_reflag(r, bad) for r in results]
+
+
+def _reflag(r: MutantResult, bad: set[str]) -> MutantResult:
+    killers = tuple(
+        Killer(k.test, k.behaviour_ids, k.reason, k.fails_unmutated or k.test in bad) for k in r.killed_by
+    )
+    real = [k for k in killers if not k.fails_unmutated]
+    status: Status = "survived" if r.status == "killed" and not real else r.status
+    detail = "killed only by checks that do not pass unmutated" if status != r.status else r.detail
+    return MutantResult(
+        r.name,
+        r.breaks,
+        r.areas,
+        r.expected_ids,
+        status,
+        r.wall_s,
+        r.pytest_exit_code,
+        killers,
+        detail,
+        any(set(k.behaviour_ids) & set(r.expected_ids) for k in real),
+    )
+
+
 def campaign(mutants: list[Mutant], args: argparse.Namespace) -> list[MutantResult]:
     scratch = scratch_parent()
     results: list[MutantResult] = []
@@ -596,7 +664,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(mutants) - len(problems)} of {len(mutants)} mutants apply to the current tree")
         return 1 if problems else 0
     args.out = args.out.resolve()
-    results = campaign(mutants, args)
+    results = recheck(args) if args.recheck else campaign(mutants, args)
+    write_reports(args.out, results, summary(results))
     totals = summary(results)
     print(render_table(results))
     print(render_markdown(results, totals).split("\n\n", 1)[1].strip())

@@ -1,0 +1,98 @@
+"""A real node behind its ZooKeeper recording proxy (integration): the conformance cluster points
+the node's ``zookeeper.connect`` at the proxy with the chroot kept, the node registers and is
+elected through it, the journal names its session, and closing the cluster leaves no proxy."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conformance.cluster import Cluster
+from conformance.targets import load_target
+from fixtures.probes.zk_journal import ZkRequest
+from fixtures.zookeeper import ZooKeeperServer
+
+
+@pytest.fixture
+def one_node(zk_server: ZooKeeperServer, zk_chroot: str, tmp_path: Path) -> Iterator[Cluster]:
+    cluster = Cluster(
+        load_target("reference"),
+        zk_connect_string=zk_server.connect_string,
+        chroot=zk_chroot,
+        txn_log_dir=Path(zk_server.txn_log_dir),
+        base_dir=tmp_path,
+        broker_ids=(1,),
+        four_letter=zk_server.four_letter,
+    )
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def _ops(r: ZkRequest) -> list[tuple[str, str | None]]:
+    return [(o.op, o.path) for o in (r.sub_ops or ((r.op,) if r.op else ()))]
+
+
+@pytest.mark.integration
+def test_a_node_registers_and_is_elected_through_its_journalled_zookeeper_link(one_node: Cluster) -> None:
+    cluster = one_node
+    (proxy,) = cluster.zk_proxies[1]
+    connect = cluster.nodes[1].properties["zookeeper.connect"]
+    assert connect == f"127.0.0.1:{proxy.port}{cluster.chroot}"
+    cluster.start()
+    assert cluster.wait_controller() == 1
+    journal = cluster.zk_journal(1)
+    stat = cluster.zk.exists("/brokers/ids/1")
+    assert stat is not None
+    assert journal.sessions() == [stat.ephemeralOwner], journal.dump()
+    registrations = [
+        r for r in journal.requests(op=("create", "multi")) if ("create", "/brokers/ids/1") in _ops(r)
+    ]
+    assert registrations, journal.dump()
+    reply = journal.reply_to(registrations[-1])
+    assert reply is not None
+    assert reply.ok
+    elections = [r for r in journal.requests(op="multi") if ("create", "/controller") in _ops(r)]
+    assert elections, journal.dump()
+    watched = {r.path for r in journal.requests(op=("getChildren", "getChildren2"), watch=True)}
+    assert "/brokers/ids" in watched, journal.dump()
+    records = journal.records()
+    lines = (cluster.nodes[1].node_dir / "zk-journal.jsonl").read_text().splitlines()
+    assert len(lines) >= len(records) - 2  # the last records may still be in flight
+    assert json.loads(lines[0])["kind"] == "ZkConnect"
+
+
+@pytest.mark.integration
+def test_closing_the_cluster_stops_every_zookeeper_proxy(one_node: Cluster) -> None:
+    one_node.start()
+    port = one_node.zk_proxies[1][0].port
+    one_node.close()
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
+        pass
+    assert not one_node.zk_loop or not one_node.zk_loop.loop.is_running()
+
+
+@pytest.mark.integration
+def test_without_recording_the_node_connects_to_zookeeper_directly(
+    zk_server: ZooKeeperServer, zk_chroot: str, tmp_path: Path
+) -> None:
+    cluster = Cluster(
+        load_target("reference"),
+        zk_connect_string=zk_server.connect_string,
+        chroot=zk_chroot,
+        txn_log_dir=Path(zk_server.txn_log_dir),
+        base_dir=tmp_path,
+        broker_ids=(1,),
+        record_zookeeper=False,
+    )
+    try:
+        assert cluster.nodes[1].properties["zookeeper.connect"] == f"{zk_server.connect_string}{zk_chroot}"
+        with pytest.raises(LookupError, match="record_zookeeper=False"):
+            cluster.zk_journal(1)
+    finally:
+        cluster.close()

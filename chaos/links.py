@@ -1,0 +1,293 @@
+"""Every link of a chaos cluster through its own named Toxiproxy proxy (ring: drivers).
+
+:class:`ChaosCluster` is the conformance :class:`~conformance.cluster.Cluster` with a fault
+proxy on each directed link (names from :func:`chaos.generator.link_names`, prefixed per run):
+
+==============  ===========================================================================
+proxy           chain (→ = forwards to)
+==============  ===========================================================================
+ZK_<x>[_<s>]    node x → **ZK_x** → x's ZooKeeper recording proxy → ZooKeeper server s
+CTRL_<x>_<y>    controller x → **CTRL_x_y** → request-recording proxy (x→y) → y's ``CTRL_<x>``
+FROM_<x>_<y>    follower x → **FROM_x_y** → leader y's ``FROM_<x>`` listener (x ≠ y)
+CLIENT_<y>      AdminClient / Metadata → **CLIENT_y** → y's ``CLIENT`` listener
+==============  ===========================================================================
+
+The fault proxy sits in front of each recording proxy, so the request and ZooKeeper journals
+record exactly what got through the fault (what the node received), and stay complete. Node y
+binds each interposed listener on a fixed port from this process's :class:`PortPool` and
+advertises the fault proxy's port (:class:`~conformance.nodeconfig.Interpose`).
+
+Nodes start through the launcher seam (:mod:`fixtures.launcher`): the ``process`` launcher runs
+them with pid files, ``PR_SET_PDEATHSIG`` from a long-lived spawner thread, and the reaper's
+owner records, so a killed runner leaves nothing the next run cannot reap. A second launcher
+slots in by implementing :class:`~fixtures.launcher.Launcher` / :class:`~fixtures.launcher.Handle`.
+
+Toxiproxy is driven only through the unmodified ``toxiproxy-python`` client; that client keeps
+its API address in class attributes, so one process talks to one Toxiproxy server
+(:func:`use_toxiproxy`).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import random
+import signal
+import socket
+import subprocess
+import threading
+from collections.abc import Iterable
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+from toxiproxy import Toxiproxy
+from toxiproxy.proxy import Proxy
+
+from conformance.cluster import Cluster, Node
+from conformance.nodeconfig import CLIENT_LISTENER, Interpose, control_listener, inter_broker_listener
+from conformance.targets import REPO_ROOT, Target
+from fixtures.launcher import Handle, Launcher, LaunchSpec
+from fixtures.probes.request_proxy import RecordingProxy
+
+__all__ = ["ChaosCluster", "LinkFabric", "PortPool", "use_toxiproxy"]
+
+Address = tuple[str, int]
+LOOPBACK = "127.0.0.1"
+
+
+def use_toxiproxy(url: str) -> Toxiproxy:
+    """Point the ``toxiproxy`` client (process-wide) at the server at ``url``."""
+    parts = urlsplit(url)
+    client = Toxiproxy()
+    client.update_api_consumer(parts.hostname or LOOPBACK, parts.port or 8474)
+    return client
+
+
+class PortPool:
+    """Fixed loopback ports for interposed listeners, from this process's slice of a range.
+
+    Ports go back to the pool when a cluster closes and are reused only after ``cooldown`` other
+    releases (a listener of the last run may still be closing). Disjoint slices per runner slot
+    keep parallel workers of one runner apart; a port any other process holds fails the bind probe.
+    """
+
+    def __init__(self, ports: range, cooldown: int = 400) -> None:
+        self.ports = ports
+        self._in_use: set[int] = set()
+        self._recent: collections.deque[int] = collections.deque(maxlen=cooldown)
+        self._lock = threading.Lock()
+        self._rng = random.Random()
+
+    @classmethod
+    def for_slot(cls, slot: int, slots: int, ports: range = range(20000, 32000)) -> PortPool:
+        size = len(ports) // max(slots, 1)
+        start = ports.start + (slot % max(slots, 1)) * size
+        return cls(range(start, start + size))
+
+    def take(self, count: int) -> list[int]:
+        out: list[int] = []
+        with self._lock:
+            for _ in range(len(self.ports)):
+                if len(out) == count:
+                    return out
+                port = self._rng.choice(self.ports)
+                if port in self._in_use or port in self._recent or not _bindable(port):
+                    continue
+                self._in_use.add(port)
+                out.append(port)
+        self.release(out)
+        raise RuntimeError(f"no {count} free ports left in {self.ports}")
+
+    def release(self, ports: Iterable[int]) -> None:
+        with self._lock:
+            for port in ports:
+                if port in self._in_use:
+                    self._in_use.discard(port)
+                    self._recent.append(port)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
+
+
+class LinkFabric:
+    """The run's named Toxiproxy proxies: create, look up by link name, destroy."""
+
+    def __init__(self, client: Toxiproxy, prefix: str) -> None:
+        self.client, self.prefix = client, prefix
+        self.proxies: dict[str, Proxy] = {}
+
+    def create(self, link: str, upstream: Address) -> int:
+        """A proxy named ``<prefix><link>`` to ``upstream``; returns its listen port."""
+        proxy = self.client.create(
+            upstream=f"{upstream[0]}:{upstream[1]}", name=f"{self.prefix}{link}", listen=f"{LOOPBACK}:0"
+        )
+        self.proxies[link] = proxy
+        return int(str(proxy.listen).rsplit(":", 1)[1])
+
+    def __getitem__(self, link: str) -> Proxy:
+        return self.proxies[link]
+
+    def names(self) -> list[str]:
+        return list(self.proxies)
+
+    def of_node(self, bid: int) -> list[str]:
+        """Every link with node ``bid`` at either end."""
+        return [n for n in self.proxies if bid in _ends(n)]
+
+    def zk_of(self, bid: int) -> list[str]:
+        return [n for n in self.proxies if n.startswith("ZK_") and _ends(n)[0] == bid]
+
+    def crossing(self, minority: Iterable[int]) -> list[str]:
+        """Inter-broker links with one end in ``minority`` and the other outside, plus the
+        minority's ZooKeeper links (ZooKeeper stays with the majority)."""
+        side = set(minority)
+        out = []
+        for name in self.proxies:
+            ends = _ends(name)
+            if (name.startswith(("CTRL_", "FROM_")) and (ends[0] in side) != (ends[1] in side)) or (
+                name.startswith("ZK_") and ends[0] in side
+            ):
+                out.append(name)
+        return out
+
+    def destroy_all(self) -> None:
+        for proxy in self.proxies.values():
+            with contextlib.suppress(Exception):
+                proxy.destroy()
+        self.proxies.clear()
+
+
+def _ends(link: str) -> tuple[int, ...]:
+    """``CTRL_1_2`` → (1, 2); ``ZK_3_1`` → (3,) (the server index is not a broker); ``CLIENT_2`` → (2,)."""
+    kind, *rest = link.split("_")
+    ids = tuple(int(p) for p in rest)
+    return ids[:1] if kind == "ZK" else ids
+
+
+class _HandleProcess:
+    """A :class:`Handle` seen as the ``Popen`` subset :class:`Cluster` uses (poll/wait/pid)."""
+
+    def __init__(self, handle: Handle) -> None:
+        self.handle = handle
+        self.returncode: int | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.handle.pid or -1
+
+    def poll(self) -> int | None:
+        self.returncode = self.handle.poll()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        try:
+            self.returncode = self.handle.wait(timeout if timeout is not None else 3600.0)
+        except TimeoutError as exc:
+            raise subprocess.TimeoutExpired("node", timeout or 0.0) from exc
+        return self.returncode
+
+
+class ChaosCluster(Cluster):
+    """A :class:`Cluster` whose every link goes through a named Toxiproxy proxy (module docstring)."""
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        fabric: LinkFabric,
+        ports: PortPool,
+        launcher: Launcher,
+        **kwargs: Any,
+    ) -> None:
+        self.fabric, self.port_pool, self.launcher = fabric, ports, launcher
+        self.handles: dict[int, Handle] = {}
+        self._taken: list[int] = []
+        self._zk_links: dict[int, int] = {}
+        self._ids = tuple(sorted(kwargs.get("broker_ids", (1, 2, 3))))
+        self._zk_servers = len(str(kwargs["zk_connect_string"]).split(","))
+        try:
+            super().__init__(target, zk_front=self._zk_front, **kwargs)
+        except BaseException:
+            for recorder in self.proxies.values():  # the journal's loop still runs: close them
+                with contextlib.suppress(Exception):
+                    recorder.close()
+            self._release_links()
+            raise
+
+    # --- links ----------------------------------------------------------------------------------
+
+    def _zk_front(self, bid: int, address: Address) -> Address:
+        index = self._zk_links[bid] = self._zk_links.get(bid, 0) + 1
+        name = f"ZK_{bid}" if self._zk_servers <= 1 else f"ZK_{bid}_{index}"
+        return (LOOPBACK, self.fabric.create(name, address))
+
+    def _interpose(self, dest: int) -> dict[str, Interpose]:
+        out: dict[str, Interpose] = {}
+        ports = self.port_pool.take(2 * len(self._ids))
+        self._taken += ports
+        free = iter(ports)
+        for source in self._ids:
+            bind = next(free)
+            upstream = bind
+            if self.journal is not None:
+                recorder = RecordingProxy(self.journal, source=source, dest=dest)
+                recorder.upstream = (LOOPBACK, bind)
+                self.proxies[(source, dest)] = recorder
+                upstream = recorder.port
+            front = self.fabric.create(f"CTRL_{source}_{dest}", (LOOPBACK, upstream))
+            out[control_listener(source)] = Interpose(bind_port=bind, advertised_port=front)
+        for source in self._ids:
+            bind = next(free)
+            if source == dest:  # a broker never fetches from itself: CLIENT takes this port
+                front = self.fabric.create(f"CLIENT_{dest}", (LOOPBACK, bind))
+                out[CLIENT_LISTENER] = Interpose(bind_port=bind, advertised_port=front)
+                continue
+            front = self.fabric.create(f"FROM_{source}_{dest}", (LOOPBACK, bind))
+            out[inter_broker_listener(source)] = Interpose(bind_port=bind, advertised_port=front)
+        return out
+
+    # --- processes through the launcher seam ----------------------------------------------------
+
+    def _spawn(self, node: Node) -> None:
+        if node.running:
+            raise RuntimeError(f"node {node.broker_id} is already running")
+        spec = LaunchSpec(
+            role="node",
+            name=f"node-{node.broker_id}",
+            argv=self.target.render_command(node.config_path, node.node_dir),
+            cwd=self.target.render_cwd(node.node_dir),
+            log_path=node.node_dir / "stdout.log",
+            env={**os.environ, **self.target.render_env(node.node_dir)},
+            mounts=[node.node_dir, REPO_ROOT],
+        )
+        handle = self.launcher.spawn(spec)
+        self.handles[node.broker_id] = handle
+        # the process launcher's handle holds the real Popen; any other launcher gets an adapter
+        popen = getattr(getattr(handle, "managed", None), "popen", None)
+        proc: Any = popen if isinstance(popen, subprocess.Popen) else _HandleProcess(handle)
+        node.proc = cast(subprocess.Popen[bytes], proc)
+        node.paused = False
+
+    def _signal(self, bid: int, sig: signal.Signals) -> None:
+        handle = self.handles.get(bid)
+        if handle is not None and self.nodes[bid].proc is not None and handle.poll() is None:
+            handle.send_signal(sig)
+
+    def close(self) -> None:
+        super().close()
+        for handle in self.handles.values():
+            with contextlib.suppress(Exception):
+                handle.remove()
+        self._release_links()
+
+    def _release_links(self) -> None:
+        self.fabric.destroy_all()
+        self.port_pool.release(self._taken)
+        self._taken = []

@@ -1,0 +1,1 @@
+"""The runner's parts: worker processes, artefacts of a run, phase metrics, orphan reaping."""

@@ -1,0 +1,208 @@
+"""A runner worker process: one ZooKeeper, one Toxiproxy, runs one plan at a time (ring: drivers).
+
+``python -m chaos.run.worker --slot N --slots P --target T`` reads one JSON task per line on
+stdin and answers one JSON result per line on stdout (the only thing written there: anything
+else that prints goes to stderr). Everything it starts — the ZooKeeper JVM(s), the Toxiproxy
+server, the nodes — is owned through :mod:`fixtures.zookeeper.process` (pid files, pdeathsig),
+and the worker itself dies with the runner (pdeathsig), so a SIGKILLed runner leaves nothing
+that :func:`chaos.run.reap.reap` cannot remove. A worker that cannot set up (no Java, no
+ZooKeeper, no Toxiproxy) answers every task with an ``unknown`` run and the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from kazoo.client import KazooClient
+
+from chaos.links import PortPool, use_toxiproxy
+from chaos.runner import RunEnv, RunPlan, RunResult, run_once
+from chaos.scenarios import SCENARIOS, Scenario
+from chaos.toxiproxy.launch import toxiproxy_server
+from conformance.records import RunRecord, run_order_key, utc_now_iso
+from conformance.targets import REPO_ROOT, Target, load_target
+from fixtures.launcher import launcher_named
+from fixtures.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
+
+__all__ = ["main", "plan_from_task", "task_of"]
+
+ZK_TICK_TIME_MS = 500  # sessions expire within 0.5 s of the profile's 4 s timeout (as conformance)
+
+
+def task_of(plan: RunPlan) -> dict[str, Any]:
+    return {
+        "index": plan.index,
+        "scenario": plan.scenario.name,
+        "faults": list(plan.scenario.faults),
+        "seed": plan.seed,
+        "campaign_id": plan.campaign_id,
+        "out_dir": str(plan.out_dir),
+        "keep_all": plan.keep_all,
+    }
+
+
+def plan_from_task(task: dict[str, Any]) -> RunPlan:
+    scenario: Scenario = replace(SCENARIOS[task["scenario"]], faults=tuple(task["faults"]))
+    return RunPlan(
+        int(task["index"]),
+        scenario,
+        int(task["seed"]),
+        str(task["campaign_id"]),
+        Path(task["out_dir"]),
+        bool(task["keep_all"]),
+    )
+
+
+def _commit() -> str | None:
+    with contextlib.suppress(Exception):
+        out = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        )
+        return out.stdout.strip() or None
+    return None
+
+
+def _version(target: Target) -> str | None:
+    if not target.version_command:
+        return None
+    with contextlib.suppress(Exception):
+        values = target._vars()  # the same templates the node command uses
+        argv = [part.format_map(values) for part in target.version_command]
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        return (out.stdout or out.stderr).strip().splitlines()[0][:200] or None
+    return None
+
+
+@contextlib.contextmanager
+def worker_env(slot: int, slots: int, target: Target, launcher_name: str) -> Iterator[RunEnv]:
+    """ZooKeeper + Toxiproxy + admin session for this worker's runs (the ensemble on demand)."""
+    launcher = launcher_named(launcher_name)
+    with contextlib.ExitStack() as stack:
+        zk = stack.enter_context(
+            ZooKeeperServer(name=f"chaos-w{slot}", tick_time_ms=ZK_TICK_TIME_MS, max_session_timeout_ms=30000)
+        )
+        url = stack.enter_context(toxiproxy_server())
+        admin = KazooClient(hosts=zk.connect_string, timeout=10.0)
+        admin.start(timeout=15.0)
+        stack.callback(admin.close)
+        stack.callback(admin.stop)
+        env = RunEnv(
+            target=target,
+            target_version=_version(target),
+            slot=f"w{slot}",
+            launcher=launcher,
+            ports=PortPool.for_slot(slot, slots),
+            toxiproxy=use_toxiproxy(url),
+            zk_connect=zk.connect_string,
+            zk_txn_dir=zk.txn_log_dir,
+            zk_admin=admin,
+            zk_log_tail=lambda: zk.log_tail(64 * 1024),
+            four_letter=zk.four_letter,
+            commit=_commit(),
+        )
+        env.ensemble_env = _ensemble_factory(stack, env, slot)
+        yield env
+
+
+def _ensemble_factory(stack: contextlib.ExitStack, base: RunEnv, slot: int) -> Any:
+    made: list[RunEnv] = []
+
+    def get() -> RunEnv:
+        if made:
+            return made[0]
+        ensemble = stack.enter_context(
+            ZooKeeperEnsemble(
+                3, name=f"chaos-w{slot}-ens", tick_time_ms=ZK_TICK_TIME_MS, max_session_timeout_ms=30000
+            )
+        )
+        admin = KazooClient(hosts=ensemble.connect_string, timeout=10.0)
+        admin.start(timeout=30.0)
+        stack.callback(admin.close)
+        stack.callback(admin.stop)
+        first = ensemble.members[0]  # never killed by zk_member_kill: its log is the run's history
+        made.append(
+            replace(
+                base,
+                zk_connect=ensemble.connect_string,
+                zk_txn_dir=first.txn_log_dir,
+                zk_admin=admin,
+                zk_log_tail=lambda: "\n".join(m.log_tail(16 * 1024) for m in ensemble.members),
+                four_letter=first.four_letter,
+                ensemble=ensemble,
+                ensemble_env=None,
+            )
+        )
+        return made[0]
+
+    return get
+
+
+def unknown_result(plan: RunPlan, target: str, slot: str, reason: str) -> RunResult:
+    """The result of a run that could not even start (no ZooKeeper, no Toxiproxy, …)."""
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    now = utc_now_iso()
+    record = RunRecord(
+        kind="chaos-run",
+        run_id=plan.campaign_id,
+        run_order=run_order_key(datetime.now(UTC), f"{plan.campaign_id}-{plan.index:05d}"),
+        test_id=f"chaos/{plan.scenario.name}",
+        behaviour_ids=(),
+        target=target,
+        profile="2.5",
+        outcome="error",
+        reason=reason[:1000],
+        duration_s=0.0,
+        started_at=now,
+        finished_at=now,
+        fault_package="none",
+        seed=plan.seed,
+        worker=slot,
+    )
+    return RunResult("unknown", json.loads(record.to_json()), None, reason, "")
+
+
+def _serve(env: RunEnv | None, error: str | None, target: Target, slot: int, out: TextIO) -> None:
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        plan = plan_from_task(json.loads(line))
+        if env is None:
+            result = unknown_result(plan, target.name, f"w{slot}", error or "worker set-up failed")
+        else:
+            result = run_once(env, plan)
+        out.write(json.dumps(result.__dict__) + "\n")
+        out.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m chaos.run.worker")
+    p.add_argument("--slot", type=int, required=True)
+    p.add_argument("--slots", type=int, required=True)
+    p.add_argument("--target", required=True)
+    p.add_argument("--launcher", default="process")
+    args = p.parse_args(argv)
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # librdkafka, logging, prints: never on the result channel
+    target = load_target(args.target)
+    try:
+        with worker_env(args.slot, args.slots, target, args.launcher) as env:
+            _serve(env, None, target, args.slot, out)
+    except Exception as exc:
+        _serve(
+            None, f"worker set-up failed: {type(exc).__name__}: {exc}".splitlines()[0], target, args.slot, out
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,267 @@
+"""One chaos run, start to verdict, inside a runner worker (ring: drivers).
+
+:func:`run_once` executes a :class:`RunPlan`:
+
+1. **plan** — the schedule is generated from (scenario, seed) and written to ``run.json``;
+2. **cluster** — a :class:`~chaos.links.ChaosCluster` in a fresh chroot of the worker's
+   ZooKeeper (standalone, shared by the worker's runs, or its 3-node ensemble), every link through
+   Toxiproxy; a cluster that cannot start makes the run ``unknown`` with the reason;
+3. **workload + faults** — one thread per process of the schedule (``client-<n>``, ``nemesis``),
+   each op recorded as invoke/ok/fail/info in a :class:`~chaos.history.History`;
+4. **final phase** — the nemesis heals everything, :func:`~chaos.final_state.quiesce` waits;
+5. **check** — :func:`chaos.checkers.check_all` over the history, the chroot's transaction log and
+   the final state; the verdicts, artefacts and one run record (``kind="chaos-run"``) are written.
+
+The run directory (``history.jsonl``, ``verdict.json``, ``run.json``, node logs, the ZooKeeper
+log tail, a transaction-log excerpt, request journals) is kept for invalid and unknown runs and
+pruned for valid ones unless ``keep_all``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from chaos.checkers import check_all
+from chaos.checkers.verdict import Verdict, aggregate
+from chaos.final_state import Quiescence, quiesce
+from chaos.generator import Schedule, Step, generate
+from chaos.history import History
+from chaos.links import ChaosCluster, LinkFabric, PortPool
+from chaos.nemesis import Ensemble, Nemesis, NodeGuard
+from chaos.run.artefacts import write_artefacts
+from chaos.run.metrics import phase_metrics
+from chaos.scenarios import Scenario
+from chaos.workload import Client
+from conformance.records import RunRecord, run_order_key, utc_now_iso
+from conformance.targets import Target
+from fixtures.launcher import Launcher
+from fixtures.zookeeper import process
+
+__all__ = ["RunEnv", "RunPlan", "RunResult", "run_once"]
+
+OUTCOME = {"valid": "passed", "invalid": "failed", "unknown": "error"}
+PROFILE = "2.5"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What one run is: which scenario (faults possibly narrowed), which seed, where it goes."""
+
+    index: int
+    scenario: Scenario
+    seed: int
+    campaign_id: str
+    out_dir: Path
+    keep_all: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.scenario.name}-{self.index:05d}-s{self.seed}"
+
+
+@dataclass
+class RunEnv:
+    """What a worker shares across its runs: target, ZooKeeper, Toxiproxy, ports, launcher."""
+
+    target: Target
+    target_version: str | None
+    slot: str
+    launcher: Launcher
+    ports: PortPool
+    toxiproxy: Any
+    zk_connect: str
+    zk_txn_dir: Path
+    zk_admin: KazooClient
+    zk_log_tail: Callable[[], str]
+    four_letter: Callable[[str], str] | None
+    ensemble_env: Callable[[], RunEnv] | None = None
+    ensemble: Ensemble | None = None
+    commit: str | None = None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    verdict: str
+    record: dict[str, Any]
+    run_dir: str | None
+    reason: str | None
+    schedule: str
+
+
+def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
+    """Execute ``plan`` (module docstring); never raises for a run's own failures."""
+    env = base.ensemble_env() if plan.scenario.zookeeper == "ensemble" and base.ensemble_env else base
+    started, t0 = datetime.now(UTC), time.monotonic()
+    started_iso = utc_now_iso()
+    schedule = generate(plan.scenario, plan.seed)
+    run_dir = plan.out_dir / "runs" / plan.name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "run.json").write_text(json.dumps(_run_json(env, plan, schedule), indent=1))
+    work = process.new_run_dir(f"chaos-{plan.name}")
+    chroot = f"/chaos/{plan.campaign_id}-{plan.index:05d}"
+    history = History()
+    verdicts: list[Verdict] = []
+    quiet: Quiescence | None = None
+    reason: str | None = None
+    cluster: ChaosCluster | None = None
+    try:
+        cluster = _start_cluster(env, plan, schedule, chroot, work)
+    except Exception as exc:
+        reason = f"cluster did not start: {type(exc).__name__}: {exc}".splitlines()[0][:400]
+        (run_dir / "start-error.txt").write_text(traceback.format_exc())
+    try:
+        if cluster is not None:
+            quiet, verdicts = _exercise(env, plan, schedule, cluster, history)
+    except Exception as exc:
+        reason = f"runner error: {type(exc).__name__}: {exc}".splitlines()[0][:400]
+        (run_dir / "runner-error.txt").write_text(traceback.format_exc())
+    verdict = "unknown" if reason is not None else aggregate(verdicts)
+    if reason is None and verdict != "valid":
+        reason = "; ".join(f"{v.checker}: {v.message}" for v in verdicts if not v.is_valid)[:1000]
+    metrics = phase_metrics(cluster, history, quiet) if cluster is not None else []
+    write_artefacts(run_dir, env, cluster, history, verdicts, verdict, quiet, schedule, reason)
+    _teardown(env, cluster, chroot, work)
+    kept = verdict != "valid" or plan.keep_all
+    if not kept:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    record = RunRecord(
+        kind="chaos-run",
+        run_id=plan.campaign_id,
+        run_order=run_order_key(started, f"{plan.campaign_id}-{plan.index:05d}"),
+        test_id=f"chaos/{plan.scenario.name}",
+        behaviour_ids=(),
+        target=env.target.name,
+        target_version=env.target_version,
+        profile=PROFILE,
+        outcome=OUTCOME[verdict],
+        reason=_reason(reason, verdicts),
+        duration_s=round(time.monotonic() - t0, 3),
+        started_at=started_iso,
+        finished_at=utc_now_iso(),
+        fault_package="+".join(schedule.fault_kinds) or "none",
+        seed=plan.seed,
+        phase_metrics=tuple(metrics),
+        commit=env.commit,
+        worker=env.slot,
+    )
+    return RunResult(
+        verdict, json.loads(record.to_json()), str(run_dir) if kept else None, reason, schedule.describe()
+    )
+
+
+def _reason(reason: str | None, verdicts: list[Verdict]) -> str | None:
+    """First line: why (if not valid); then every checker's verdict, ``name=validity``."""
+    per_checker = ", ".join(f"{v.checker}={v.validity}" for v in verdicts)
+    if reason is None and not per_checker:
+        return None
+    return "\n".join(p for p in (reason, f"checkers: {per_checker}" if per_checker else None) if p)
+
+
+def _run_json(env: RunEnv, plan: RunPlan, schedule: Schedule) -> dict[str, Any]:
+    return {
+        "campaign_id": plan.campaign_id,
+        "index": plan.index,
+        "scenario": plan.scenario.name,
+        "faults": list(plan.scenario.faults),
+        "seed": plan.seed,
+        "target": env.target.source or env.target.name,
+        "schedule": schedule.to_json(),
+    }
+
+
+def _start_cluster(env: RunEnv, plan: RunPlan, schedule: Schedule, chroot: str, work: Path) -> ChaosCluster:
+    env.zk_admin.ensure_path(chroot)
+    fabric = LinkFabric(env.toxiproxy, prefix=f"{env.slot}r{plan.index}_")
+    cluster = ChaosCluster(
+        env.target,
+        fabric=fabric,
+        ports=env.ports,
+        launcher=env.launcher,
+        zk_connect_string=env.zk_connect,
+        chroot=chroot,
+        txn_log_dir=env.zk_txn_dir,
+        base_dir=work,
+        broker_ids=schedule.broker_ids,
+        four_letter=env.four_letter,
+    )
+    try:
+        cluster.start()
+        cluster.wait_controller()
+    except BaseException:
+        cluster.close()
+        raise
+    return cluster
+
+
+def _exercise(
+    env: RunEnv, plan: RunPlan, schedule: Schedule, cluster: ChaosCluster, history: History
+) -> tuple[Quiescence, list[Verdict]]:
+    guard = NodeGuard()
+    nemesis = Nemesis(cluster, guard, ensemble=env.ensemble)
+    threads = [
+        threading.Thread(
+            target=_play,
+            args=(process_name, schedule.for_process(process_name), history, nemesis, Client(cluster, guard)),
+            name=f"chaos-{process_name}",
+            daemon=True,
+        )
+        for process_name in schedule.processes
+    ]
+    start = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=max(0.0, start + plan.scenario.duration_s + 90.0 - time.monotonic()))
+    op = history.invoke("nemesis", "heal", {})
+    healed = nemesis.heal_all()
+    history.complete(op, "ok" if not healed["errors"] else "info", healed)
+    op = history.invoke("nemesis", "quiesce", {})
+    quiet = quiesce(cluster, history.ops, cluster.deadline(30.0))
+    summary = {
+        "time_to_heal_s": quiet.time_to_heal_s,
+        "quiesced": quiet.quiesced,
+        "waited_s": round(quiet.waited_s, 3),
+    }
+    history.complete(op, "ok" if quiet.quiesced else "info", summary, quiet.last_problem)
+    return quiet, check_all(history.ops, cluster.history(), quiet.final_state)
+
+
+def _play(process_name: str, steps: list[Step], history: History, nemesis: Nemesis, client: Client) -> None:
+    """Run one process's steps at their times (later if the previous op was slow)."""
+    start = time.monotonic()
+    for step in steps:
+        delay = start + step.at_s - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        op = history.invoke(process_name, step.f, step.value)
+        value: dict[str, Any] | None
+        try:
+            if step.f == "start_fault":
+                kind, value, error = nemesis.start(step.value)
+            elif step.f == "stop_fault":
+                kind, value, error = nemesis.stop(str(step.value["id"]))
+            else:
+                kind, value, error = client.invoke(step.f, step.value)
+        except Exception as exc:
+            kind, value, error = "info", None, f"{type(exc).__name__}: {exc}".splitlines()[0]
+        history.complete(op, kind, value, error)  # type: ignore[arg-type]
+
+
+def _teardown(env: RunEnv, cluster: ChaosCluster | None, chroot: str, work: Path) -> None:
+    if cluster is not None:
+        cluster.close()
+    with contextlib.suppress(Exception):
+        env.zk_admin.delete(chroot, recursive=True)
+    shutil.rmtree(work, ignore_errors=True)

@@ -22,13 +22,26 @@ def toxiproxy_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def tp(toxiproxy_url: str) -> Iterator[toxiproxy.Toxiproxy]:
-    """The unmodified toxiproxy-python client pointed at the server; all proxies removed after."""
+def name(request: pytest.FixtureRequest, worker_id: str) -> str:
+    """A proxy name (and prefix) unique within the session, across xdist workers too."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in request.node.name[:40])
+    return f"{worker_id}-{next(_NAMES)}-{safe}"
+
+
+@pytest.fixture
+def tp(toxiproxy_url: str, name: str) -> Iterator[toxiproxy.Toxiproxy]:
+    """The unmodified toxiproxy-python client pointed at the server.
+
+    Afterwards it deletes the proxies this test made (named ``name`` or ``name-…``), never others:
+    with ``TOXIPROXY_URL`` several xdist workers may share one server.
+    """
     parsed = urlparse(toxiproxy_url)
     client = toxiproxy.Toxiproxy()
     client.update_api_consumer(parsed.hostname, parsed.port)
     yield client
-    client.destroy_all()
+    for proxy_name, proxy in client.proxies().items():
+        if proxy_name == name or proxy_name.startswith(f"{name}-"):
+            proxy.destroy()
 
 
 @pytest.fixture
@@ -40,9 +53,3 @@ def api(toxiproxy_url: str, tp: toxiproxy.Toxiproxy) -> Api:
 def echo_server() -> Iterator[TcpServer]:
     with serving(echo) as server:
         yield server
-
-
-@pytest.fixture
-def name(request: pytest.FixtureRequest) -> str:
-    """A proxy name unique within the session."""
-    return f"{request.node.name[:40]}-{next(_NAMES)}".replace("[", "_").replace("]", "_")

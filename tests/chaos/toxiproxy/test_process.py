@@ -117,7 +117,8 @@ def test_signal_stops_gracefully_and_closes_proxies(
     assert "Shutdown started" in out
 
 
-def test_launcher_owns_registers_and_stops_the_server() -> None:
+def test_launcher_owns_registers_and_stops_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOXIPROXY_URL", raising=False)
     before = {j.pid for j in process.live_jvms()}
     with toxiproxy_server() as url:
         assert requests.get(f"{url}/version", timeout=10).ok
@@ -149,7 +150,8 @@ def test_launcher_rejects_a_dead_toxiproxy_url(monkeypatch: pytest.MonkeyPatch) 
         pass
 
 
-def test_server_dies_with_a_killed_owner() -> None:
+def test_server_dies_with_a_killed_owner(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOXIPROXY_URL", raising=False)
     owner_script = textwrap.dedent(
         """
         import sys, time

@@ -470,6 +470,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--check", action="store_true", help="only check that every patch applies to the current tree"
     )
     p.add_argument(
+        "--update",
+        action="store_true",
+        help="merge into <out>/mutation.json: replace the mutants run now, keep the others still in the set",
+    )
+    p.add_argument(
         "--recheck",
         action="store_true",
         help="re-run the killing checks of <out>/mutation.json unmutated and rewrite the reports",
@@ -571,6 +576,14 @@ def _not_passing(results: Path) -> set[str]:
     return {r["test_id"] for r in records if r["outcome"] != "passed"}
 
 
+def merged(before: Path, now: list[MutantResult], current: list[Mutant]) -> list[MutantResult]:
+    """Earlier results of mutants still in the set and not re-run, plus this run's, by name."""
+    fresh = {r.name: r for r in now}
+    names = {m.name for m in current}
+    old = {r.name: r for r in (_load_results(before) if before.is_file() else []) if r.name in names}
+    return [v for _, v in sorted({**old, **fresh}.items())]
+
+
 def recheck(args: argparse.Namespace) -> list[MutantResult]:
     """Re-run every killing check of ``<out>/mutation.json`` on an unmutated copy; a kill by a check
     that does not pass unmutated is flagged, and a mutant killed only by such checks survives."""
@@ -596,10 +609,10 @@ def recheck(args: argparse.Namespace) -> list[MutantResult]:
     print(
         f"recheck: {len(tests)} killing check(s) re-run unmutated; not passing there: {sorted(bad) or 'none'}"
     )
-    return [_reflag(r, bad) for r in results]
+    return [reflag(r, bad) for r in results]
 
 
-def _reflag(r: MutantResult, bad: set[str]) -> MutantResult:
+def reflag(r: MutantResult, bad: set[str]) -> MutantResult:
     killers = tuple(
         Killer(k.test, k.behaviour_ids, k.reason, k.fails_unmutated or k.test in bad) for k in r.killed_by
     )
@@ -664,7 +677,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(mutants) - len(problems)} of {len(mutants)} mutants apply to the current tree")
         return 1 if problems else 0
     args.out = args.out.resolve()
+    if args.update and (args.out / "mutation.json").is_file():  # campaign() rewrites it as it goes
+        shutil.copyfile(args.out / "mutation.json", args.out / "mutation.json.before")
     results = recheck(args) if args.recheck else campaign(mutants, args)
+    if args.update and not args.recheck:
+        results = merged(args.out / "mutation.json.before", results, load_mutants(args.mutants_dir))
     write_reports(args.out, results, summary(results))
     totals = summary(results)
     print(render_table(results))

@@ -22,7 +22,18 @@ from typing import Any
 import pytest
 
 from conformance import catalogue
-from conformance.mutate import MUTANTS_DIR, SCRATCH_PREFIX, parse_mutant
+from conformance.mutate import (
+    MUTANTS_DIR,
+    SCRATCH_PREFIX,
+    Killer,
+    Mutant,
+    MutantResult,
+    merged,
+    parse_mutant,
+    reflag,
+    summary,
+    write_reports,
+)
 from conformance.targets import REPO_ROOT
 
 PATCHES = sorted(MUTANTS_DIR.glob("*.patch"))
@@ -290,3 +301,40 @@ def test_a_hanging_mutant_is_killed_by_timeout_and_leaves_nothing_behind(tmp_pat
     assert result["pytest_exit_code"] is None
     assert report["summary"]["killed_by_timeout"] == 1
     assert report["summary"]["killed"] == 0
+
+
+# --- bookkeeping (pure) ------------------------------------------------------------------------------
+
+
+def _result(
+    name: str, status: str, killers: tuple[Killer, ...] = (), ids: tuple[str, ...] = ("EPOCH-1",)
+) -> MutantResult:
+    return MutantResult(name, "b", ("EPOCH",), ids, status, 1.0, 1, killers)  # type: ignore[arg-type]
+
+
+@pytest.mark.unit
+def test_a_kill_only_by_checks_failing_unmutated_is_a_survivor() -> None:
+    flaky = Killer("t.py::flaky", ("EPOCH-3",), "boom")
+    real = Killer("t.py::real", ("EPOCH-1",), "boom")
+    only_flaky = reflag(_result("m1", "killed", (flaky,)), {"t.py::flaky"})
+    assert only_flaky.status == "survived"
+    assert only_flaky.killed_by[0].fails_unmutated is True
+    both = reflag(_result("m2", "killed", (flaky, real)), {"t.py::flaky"})
+    assert both.status == "killed"
+    assert both.caught_by_expected_id is True
+    totals = summary([only_flaky, both, _result("m3", "timeout"), _result("m4", "not applied")])
+    assert totals["kill_rate"] == round(2 / 3, 4)
+    assert totals["survived"] == ["m1"]
+    assert totals["killed_by_timeout"] == 1
+    assert totals["not_run"] == {"m4": "not applied"}
+
+
+@pytest.mark.unit
+def test_update_keeps_earlier_results_of_mutants_still_in_the_set(tmp_path: Path) -> None:
+    earlier = [_result("a", "killed"), _result("gone", "survived"), _result("b", "survived")]
+    write_reports(tmp_path, earlier, summary(earlier))
+    current = [
+        Mutant(n, tmp_path / f"{n}.patch", "x", ("EPOCH",), ("EPOCH-1",), ("f.py",)) for n in ("a", "b", "c")
+    ]
+    out = merged(tmp_path / "mutation.json", [_result("b", "killed"), _result("c", "timeout")], current)
+    assert [(r.name, r.status) for r in out] == [("a", "killed"), ("b", "killed"), ("c", "timeout")]

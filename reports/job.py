@@ -1,0 +1,150 @@
+"""The report job: inputs → tables → files (reports, drivers ring; the transforms are pure).
+
+``build(spark, options)`` discovers and loads the inputs (:mod:`reports.read`), computes the
+tables with the pure transforms (:mod:`reports.flakiness`, :mod:`reports.latency`), collects
+them (they are aggregates: one row per test × target × …, per metric × …) and writes every
+output (:mod:`reports.outputs`, :mod:`reports.html`). It returns the ``summary.json`` content.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - PySpark convention
+
+from reports import flakiness as fl
+from reports import latency as lat
+from reports import session
+from reports.inputs import Defaults, discover
+from reports.outputs import Table, terminal_summary, write_outputs
+from reports.read import Loaded, load
+
+__all__ = ["BuildOptions", "build", "compute_tables", "main"]
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    inputs: tuple[str, ...]
+    out: Path
+    permissive: bool = False
+    baseline_before: datetime | None = None
+    recent_days: float = 1.0
+    flake_rate: float = 0.01
+    confidence: float = 0.95
+    top: int = 20
+    defaults: Defaults = field(default_factory=Defaults)
+
+
+def _cutoff(records: DataFrame, options: BuildOptions) -> datetime | None:
+    if options.baseline_before is not None:
+        return options.baseline_before
+    latest = records.agg(F.max("started_at")).first()
+    if latest is None or latest[0] is None:
+        return None
+    newest: datetime = latest[0]
+    return newest - timedelta(days=options.recent_days)
+
+
+def compute_tables(records: DataFrame, params: fl.FlakinessParams, top: int) -> dict[str, DataFrame]:
+    """Every report table as a lazy DataFrame (pure transforms of the canonical records)."""
+    per_test = fl.flakiness(records, fl.TEST_KEYS, params).persist()
+    behaviours = fl.behaviour_runs(records)
+    signatures = fl.failure_signatures(records, fl.TEST_KEYS).persist()
+    values = lat.metric_values(records).persist()
+    return {
+        "flakiness": per_test.orderBy(F.desc_nulls_last("failure_rate"), *fl.TEST_KEYS),
+        "behaviour_flakiness": fl.flakiness(behaviours, fl.BEHAVIOUR_KEYS, params).orderBy(
+            F.desc_nulls_last("failure_rate"), *fl.BEHAVIOUR_KEYS
+        ),
+        "failure_signatures": signatures.orderBy(*fl.TEST_KEYS, F.desc("failures")),
+        "flake_ranking": fl.flake_ranking(per_test, signatures, fl.TEST_KEYS, top),
+        "failure_trend": fl.failure_trend(records),
+        "latency": lat.latency_summary(values),
+        "latency_by_day": lat.latency_by_day(values),
+        "latency_by_commit": lat.latency_by_commit(values),
+        "latency_histogram": lat.latency_histogram(values),
+    }
+
+
+def _collect(tables: dict[str, DataFrame], log: Callable[[str], None]) -> dict[str, Table]:
+    out: dict[str, Table] = {}
+    for name, df in tables.items():
+        t0 = time.monotonic()
+        out[name] = Table(name, df.schema, df.collect())
+        log(f"  {name}: {len(out[name].rows)} rows ({time.monotonic() - t0:.1f} s)")
+    return out
+
+
+def _params(records: DataFrame, options: BuildOptions) -> fl.FlakinessParams:
+    return fl.FlakinessParams(
+        flake_rate=options.flake_rate,
+        confidence=options.confidence,
+        baseline_before=_cutoff(records, options),
+    )
+
+
+def build(spark: SparkSession, options: BuildOptions, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the whole report; returns the summary written to ``summary.json``."""
+    t0 = time.monotonic()
+    started = datetime.now(UTC)
+    inputs = discover(options.inputs)
+    loaded: Loaded = load(spark, inputs, permissive=options.permissive, defaults=options.defaults)
+    log(
+        f"reports: {sum(loaded.counts.values())} records loaded, {loaded.rejected_total} rejected "
+        f"({time.monotonic() - t0:.1f} s)"
+    )
+    params = _params(loaded.records, options)
+    tables = _collect(compute_tables(loaded.records, params, options.top), log)
+    t1 = time.monotonic()
+    context = {
+        "started_at": started.isoformat(timespec="seconds"),
+        "spark": {"version": spark.version, "master": spark.sparkContext.master},
+        "inputs": {
+            "paths": list(options.inputs),
+            "record_files": len(inputs.records),
+            "junit_files": len(inputs.junit),
+            "allure_results": len(inputs.allure),
+            "ignored_files": len(inputs.ignored),
+        },
+        "records": loaded.counts,
+        "rejected": loaded.rejected,
+        "rejected_total": loaded.rejected_total,
+        "params": params,
+    }
+    summary = write_outputs(spark, options.out, tables, context, wall_s=lambda: time.monotonic() - t0)
+    log(f"  outputs written ({time.monotonic() - t1:.1f} s)")
+    spark.catalog.clearCache()
+    return summary
+
+
+def main(args: argparse.Namespace) -> int:
+    """``python -m reports build``: check the inputs, start Spark, build, print the summary."""
+    options = BuildOptions(
+        inputs=tuple(args.input),
+        out=args.out,
+        permissive=args.permissive,
+        baseline_before=args.baseline_before,
+        recent_days=args.recent_days,
+        flake_rate=args.flake_rate,
+        confidence=args.confidence,
+        top=args.top,
+        defaults=Defaults(target=args.default_target, profile=args.default_profile),
+    )
+    discover(options.inputs)  # a bad path fails before a JVM starts
+    spark = session.start(
+        args.master, driver_memory=args.driver_memory, shuffle_partitions=args.shuffle_partitions
+    )
+    try:
+        summary = build(spark, options, log=lambda m: print(m, file=sys.stderr))
+    finally:
+        spark.stop()
+    print(terminal_summary(summary, args.out))
+    return 0

@@ -1,0 +1,192 @@
+"""Write the report's files: CSV, Parquet, summary.json, report.html (reports, drivers ring).
+
+The tables arrive collected (:class:`Table`: schema + rows). CSV is written here (one file per
+table, ``None`` as an empty cell, timestamps as ISO-8601 UTC); Parquet by Spark from the same
+rows (``parquet/<table>/``), so nothing is computed twice.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from pyspark.sql import Row, SparkSession
+from pyspark.sql import types as T  # noqa: N812 - PySpark convention
+
+from reports import page
+from reports.flakiness import FlakinessParams
+from reports.inputs import Rejected
+
+__all__ = ["CSV_TABLES", "SUMMARY_VERSION", "Table", "plain", "terminal_summary", "write_outputs"]
+
+SUMMARY_VERSION: Final = 1
+CSV_TABLES: Final = (
+    "flakiness",
+    "behaviour_flakiness",
+    "flake_ranking",
+    "failure_signatures",
+    "failure_trend",
+    "latency",
+    "latency_by_day",
+    "latency_by_commit",
+    "latency_histogram",
+)
+_RANKING_FIELDS: Final = (
+    "rank", "kind", "test_id", "target", "profile", "fault_package", "runs", "executed", "failures",
+    "failure_rate", "wilson_low", "wilson_high", "flip_rate", "entropy", "signatures",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    schema: T.StructType
+    rows: list[Row]
+
+    @property
+    def columns(self) -> list[str]:
+        return self.schema.fieldNames()
+
+    def dicts(self) -> list[dict[str, Any]]:
+        return [{c: plain(r[c]) for c in self.columns} for r in self.rows]
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def plain(value: Any) -> Any:
+    """A JSON-able value: rows → dicts, timestamps → ISO-8601 UTC."""
+    if isinstance(value, Row):
+        return {k: plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, datetime):
+        return _iso(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def _cell(value: Any) -> str:
+    v = plain(value)
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return "; ".join(f"{x['signature']} ×{x['failures']}" if isinstance(x, dict) else str(x) for x in v)
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[Row]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(columns)
+        w.writerows([_cell(r[c]) for c in columns] for r in rows)
+
+
+def _write_parquet(spark: SparkSession, out: Path, table: Table) -> None:
+    df = (
+        spark.createDataFrame(table.rows, table.schema)
+        if table.rows
+        else spark.createDataFrame([], table.schema)
+    )
+    df.coalesce(1).write.mode("overwrite").parquet(str(out / "parquet" / table.name))
+
+
+def _rejected_csv(path: Path, rejected: Sequence[Rejected]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["file", "line", "problems", "text"])
+        w.writerows([r.file, "" if r.line is None else r.line, r.problems, r.text] for r in rejected)
+
+
+def _ranking(table: Table) -> list[dict[str, Any]]:
+    return [{k: plain(r[k]) for k in _RANKING_FIELDS} for r in table.rows]
+
+
+def _summary(tables: dict[str, Table], context: dict[str, Any], out: Path) -> dict[str, Any]:
+    params: FlakinessParams = context["params"]
+    flak = tables["flakiness"].dicts()
+    regressions = sorted((d for d in flak if d["regressed"]), key=lambda d: d["regression_p_value"])
+    return {
+        "summary_version": SUMMARY_VERSION,
+        "started_at": context["started_at"],
+        "spark": context["spark"],
+        "inputs": context["inputs"],
+        "records": {"total": sum(context["records"].values()), "by_source_and_kind": context["records"]},
+        "rejected": {
+            "total": context["rejected_total"],
+            "listed": [asdict(r) for r in context["rejected"]],
+        },
+        "parameters": {
+            "flake_rate": params.flake_rate,
+            "confidence": params.confidence,
+            "runs_needed": params.runs_needed,
+            "baseline_before": _iso(params.baseline_before) if params.baseline_before else None,
+            "regression_alpha": params.alpha,
+        },
+        "classification": dict(Counter(d["classification"] for d in flak)),
+        "top_flakes": _ranking(tables["flake_ranking"]),
+        "regressions": regressions[:20],
+        "latency": tables["latency"].dicts(),
+        "outputs": sorted(str(p.relative_to(out)) for p in out.iterdir()),
+    }
+
+
+def write_outputs(
+    spark: SparkSession,
+    out: Path,
+    tables: dict[str, Table],
+    context: dict[str, Any],
+    wall_s: Callable[[], float],
+) -> dict[str, Any]:
+    """Every output file under ``out``; returns the summary (also written as summary.json)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in CSV_TABLES:
+        table = tables[name]
+        columns = list(_RANKING_FIELDS) if name == "flake_ranking" else table.columns
+        _write_csv(out / f"{name}.csv", columns, table.rows)
+        _write_parquet(spark, out, table)
+    if context["rejected"]:
+        _rejected_csv(out / "rejected.csv", context["rejected"])
+    (out / "report.html").write_text("", encoding="utf-8")
+    (out / "summary.json").write_text("{}", encoding="utf-8")
+    summary = _summary(tables, context, out)
+    summary["wall_s"] = round(wall_s(), 3)
+    (out / "report.html").write_text(page.render(tables, summary), encoding="utf-8")
+    summary["wall_s"] = round(wall_s(), 3)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return summary
+
+
+def terminal_summary(summary: dict[str, Any], out: Path) -> str:
+    """A few lines for the terminal: counts, the worst flakes, latency headlines, where to look."""
+    cls = summary["classification"]
+    lines = [
+        f"records: {summary['records']['total']}  rejected: {summary['rejected']['total']}  "
+        f"groups: {sum(cls.values())} ({', '.join(f'{k} {v}' for k, v in sorted(cls.items()))})",
+    ]
+    for f in summary["top_flakes"][:5]:
+        lines.append(
+            f"  flake #{f['rank']}: {f['test_id']} [{f['target']}/{f['fault_package']}] "
+            f"fails {f['failures']}/{f['executed']} ({100 * f['failure_rate']:.1f} %, "
+            f"95% CI {100 * f['wilson_low']:.1f}–{100 * f['wilson_high']:.1f} %), "
+            f"flip rate {f['flip_rate']:.2f}"
+        )
+    for r in summary["regressions"][:3]:
+        lines.append(f"  regression: {r['test_id']} [{r['target']}] p = {r['regression_p_value']:.2g}")
+    for m in summary["latency"][:8]:
+        lines.append(
+            f"  {m['metric']} [{m['target']}/{m['fault_package']}]: n={m['count']} "
+            f"p50 {m['p50']:.3g} p95 {m['p95']:.3g} p99 {m['p99']:.3g} max {m['max']:.3g} {m['unit']}"
+        )
+    lines.append(f"report: {out / 'report.html'}  (wall {summary['wall_s']} s)")
+    return "\n".join(lines)

@@ -1,0 +1,136 @@
+"""Load every input into one canonical frame (reports, drivers ring: Spark and file I/O).
+
+Run records are read as text (gzip by extension) and parsed with the version's explicit schema
+(:mod:`reports.validate`); JUnit XML and allure results are mapped on the driver
+(:mod:`reports.inputs`) and kept only where no run record describes the same execution
+(precedence: run records, then allure, then JUnit). Rejected lines get their file and line
+number; strict mode raises :class:`~reports.errors.InputError` listing the first ten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - PySpark convention
+from pyspark.sql import types as T  # noqa: N812 - PySpark convention
+
+from reports.errors import InputError
+from reports.inputs import Defaults, Inputs, Rejected, locate_lines, parse_allure, parse_junit
+from reports.schema import CANONICAL
+from reports.validate import accepted, drop_described, parse_lines, rejected
+
+__all__ = ["Loaded", "load"]
+
+_SECONDARY = T.StructType(
+    [
+        *CANONICAL.fields,
+        T.StructField("window_start", T.TimestampType()),
+        T.StructField("window_end", T.TimestampType()),
+    ]
+)
+_SHOWN_STRICT = 10
+
+
+@dataclass
+class Loaded:
+    records: DataFrame
+    counts: dict[str, int]  # "<source>/<kind>" → records
+    rejected_total: int
+    rejected: list[Rejected] = field(default_factory=list)
+
+
+def _lines(spark: SparkSession, paths: list[str]) -> DataFrame:
+    if not paths:
+        return spark.createDataFrame([], "value string, source_file string")
+    text = spark.read.text(paths)
+    return text.select("value", F.col("_metadata.file_path").alias("source_file"))
+
+
+def _fail(rejects: list[Rejected], total: int) -> InputError:
+    shown = "\n".join(
+        f"  {r.file}:{r.line if r.line is not None else '?'}: {r.problems}" for r in rejects[:_SHOWN_STRICT]
+    )
+    more = f"\n  … and {total - _SHOWN_STRICT} more" if total > _SHOWN_STRICT else ""
+    return InputError(
+        f"{total} input record(s) do not match the run-record schema:\n{shown}{more}\n"
+        "Fix them, or pass --permissive to count and list them in the report and go on."
+    )
+
+
+def _records(
+    spark: SparkSession, paths: list[str], permissive: bool, limit: int
+) -> tuple[DataFrame, int, list[Rejected]]:
+    parsed = parse_lines(_lines(spark, paths))
+    parsed = parsed.withColumn("value", F.when(F.size("problems") > 0, F.col("value")))
+    parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+    bad = rejected(parsed)
+    total = bad.count()
+    shown: list[Rejected] = []
+    if total:
+        rows = bad.limit(limit if permissive else _SHOWN_STRICT).collect()
+        shown = locate_lines([(r["source_file"], r["value"], r["problems"]) for r in rows])
+        if not permissive:
+            raise _fail(shown, total)
+    return accepted(parsed), total, shown
+
+
+def _secondary(
+    spark: SparkSession, inputs: Inputs, defaults: Defaults
+) -> tuple[list[DataFrame], list[Rejected]]:
+    frames: list[DataFrame] = []
+    rejects: list[Rejected] = []
+    for rows, bad in (parse_allure(inputs.allure, defaults), _junit(inputs, defaults)):
+        rejects += bad
+        frames.append(spark.createDataFrame(_ordered(rows), _SECONDARY))
+    return frames, rejects
+
+
+def _junit(inputs: Inputs, defaults: Defaults) -> tuple[list[dict[str, Any]], list[Rejected]]:
+    rows: list[dict[str, Any]] = []
+    bad: list[Rejected] = []
+    for path in inputs.junit:
+        r, b = parse_junit(path, defaults)
+        rows += r
+        bad += b
+    return rows, bad
+
+
+def _ordered(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    names = _SECONDARY.fieldNames()
+    return [tuple(row.get(n) for n in names) for row in rows]
+
+
+def load(
+    spark: SparkSession, inputs: Inputs, *, permissive: bool, defaults: Defaults, list_limit: int = 1000
+) -> Loaded:
+    """All inputs as one persisted canonical frame, with counts per source and the rejects."""
+    records, total_rejected, shown = _records(spark, inputs.records, permissive, list_limit)
+    merged = records
+    secondary_rejects: list[Rejected] = []
+    if inputs.allure or inputs.junit:
+        (allure, junit), secondary_rejects = _secondary(spark, inputs, defaults)
+        if secondary_rejects and not permissive:
+            raise _fail(secondary_rejects, len(secondary_rejects))
+        allure = drop_described(allure, records).drop("window_start", "window_end")
+        junit = drop_described(junit, records.unionByName(allure)).drop("window_start", "window_end")
+        merged = records.unionByName(allure).unionByName(junit).persist(StorageLevel.MEMORY_AND_DISK)
+    counts = {
+        f"{r['source']}/{r['kind']}": int(r["count"])
+        for r in merged.groupBy("source", "kind").count().collect()
+    }
+    if not counts:
+        named = ", ".join(inputs.records[:3] + [str(p) for p in inputs.junit[:2] + inputs.allure[:2]])
+        raise InputError(
+            f"the inputs hold no valid run records ({named}{' …' if inputs.files > 3 else ''}): "
+            "nothing to report"
+            + (f"; {total_rejected + len(secondary_rejects)} rejected" if total_rejected else "")
+        )
+    return Loaded(
+        records=merged,
+        counts=counts,
+        rejected_total=total_rejected + len(secondary_rejects),
+        rejected=(shown + secondary_rejects)[:list_limit],
+    )

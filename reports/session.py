@@ -1,0 +1,143 @@
+"""The Spark session of the reports job and the explanation of its failures (reports, drivers ring).
+
+- ``check_java``: Spark 4 needs a Java 17+ runtime; without one the message names the fix.
+- ``check_master``: a ``spark://`` master that refuses connections is reported at once (Spark
+  itself retries for about a minute, then gives up with "All masters are unresponsive").
+- ``start``: ``local[*]`` unless ``--master`` (or ``spark-submit --master``) says otherwise;
+  Spark's own failure to start (a bad master URL, YARN without ``HADOOP_CONF_DIR`` …) is
+  explained in one line by :func:`explain`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reports.errors import EnvironmentProblem
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["check_java", "check_master", "explain", "start"]
+
+_JAVA_FIX = (
+    "install a Java 17+ runtime (Debian: apt-get install -y openjdk-17-jre-headless, or "
+    "bash scripts/setup_reports.sh) or set JAVA_HOME to one"
+)
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = spark %p %c{1}: %m%n
+"""
+
+
+def _java() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = Path(home, "bin", "java")
+        return str(candidate) if candidate.is_file() else None
+    return shutil.which("java")
+
+
+def check_java() -> None:
+    """Raise :class:`EnvironmentProblem` unless a Java 17+ runtime is there."""
+    java = _java()
+    if java is None:
+        where = (
+            f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java"
+            if "JAVA_HOME" in os.environ
+            else ("no java on PATH")
+        )
+        raise EnvironmentProblem(f"no Java runtime ({where}); Spark needs Java 17+: {_JAVA_FIX}")
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise EnvironmentProblem(f"{java} does not run ({exc}): {_JAVA_FIX}") from exc
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    major = int(m.group(1)) if m else 0
+    major = int(m.group(2) or 0) if m and major == 1 else major
+    if major < 17:
+        raise EnvironmentProblem(f"{java} is Java {major or '?'}; Spark 4 needs Java 17+: {_JAVA_FIX}")
+
+
+def check_master(master: str | None, timeout_s: float = 5.0) -> None:
+    """A ``spark://host:port[,host:port]`` master must accept a TCP connection."""
+    if not master or not master.startswith("spark://"):
+        return
+    problems: list[str] = []
+    for hostport in master.removeprefix("spark://").split(","):
+        host, _, port = hostport.rpartition(":")
+        try:
+            with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
+                return
+        except (OSError, ValueError) as exc:
+            problems.append(f"{hostport}: {exc.strerror if isinstance(exc, OSError) else exc}")
+    raise EnvironmentProblem(
+        f"Spark master {master} cannot be reached ({'; '.join(problems)}): start the master or fix "
+        "--master (Spark would retry for ~60 s, then fail with 'All masters are unresponsive')"
+    )
+
+
+def explain(exc: BaseException) -> str:
+    """The first line that says what went wrong, from a Py4J / PySpark / Spark error."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java.toString()) if java is not None else str(exc)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if "Exception" in ln or "Error" in ln or ln.startswith("["):
+            return ln[:400]
+    return (lines[0] if lines else type(exc).__name__)[:400]
+
+
+def start(
+    master: str | None = None,
+    *,
+    app_name: str = "kzk-reports",
+    driver_memory: str = "3g",
+    shuffle_partitions: int = 8,
+) -> SparkSession:
+    """A Spark session for the job (an existing one, e.g. from ``spark-submit``, is reused)."""
+    try:
+        from pyspark.sql import SparkSession  # noqa: PLC0415 - only here: a clear message without it
+    except ImportError as exc:
+        raise EnvironmentProblem(
+            "pyspark is not installed: pip install -e '.[reports]' (or bash scripts/setup_reports.sh)"
+        ) from exc
+    check_java()
+    check_master(master)
+    with tempfile.TemporaryDirectory(prefix="kzk-reports-") as tmp:
+        log4j = Path(tmp, "log4j2.properties")
+        log4j.write_text(_LOG4J, encoding="utf-8")
+        builder = (
+            SparkSession.builder.appName(app_name)
+            .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.memory", driver_memory)
+            .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+        )
+        if not master or master.startswith("local"):
+            # Loopback only, unless the driver must be reachable from a cluster's executors.
+            builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
+                "spark.driver.host", "127.0.0.1"
+            )
+        if master:
+            builder = builder.master(master)
+        try:
+            spark = builder.getOrCreate()
+        except Exception as exc:
+            where = master or os.environ.get("MASTER") or "local[*]"
+            raise EnvironmentProblem(f"Spark could not start with master {where}: {explain(exc)}") from exc
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

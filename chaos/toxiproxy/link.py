@@ -149,7 +149,8 @@ class Link:
     @staticmethod
     async def _put_bounded(channel: Channel, chunk: Chunk) -> None:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(channel.put(chunk), FLUSH_TIMEOUT_S)
+            async with asyncio.timeout(FLUSH_TIMEOUT_S):
+                await channel.put(chunk)
 
 
 class Connection:

@@ -106,7 +106,13 @@ async def run(options: ServerOptions) -> int:
     ip, port = sock.getsockname()[:2]
     log.info("Starting Toxiproxy HTTP server", address=format_address(ip, port))
     if options.port_file is not None:
-        write_port_file(options.port_file, port)
+        try:
+            write_port_file(options.port_file, port)
+        except OSError as exc:
+            print(f"toxiproxy: error: cannot write --port-file {options.port_file}: {exc}", file=sys.stderr)
+            server.close()
+            await proxies.clear()
+            return 2
     await stop.wait()
     log.info("Shutdown started")
     server.close()

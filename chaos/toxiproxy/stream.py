@@ -156,7 +156,8 @@ class Stub:
         chunk, self.pending = self.pending, None
         if chunk is not None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.output.put(chunk), FLUSH_TIMEOUT_S)
+                async with asyncio.timeout(FLUSH_TIMEOUT_S):
+                    await self.output.put(chunk)
 
     def cancel(self) -> None:
         if self.task is not None:

@@ -99,9 +99,8 @@ async def timeout(stub: Stub, toxic: ToxicSpec) -> None:
     timeout_s = toxic.attr("timeout") / 1000.0
     while True:
         try:
-            if timeout_s > 0:
-                chunk = await asyncio.wait_for(stub.input.get(), timeout_s)
-            else:
+            # asyncio.timeout, not wait_for: wait_for can swallow an interrupt's cancellation
+            async with asyncio.timeout(timeout_s if timeout_s > 0 else None):
                 chunk = await stub.input.get()
         except TimeoutError:
             break

@@ -52,6 +52,13 @@ def test_missing_config_exits_2(tmp_dir: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_unwritable_port_file_exits_2(tmp_dir: Path) -> None:
+    result = run_cli("--port", "0", "--port-file", str(tmp_dir / "no" / "such" / "dir" / "port"))
+    assert result.returncode == 2
+    assert "cannot write --port-file" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_port_in_use_exits_1_with_a_clear_message() -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+from kio.schema.metadata.v1.request import MetadataRequest
 
 from chaos.checkers import FinalState, final_state_to_json
 from chaos.checkers.final_state import fetch_broker_metadata, journals_from_requests, read_zookeeper_state
@@ -27,6 +28,7 @@ from conformance import admin
 from conformance.cluster import Cluster, wait_for
 from conformance.targets import load_target
 from fixtures.probes import TxnRecord
+from fixtures.probes.request_proxy import send_request
 from tests.chaos.checkers.txnjson import dump_records
 
 BROKERS = (1, 2, 3)
@@ -59,6 +61,11 @@ def _op(history: History, process: str, f: str, value: dict[str, Any], action: C
 
 def _metadata(cluster: Cluster) -> dict[int, Any]:
     return {b: fetch_broker_metadata(*cluster.endpoint(b)) for b in BROKERS}
+
+
+def _named_controller(cluster: Cluster, broker: int) -> int:
+    response = send_request(*cluster.endpoint(broker), MetadataRequest(topics=()))
+    return int(response.controller_id)
 
 
 def _metadata_names(cluster: Cluster, topics: set[str]) -> bool:
@@ -113,6 +120,11 @@ def run_failover_scenario(cluster: Cluster) -> Capture:
     _op(h, "nemesis", "start_fault", {"fault": "kill", "broker_id": first}, lambda: cluster.kill(first))
     _op(h, "client-1", "delete_topic", {"topic": "t2"}, lambda: admin.delete_topic_zk(cluster, "t2"))
     second = cluster.wait_controller(not_in=[first], deadline_s=40)
+    # the AdminClient sends CreateTopics to the controller a broker names: wait until both
+    # survivors name the new one (their UpdateMetadata from it arrived)
+    survivors = [b for b in BROKERS if b != first]
+    wait_for(lambda: all(_named_controller(cluster, b) == second for b in survivors), cluster.deadline(30),
+             f"brokers {survivors} to name controller {second}")  # fmt: skip
     client = admin.admin_client(cluster)
     _op(h, "client-0", "create_topic_admin", {"topic": "t3", "partitions": 1, "replication_factor": 2},
         lambda: client.create_topics([NewTopic("t3", 1, 2)])["t3"].result(timeout=30))  # fmt: skip

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from conformance import admin
 from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
-from conformance.scenarios import create_topic, journal, state_history, writes
+from conformance.scenarios import (
+    create_topic,
+    journal,
+    requests_for,
+    settle,
+    state_history,
+    wait_told_gone,
+    writes,
+)
 
 pytestmark = pytest.mark.conformance
 
@@ -66,10 +72,29 @@ def test_dead_replica_makes_deletion_wait(cluster: Cluster) -> None:
     cluster.wait_controller()
     create_topic(cluster, "wait", {0: [1, 2]})
     victim = 2 if cluster.controller_id() != 2 else 1
+    survivor = 1 if victim == 2 else 2
+    mark = journal(cluster).mark()
     cluster.stop(victim)
+    wait_told_gone(cluster, victim, mark)
+    mark = journal(cluster).mark()
     admin.delete_topic_zk(cluster, "wait")
-    time.sleep(2.0)
-    assert cluster.zk.exists("/brokers/topics/wait"), "deletion completed with a replica on a dead broker"
+    # evidence: the live replica's StopReplica(delete=true) was answered, and a later event handled
+    wait_for(
+        lambda: [
+            r
+            for r in requests_for(cluster, "StopReplica", dest=survivor, topic="wait", since=mark)
+            if r.delete_partitions and r.error_code is not None
+        ],
+        cluster.deadline(15),
+        lambda: (
+            f"StopReplica(delete=true) for wait answered by broker {survivor}:\n{journal(cluster).dump(mark)}"
+        ),
+    )
+    settle(cluster, survivor)
+    for path in ("/brokers/topics/wait", "/config/topics/wait", "/admin/delete_topics/wait"):
+        assert cluster.zk.exists(path), (
+            f"deletion completed ({path} gone) with a replica on dead broker {victim}"
+        )
     cluster.start([victim])
     wait_for(lambda: not cluster.zk.exists("/brokers/topics/wait"), cluster.deadline(30), "deletion resumed")
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from conformance import phases
-from conformance.cluster import Cluster, wait_for
+from conformance.cluster import Cluster, ConditionTimeout, wait_for
 from conformance.conftest import ClusterFactory
 from conformance.evidence import fmt_records
 from conformance.plugin import PhaseMetrics
+from conformance.scenarios import settle, wait_cluster_known
 from fixtures.probes.watches import read_watches
 
 pytestmark = pytest.mark.conformance
@@ -110,7 +110,14 @@ def test_every_controller_move_increments_the_epoch_by_one(
     _new_epoch, _new_version = wait_for(
         moved, cluster.deadline(25), lambda: f"a new controller; {cluster.summary()}"
     )
-    time.sleep(0.5)  # a second, spurious move would show up as +2
+    # evidence instead of a pause: the new controller told every broker, then created a topic
+    # written now, at its epoch — a second, spurious move would show up as +2
+    new = wait_cluster_known(cluster, 25)
+    name = settle(cluster, new)
+    st = cluster.partition_state(name, 0) or {}
+    assert st.get("controller_epoch") == epoch + 1, (
+        f"{name}-0 written at controller epoch {st}, not {epoch + 1}"
+    )
     assert cluster.controller_epoch() == (epoch + 1, version + 1), (
         f"after {how}: /controller_epoch {cluster.controller_epoch()}, expected ({epoch + 1}, {version + 1})"
     )
@@ -126,14 +133,17 @@ def _record_failover(cluster: Cluster, metrics: PhaseMetrics, epoch: int, *, aft
     if cluster.journal is None:
         return
     journal = cluster.journal
-    deadline = time.monotonic() + cluster.deadline(10)
-    ready = None
-    while ready is None and time.monotonic() < deadline:
-        ready = phases.failover_to_ready(cluster.history(), journal.requests(api="UpdateMetadata"), epoch)
-        if ready is None:
-            time.sleep(0.05)
-    if ready is not None:
-        metrics.record("failover_to_ready", ready)
+    try:
+        ready = wait_for(
+            lambda: phases.failover_to_ready(
+                cluster.history(), journal.requests(api="UpdateMetadata"), epoch
+            ),
+            cluster.deadline(10),
+            f"the first UpdateMetadata of epoch {epoch}",
+        )
+    except ConditionTimeout:
+        return  # a phase that did not happen is not recorded
+    metrics.record("failover_to_ready", ready)
 
 
 @pytest.mark.behaviour("EPOCH-3", "EPOCH-6")
@@ -149,7 +159,9 @@ def test_controller_session_expiry_moves_controller_and_reregisters(cluster: Clu
         cluster.deadline(20),
         lambda: f"broker {old} to re-register with a new czxid (was {old_czxid}); {cluster.summary()}",
     )
-    time.sleep(1.0)
+    # evidence: the re-registration was handled (every broker told) and a later event too
+    wait_cluster_known(cluster, 20)
+    settle(cluster, new)
     assert cluster.controller_id() == new, cluster.summary()
     assert cluster.controller_epoch() == (2, 2), cluster.summary()
     session = _session_of(cluster, old)
@@ -170,8 +182,7 @@ def test_epoch_persists_when_all_brokers_are_down(cluster_factory: ClusterFactor
     assert epoch is not None
     assert epoch[0] >= 1
     cluster.start()
-    cluster.wait_controller()
-    time.sleep(0.5)
+    settle(cluster, wait_cluster_known(cluster))  # the new controller works at its epoch
     assert cluster.controller_epoch() == (epoch[0] + 1, epoch[1] + 1), (
         f"before restart {epoch}, after {cluster.controller_epoch()}"
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ from conformance import admin
 from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
 from conformance.nodeconfig import control_listener
-from conformance.scenarios import CREATES, create_topic, fenced, fmt, wait_state
+from conformance.scenarios import CREATES, create_topic, fenced, fmt, settle, wait_state
 from fixtures.probes.logdirs import scan_log_dirs
 from fixtures.probes.request_proxy import send_request
 
@@ -64,8 +63,7 @@ def test_stale_controller_writes_fail_and_it_resigns(cluster_factory: ClusterFac
     create_topic(cluster, "stale", {0: [2, 3]})
     old_session = _controller_session(cluster)
     cluster.kill(2)
-    time.sleep(1.0)
-    cluster.pause(1)
+    cluster.pause(1)  # before 2's session expires: the old controller has 2's failure to handle
     try:
         cluster.wait_unregistered(2, deadline_s=15)
         cluster.zk.delete("/controller")
@@ -77,7 +75,10 @@ def test_stale_controller_writes_fail_and_it_resigns(cluster_factory: ClusterFac
         mark = len(cluster.history())
     finally:
         cluster.resume(1)
-    time.sleep(3.0)
+    # evidence: node 1 is running again and serving the new controller (a topic with its only
+    # replica on 1 is created and 1 answers its requests); its ZooKeeper session received the
+    # notifications of 2's expiry and of the controller move before the new topic's
+    settle(cluster, 1)
     later = cluster.history()[mark:]
     by_old = [
         r for r in later if r.session_id == old_session and r.op not in ("createSession", "closeSession")
@@ -157,7 +158,7 @@ def test_brokers_reject_an_older_controller_epoch(cluster: Cluster) -> None:
         cluster, dest, _stale_requests(cluster, dest, epoch - 1, cluster.broker_epoch(dest) or -1)
     )
     assert codes == [11, 11, 11], f"LeaderAndIsr/UpdateMetadata/StopReplica with epoch {epoch - 1}: {codes}"
-    time.sleep(0.5)
+    # the answers are the evidence: a broker acts on LeaderAndIsr/StopReplica before answering
     scans = scan_log_dirs(list(cluster.nodes[dest].log_dirs))
     assert not any(("phantom", 0) in s.live() for s in scans), "stale LeaderAndIsr created a log dir"
     assert any(("fenced", 0) in s.live() for s in scans), "stale StopReplica deleted a partition"

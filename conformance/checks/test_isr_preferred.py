@@ -11,7 +11,18 @@ from conformance import admin, phases
 from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
 from conformance.plugin import PhaseMetrics
-from conformance.scenarios import create_topic, fmt, journal, requests_for, wait_state, writes
+from conformance.scenarios import (
+    Step,
+    create_topic,
+    fmt,
+    journal,
+    pinned,
+    requests_for,
+    settle,
+    state_history,
+    wait_state,
+    writes,
+)
 
 pytestmark = pytest.mark.conformance
 
@@ -90,6 +101,10 @@ def test_leader_isr_change_and_notification(
         phase_metrics.record("isr_expansion", expansion)
 
 
+#: ``_led_by_2``'s story: created (1 leads), 1 killed (offline election: 2), 1 back in the ISR.
+LED_BY_2 = [Step(1, 0, (1, 2), 1, 0), Step(2, 1, (2,), 1, 1), Step(2, 1, (2, 1), 1, 2)]
+
+
 def _led_by_2(cluster: Cluster, topic: str) -> None:
     create_topic(cluster, topic, {0: [1, 2]})
     cluster.kill(1)
@@ -121,7 +136,14 @@ def test_preferred_election_moves_leadership_back(cluster_factory: ClusterFactor
         cluster.deadline(10),
         "deleted again",
     )
-    assert (cluster.partition_state("pref", 0) or {})["leader_epoch"] == epoch + 1
+    settle(cluster, 3)
+    pinned(
+        cluster,
+        "pref",
+        0,
+        [*LED_BY_2, Step(1, 2, (2, 1), 1, 3)],
+        "bounced leader 1, then two preferred elections (the second finds nothing to do)",
+    )
 
 
 @pytest.mark.behaviour("PREFERRED-2")
@@ -146,10 +168,34 @@ def test_auto_rebalance_waits_for_reassignments(cluster_factory: ClusterFactory)
     create_topic(cluster, "blocker", {0: [3]})
     admin.reassign_zk(cluster, {("blocker", 0): [4]})  # pending: broker 4 is down
     _led_by_2(cluster, "imb")
-    time.sleep(cluster.deadline(12))
-    assert (cluster.partition_state("imb", 0) or {})["leader"] == 2, "rebalanced during a reassignment"
+    # The trigger is a timer (leader.imbalance.check.interval.seconds, 5 s in the speed profile):
+    # the evidence that it ran is two whole intervals (scaled) with the imbalance in place, during
+    # which imb-0 must keep leader 2; the verdict is also read afterwards from the transaction log
+    # (no rebalance write before the reassignment's completion).
+    interval_s = float(cluster.nodes[1].properties["leader.imbalance.check.interval.seconds"])
+    window_s = cluster.deadline(2 * interval_s + 1)
+    until = time.monotonic() + window_s
+
+    def window_over() -> bool:
+        leader = (cluster.partition_state("imb", 0) or {})["leader"]
+        assert leader == 2, f"imb-0 rebalanced to {leader} while blocker-0's reassignment is pending"
+        return time.monotonic() >= until
+
+    wait_for(window_over, window_s + cluster.deadline(5), "two rebalance intervals with imb-0 led by 2")
     cluster.start([4])
     wait_for(
         lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(30), "reassignment done"
     )
     wait_state(cluster, "imb", 0, lambda s: s["leader"] == 1, "auto rebalance back to 1", deadline_s=20)
+    settle(cluster, 3)
+    pinned(cluster, "imb", 0, [*LED_BY_2, Step(1, 2, (2, 1), 1, 3)], "rebalanced once the reassignment ended")
+    done = [
+        r.zxid
+        for r, op in writes(cluster.history())
+        if op.op == "delete" and op.path == "/admin/reassign_partitions"
+    ]
+    moved = state_history(cluster, "imb", 0)[3][1].zxid
+    assert done, "no delete of /admin/reassign_partitions in the transaction log"
+    assert moved > done[0], (
+        f"imb-0 rebalanced (zxid 0x{moved:x}) before the reassignment completed (0x{done[0]:x})"
+    )

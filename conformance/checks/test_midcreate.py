@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from conformance.conftest import ClusterFactory
 from conformance.scenarios import (
     create_topic,
     journal,
+    settle,
     state_history,
     wait_cluster_known,
     wait_online,
@@ -75,7 +75,7 @@ def test_only_missing_state_znodes_are_created(cluster_factory: ClusterFactory) 
     cluster.kill(1)
     cluster.wait_controller(not_in=[1], deadline_s=25)
     wait_online(cluster, "half", [1], 25)
-    time.sleep(1.0)
+    settle(cluster, 2)  # the failover event (and anything it queued) is fully handled
     hist0 = [s for s, _ in state_history(cluster, "half", 0)]
     assert len(hist0) == 1, f"existing state rewritten: {hist0}"
     assert hist0[0]["leader_epoch"] == 4, f"existing state rewritten: {hist0}"

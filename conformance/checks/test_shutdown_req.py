@@ -7,40 +7,120 @@ from kio.schema.controlled_shutdown.v3 import request as cs3
 from kio.schema.types import BrokerId
 from kio.static.primitive import i64
 
+from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
-from conformance.scenarios import create_topic, fmt, journal, state_history, wait_cluster_known, wait_state
+from conformance.scenarios import (
+    Step,
+    create_topic,
+    fmt,
+    journal,
+    pinned,
+    requests_for,
+    settle,
+    state_history,
+    story,
+    wait_cluster_known,
+    wait_state,
+    wait_told_gone,
+)
 from fixtures.probes.request_proxy import send_request
 
 pytestmark = pytest.mark.conformance
 
 
-@pytest.mark.behaviour("SHUTDOWN-1", "SHUTDOWN-2", "ELECT-4")
+def _closed_at(cluster: Cluster, session: int) -> int:
+    return wait_for(
+        lambda: next(
+            (r.zxid for r in cluster.history() if r.op == "closeSession" and r.session_id == session), None
+        ),
+        cluster.deadline(10),
+        f"closeSession of session 0x{session:x} in the transaction log",
+    )
+
+
+@pytest.mark.behaviour("SHUTDOWN-1", "SHUTDOWN-2", "SHUTDOWN-3", "ELECT-4", "RSM-5")
 def test_controlled_shutdown_moves_leadership_first(cluster_factory: ClusterFactory) -> None:
+    """Graceful stop of broker 1 (controller 3): ``cs-0`` (1 leads) gets the controlled-shutdown
+    election, ``cs-1`` (1 follows) its ISR removal — each exactly one write, both *before* broker
+    1's closeSession, and no write at all once its session has ended (SHUTDOWN-3)."""
     cluster = cluster_factory(start=False)
     cluster.start([3])
     assert cluster.wait_controller() == 3
     cluster.start([1, 2])
+    wait_cluster_known(cluster)
     create_topic(cluster, "cs", {0: [1, 2], 1: [2, 1]})
     wait_state(cluster, "cs", 1, lambda s: s["isr"] == [2, 1], "ISR [2,1]")
     stat = cluster.zk.exists("/brokers/ids/1")
     assert stat is not None
-    session = int(stat.ephemeralOwner)
+    session, mark = int(stat.ephemeralOwner), journal(cluster).mark()
     cluster.stop(1)
-    records = cluster.history()
-    closed = next(i for i, r in enumerate(records) if r.op == "closeSession" and r.session_id == session)
-    moved = [
-        i
-        for i, r in enumerate(records)
-        if i < closed and any((o.path or "").endswith("/cs/partitions/0/state") for o in (r.ops or (r.txn,)))
+    closed = _closed_at(cluster, session)
+    wait_told_gone(cluster, 1, mark)
+    settle(cluster, 2)
+    want = {
+        0: [Step(1, 0, (1, 2), 1, 0), Step(2, 1, (2,), 1, 1)],  # controlled-shutdown election
+        1: [Step(2, 0, (2, 1), 1, 0), Step(2, 1, (2,), 1, 1)],  # OfflineReplica: ISR removal
+    }
+    for p, steps in want.items():
+        pinned(cluster, "cs", p, steps, "through broker 1's graceful stop")
+        _, record = state_history(cluster, "cs", p)[1]
+        assert record.zxid < closed, (
+            f"cs-{p}: broker 1 left the ISR only after its session ended (write 0x{record.zxid:x} >"
+            f" closeSession 0x{closed:x}): Kafka removes it during the ControlledShutdown\n"
+            f"{fmt(cluster.history()[-40:])}"
+        )
+    stops = [
+        r.describe()
+        for r in requests_for(cluster, "StopReplica", dest=1, topic="cs", since=mark)
+        if r.delete_partitions
     ]
-    assert moved, f"leadership of cs-0 not moved before broker 1 left:\n{fmt(records[-40:])}"
-    st0, st1 = cluster.partition_state("cs", 0), cluster.partition_state("cs", 1)
-    assert st0 is not None, f"cs-0 {st0}"
-    assert (st0["leader"], st0["isr"]) == (2, [2]), f"cs-0 {st0}"
-    assert st1 is not None, f"cs-1 {st1}"
-    assert (st1["leader"], st1["isr"]) == (2, [2]), f"cs-1 {st1}"
-    hist = [s["leader"] for s, _ in state_history(cluster, "cs", 0)]
-    assert -1 not in hist, f"cs-0 went leaderless during a controlled shutdown: {hist}"
+    assert not stops, f"controlled shutdown must stop replicas with delete=false only: {stops}"
+
+
+@pytest.mark.behaviour("SHUTDOWN-1", "ELECT-4", "RSM-5")
+def test_controlled_shutdown_answers_the_partitions_it_could_not_move(
+    cluster_factory: ClusterFactory,
+) -> None:
+    """A ControlledShutdown for broker 2 (sent by the check with 2's broker epoch; 2 keeps running)
+    to controller 3: ``mv`` = [2, 3] moves to 3; ``fol`` = [3, 2] loses 2 from its ISR
+    (StopReplica delete=false to 2); ``stuck`` = [2, 1] with 1 dead (ISR [2]) cannot move and is
+    the only remaining partition; ``solo`` = [2] (RF 1) is neither moved nor listed."""
+    cluster = cluster_factory(start=False)
+    cluster.start([3])
+    assert cluster.wait_controller() == 3
+    cluster.start([1, 2])
+    wait_cluster_known(cluster)
+    for topic, replicas in (("mv", [2, 3]), ("fol", [3, 2]), ("stuck", [2, 1]), ("solo", [2])):
+        create_topic(cluster, topic, {0: replicas})
+    mark = journal(cluster).mark()
+    cluster.stop(1)  # stuck-0: the controller removes 1 from the ISR (1 follows)
+    wait_told_gone(cluster, 1, mark)
+    settle(cluster, 3)
+    pinned(cluster, "stuck", 0, [Step(2, 0, (2, 1), 1, 0), Step(2, 1, (2,), 1, 1)], "after 1 stopped")
+    mark = journal(cluster).mark()
+    req = cs3.ControlledShutdownRequest(broker_id=BrokerId(2), broker_epoch=i64(cluster.broker_epoch(2) or 0))
+    resp = send_request(*cluster.endpoint(3), req, timeout_s=cluster.deadline(20))
+    remaining = sorted((str(p.topic_name), int(p.partition_index)) for p in resp.remaining_partitions)
+    assert (int(resp.error_code), remaining) == (0, [("stuck", 0)]), (
+        f"ControlledShutdown(2) answered error {int(resp.error_code)}, remaining {remaining}; Kafka: 0,"
+        f" [('stuck', 0)] (replicated partitions 2 still leads)"
+    )
+    # the elections are done before the answer: the first write after the request is the move
+    for topic, step in (("mv", Step(3, 1, (3,), 1, 1)), ("fol", Step(3, 1, (3,), 1, 1))):
+        hist = [(s, z) for s, z in zip(story(cluster, topic, 0), range(99), strict=False)]
+        assert len(hist) >= 2, f"{topic}-0 not changed by the ControlledShutdown: {hist}"
+        assert hist[1][0] == step, (
+            f"{topic}-0 after ControlledShutdown(2): wrote ({hist[1][0]}), Kafka ({step})"
+        )
+    pinned(cluster, "stuck", 0, [Step(2, 0, (2, 1), 1, 0), Step(2, 1, (2,), 1, 1)], "not movable")
+    pinned(cluster, "solo", 0, [Step(2, 0, (2,), 1, 0)], "RF 1: left alone")
+    stops = [
+        (p.topic, r.delete_partitions)
+        for r in requests_for(cluster, "StopReplica", dest=2, since=mark)
+        for p in r.partitions
+    ]
+    assert ("fol", False) in stops, f"no StopReplica(delete=false) for fol-0 to 2: {stops}"
+    assert not [t for t, d in stops if t != "fol" or d], f"unexpected StopReplica to 2: {stops}"
 
 
 @pytest.mark.behaviour("SHUTDOWN-1")

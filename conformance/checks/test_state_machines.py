@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from conformance import admin
 from conformance.admin import encode
 from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
-from conformance.scenarios import create_topic, wait_state
+from conformance.scenarios import (
+    Step,
+    assert_invalid_transitions_in_kafka_shape,
+    create_topic,
+    journal,
+    pinned,
+    requests_for,
+    settle,
+    wait_cluster_known,
+    wait_state,
+)
 from fixtures.probes.state_change_log import invalid_transitions, partition_transitions, replica_transitions
 
 pytestmark = pytest.mark.conformance
@@ -50,8 +58,9 @@ def test_only_valid_transitions_are_traced(cluster_factory: ClusterFactory) -> N
     controller; what the suite checks is the reachable half — a whole lifecycle (create, broker
     failure and return, deletion) logs no invalid-transition ERROR, and no traced TRACE transition
     is outside ``VALID_PREVIOUS`` (a controller that skips its validity check and moves, e.g.,
-    DeletionStarted→Online is caught). The exact ERROR shape (spec §3.5) is covered by the
-    parser's unit tests and the implementation's own."""
+    DeletionStarted→Online is caught). The ERROR lines' exact shape (spec §3.5) is checked wherever
+    they appear (TOPIC-7, REASSIGN-14, LISTEN checks) and invalid transitions are provoked from
+    outside in ``test_story.py::test_broker_returning_during_deletion_meets_invalid_transitions``."""
     cluster = cluster_factory(start=False)
     cluster.start([1])
     assert cluster.wait_controller() == 1
@@ -85,6 +94,7 @@ def test_only_valid_transitions_are_traced(cluster_factory: ClusterFactory) -> N
         ("OfflinePartition", "NonExistentPartition"),
     ):
         assert edge in pseen, f"partition edge {edge} not traced; seen {sorted(pseen)}"
+    assert_invalid_transitions_in_kafka_shape(cluster, "lifecycle")
     invalid = invalid_transitions(entries)
     assert not invalid, "reachable scenario produced invalid transitions:\n" + "\n".join(
         i.entry.raw for i in invalid
@@ -96,12 +106,13 @@ def test_partition_without_live_replica_stays_new(cluster_factory: ClusterFactor
     cluster = cluster_factory(4, start=False)
     cluster.start([1, 2, 3])
     cluster.wait_controller()
+    wait_cluster_known(cluster)
     admin.create_topic_zk(cluster, "nolive", {0: [4]})
-    time.sleep(1.5)
+    settle(cluster, 1)  # the topic-change event that saw nolive is fully handled
     assert not cluster.zk.exists("/brokers/topics/nolive/partitions"), "state created without a live replica"
     cluster.start([4])
-    st = wait_state(cluster, "nolive", 0, lambda s: s["leader"] == 4, "created when 4 registers")
-    assert (st["isr"], st["leader_epoch"]) == ([4], 0), st
+    wait_state(cluster, "nolive", 0, lambda s: s["leader"] == 4, "created when 4 registers")
+    pinned(cluster, "nolive", 0, [Step(4, 0, (4,), 1, 0)], "created when its only replica registered")
 
 
 @pytest.mark.behaviour("PSM-4", "BROKER-4")
@@ -135,9 +146,23 @@ def test_unclean_election_by_topic_config(cluster_factory: ClusterFactory) -> No
     wait_state(cluster, "unc", 0, lambda s: s["isr"] == [1], "ISR [1]", deadline_s=20)
     cluster.kill(1)
     wait_state(cluster, "unc", 0, lambda s: s["leader"] == -1, "leader -1", deadline_s=20)
+    before = cluster.partition_state_stat("unc", 0)
+    mark = journal(cluster).mark()
     cluster.start([2])
-    time.sleep(1.5)
-    assert (cluster.partition_state("unc", 0) or {})["leader"] == -1, "unclean election while disabled"
+    # evidence: the controller handled 2's registration (UpdateMetadata naming it), then a later event
+    wait_for(
+        lambda: [
+            r for r in requests_for(cluster, "UpdateMetadata", dest=2, since=mark) if 2 in r.live_brokers
+        ],
+        cluster.deadline(15),
+        lambda: f"UpdateMetadata to the returning broker 2:\n{journal(cluster).dump(mark)}",
+    )
+    settle(cluster, 2)
+    after = cluster.partition_state_stat("unc", 0)
+    assert after == before, (
+        f"unc-0 changed while unclean election is disabled (topic override absent, broker false): {before} ->"
+        f" {after}"
+    )
     cluster.zk.set(
         "/config/topics/unc", encode({"version": 1, "config": {"unclean.leader.election.enable": "true"}})
     )

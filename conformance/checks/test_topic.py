@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import time
 from collections.abc import Collection
 
 import pytest
@@ -17,7 +16,17 @@ from conformance import admin, phases
 from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
 from conformance.plugin import PhaseMetrics
-from conformance.scenarios import CREATES, create_topic, fenced, fmt, journal, wait_online, writes
+from conformance.scenarios import (
+    CREATES,
+    assert_invalid_transitions_in_kafka_shape,
+    create_topic,
+    fenced,
+    fmt,
+    journal,
+    settle,
+    wait_online,
+    writes,
+)
 from fixtures.probes.logdirs import scan_log_dirs
 from fixtures.probes.request_proxy import send_request
 
@@ -182,7 +191,7 @@ def test_adding_partitions_creates_only_new_ones(cluster: Cluster) -> None:
         timeout=cluster.deadline(20)
     )
     wait_online(cluster, "grow", [1, 2])
-    time.sleep(0.5)
+    settle(cluster, 1)  # the partition-modification event is fully handled
     assert cluster.partition_state_stat("grow", 0) == before, "existing partition state was rewritten"
     st = [w for w in writes(cluster.history()) if w[1].path == "/brokers/topics/grow/partitions/0/state"]
     assert len(st) == 1, f"partition 0 state written {len(st)} times:\n{fmt([r for r, _ in st])}"
@@ -205,7 +214,7 @@ def test_default_placement_and_unregistered_replica(cluster: Cluster) -> None:
     assert (st["leader"], st["isr"]) == (2, [2, 1]), f"ghost-0 state {st}"
 
 
-@pytest.mark.behaviour("TOPIC-7")
+@pytest.mark.behaviour("TOPIC-7", "RSM-2")
 def test_topic_znode_deleted_by_hand_is_only_forgotten(cluster: Cluster) -> None:
     """(a) A hand (recursive) delete of ``/brokers/topics/gone`` is only forgotten; (b) the topic
     znode written again — with another assignment — is created anew, exactly as a new topic.
@@ -291,6 +300,9 @@ def test_topic_znode_deleted_by_hand_is_only_forgotten(cluster: Cluster) -> None
                 )
 
             wait_for(on, cluster.deadline(10), f"gone-{p} log dir on broker {bid}")
+
+    # the re-written topic meets invalid transitions on the old controller (README): Kafka's shape
+    assert_invalid_transitions_in_kafka_shape(cluster, "TOPIC-7")
 
 
 @pytest.mark.behaviour("TOPIC-8")

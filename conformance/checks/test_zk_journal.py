@@ -251,6 +251,8 @@ def _broker_write(cluster: Cluster, j: ZkJournal, bid: int, req: ZkRequest) -> s
         return "election"
     if op.op in CREATES:
         return _broker_create(cluster, op)
+    if op.path == "/latest_producer_id_block":  # ProducerIdManager's block, on any broker
+        return "producer id block"
     if op.op == "setData" and (op.path or "").endswith("/state") and op.data:
         return _isr_update(cluster, j, bid, req, op)
     return None

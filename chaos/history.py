@@ -52,6 +52,12 @@ stop_fault          nemesis: ``fault``
 heal                nemesis: heals every fault still active
 quiesce             the final phase: waits until the cluster is quiet
 =================== ==========================================================
+
+What ``ok`` promises, because the checkers hold the cluster to it: a creation's topic znode was
+written (it must exist at the end unless a deletion of the name followed); a reassignment's
+target was handed to the controller (``/admin/reassign_partitions`` created — an existing
+znode is ``fail``, as Kafka's tool refuses then); a deletion's marker was written. An op whose
+outcome is not known is ``info``, never ``ok`` or ``fail``.
 """
 
 from __future__ import annotations

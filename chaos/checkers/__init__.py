@@ -4,7 +4,9 @@ Every checker is ``check(history, txn_records, final_state) -> Verdict``:
 
 - ``history``: the run's ops (:mod:`chaos.history`);
 - ``txn_records``: the transaction-log records of the run's chroot, chroot-relative
-  (``ChrootView(chroot).filter(...)``), or None when the log could not be read;
+  (``ChrootView(chroot).filter(...)``), from before the run's cluster started to the final
+  state — read *before* the runner deletes the chroot (its recursive delete would look like
+  unfenced controller writes) — or None when the log could not be read;
 - ``final_state``: :class:`FinalState` taken after heal and quiescence, or None when the cluster
   never healed.
 

@@ -211,6 +211,8 @@ def brokers_apply_requests_in_epoch_order(
     go back in controller epoch; per partition, applied LeaderAndIsr entries strictly increase
     the leader epoch, until an applied StopReplica(delete) removes the partition. Rejected
     requests (STALE_CONTROLLER_EPOCH and friends) are what fencing is for and do not count.
+    "Before" is what the journal can prove (see :func:`_happened_before`): requests of two
+    controllers that may have crossed on their two connections are not ordered.
     """
     name = "brokers_apply_requests_in_epoch_order"
     if final_state is None or not final_state.journals:
@@ -235,23 +237,30 @@ def _life(request: ReceivedRequest) -> int | None:
     return None if request.broker_epoch in (None, -1) else request.broker_epoch
 
 
+#: Requests of two controllers (two connections) recorded closer together than this may reach
+#: the broker in either order; with no answer times they count as concurrent, never as ordered.
+CONCURRENT_WINDOW_S = 0.2
+
+_Applied = list[tuple[int, ReceivedRequest]]
+
+
 def _check_life(
     broker: int, applied: list[ReceivedRequest], problems: list[str], evidence: list[dict[str, Any]]
 ) -> None:
-    newest: ReceivedRequest | None = None
-    epochs: dict[tuple[str, int], tuple[int, ReceivedRequest]] = {}
+    earlier: list[ReceivedRequest] = []
+    epochs: dict[tuple[str, int], _Applied] = {}
     for request in applied:
-        if newest is not None and _happened_before(newest, request) and _older(request, newest):
+        newer = next((a for a in earlier if _older(request, a) and _happened_before(a, request)), None)
+        if newer is not None:
             problems.append(
                 f"broker {broker} applied {request.kind} #{request.seq} of controller epoch "
-                f"{request.controller_epoch} after #{newest.seq} of epoch {newest.controller_epoch}"
+                f"{request.controller_epoch} after #{newer.seq} of epoch {newer.controller_epoch}"
             )
             evidence += [
-                _request_evidence(broker, newest, "applied first"),
+                _request_evidence(broker, newer, "applied first"),
                 _request_evidence(broker, request, "older, applied later"),
             ]
-        if newest is None or not _older(request, newest):
-            newest = request
+        earlier.append(request)
         _check_partitions(broker, request, epochs, problems, evidence)
 
 
@@ -264,38 +273,50 @@ def _older(a: ReceivedRequest, b: ReceivedRequest) -> bool:
 
 
 def _happened_before(a: ReceivedRequest, b: ReceivedRequest) -> bool:
-    """``a`` was answered before ``b`` was sent when both times are known, else arrival order."""
-    if a.source != b.source and a.answered_s is not None and b.sent_s is not None:
+    """The broker surely handled ``a`` before ``b``.
+
+    One controller (same source and epoch) sends to a broker one request at a time, so journal
+    order is delivery order. Across controllers: ``a`` answered before ``b`` was sent, when the
+    journal has answer times; else ``b`` recorded more than :data:`CONCURRENT_WINDOW_S` after
+    ``a``; with no times at all, journal order.
+    """
+    if a.source == b.source and a.controller_epoch == b.controller_epoch:
+        return a.seq < b.seq
+    if a.answered_s is not None and b.sent_s is not None:
         return a.answered_s <= b.sent_s
+    if a.sent_s is not None and b.sent_s is not None:
+        return b.sent_s - a.sent_s > CONCURRENT_WINDOW_S
     return a.seq < b.seq
 
 
 def _check_partitions(
     broker: int,
     request: ReceivedRequest,
-    epochs: dict[tuple[str, int], tuple[int, ReceivedRequest]],
+    epochs: dict[tuple[str, int], _Applied],
     problems: list[str],
     evidence: list[dict[str, Any]],
 ) -> None:
     for p in request.partitions:
         key = (p.topic, p.partition)
-        if p.error_code not in (0, None) or (p.error_code is None and request.kind != "UpdateMetadata"):
+        if p.error_code != 0:  # not applied, or no per-partition answer seen
             continue
         if request.kind == "StopReplica" and request.delete_partitions:
-            epochs.pop(key, None)
+            epochs.pop(key, None)  # the partition is gone: its next incarnation starts afresh
         if request.kind != "LeaderAndIsr" or p.leader_epoch is None:
             continue
-        seen = epochs.get(key)
-        if seen is not None and p.leader_epoch <= seen[0]:
+        seen = epochs.setdefault(key, [])
+        stale = next((a for e, a in seen if e >= p.leader_epoch and _happened_before(a, request)), None)
+        if stale is not None:
             problems.append(
                 f"broker {broker} applied LeaderAndIsr #{request.seq} for {p.topic}-{p.partition} "
-                f"with leader epoch {p.leader_epoch} after #{seen[1].seq} with {seen[0]}"
+                f"with leader epoch {p.leader_epoch} after #{stale.seq} with "
+                f"{next(e for e, a in seen if a is stale)}"
             )
             evidence += [
-                _request_evidence(broker, seen[1], "applied first"),
+                _request_evidence(broker, stale, "applied first"),
                 _request_evidence(broker, request, "not newer, applied later"),
             ]
-        epochs[key] = (p.leader_epoch, request)
+        seen.append((p.leader_epoch, request))
 
 
 def _request_evidence(broker: int, r: ReceivedRequest, note: str) -> dict[str, Any]:

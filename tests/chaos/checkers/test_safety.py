@@ -17,6 +17,7 @@ import pytest
 from chaos.checkers import check_all, final_state_from_json
 from chaos.checkers.final_state import FinalState
 from chaos.checkers.safety import (
+    CONCURRENT_WINDOW_S,
     acknowledged_creations_survive,
     brokers_apply_requests_in_epoch_order,
     controller_epoch_increases,
@@ -362,6 +363,24 @@ def test_answer_times_decide_the_order_of_requests_from_two_controllers() -> Non
     assert (
         brokers_apply_requests_in_epoch_order([], None, journals(answered_first, older)).validity == "invalid"
     )
+
+
+def test_without_answer_times_requests_of_two_controllers_recorded_close_together_are_concurrent() -> None:
+    newer = dataclasses.replace(request(0, "UpdateMetadata", 2, source=2), sent_s=10.0)
+    close = dataclasses.replace(
+        request(1, "UpdateMetadata", 1, source=1), sent_s=10.0 + CONCURRENT_WINDOW_S / 2
+    )
+    assert brokers_apply_requests_in_epoch_order([], None, journals(newer, close)).validity == "valid"
+    late = dataclasses.replace(close, sent_s=10.0 + CONCURRENT_WINDOW_S * 2)
+    v = brokers_apply_requests_in_epoch_order([], None, journals(newer, late))
+    assert v.validity == "invalid"
+    assert [e["seq"] for e in v.evidence] == [0, 1]
+
+
+def test_a_stale_leader_epoch_from_the_same_controller_is_ordered_by_the_journal_alone() -> None:
+    first = dataclasses.replace(request(0, "LeaderAndIsr", 1, [("t", 0, 4, 0)]), sent_s=10.0)
+    second = dataclasses.replace(request(1, "LeaderAndIsr", 1, [("t", 0, 2, 0)]), sent_s=10.0)
+    assert brokers_apply_requests_in_epoch_order([], None, journals(first, second)).validity == "invalid"
 
 
 def test_requests_without_journals_are_unknown() -> None:

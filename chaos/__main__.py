@@ -88,6 +88,7 @@ def parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--target", default=None, help="override the run's target")
     sub.add_parser("list", help="list scenarios and faults")
+    sub.add_parser("reap", help="remove what killed runs left (processes, temp dirs); never a live run's")
     return p
 
 
@@ -244,6 +245,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "list":
         return cmd_list()
+    if args.command == "reap":
+        done = reap()
+        for item in done:
+            print(f"reaped: {item}")
+        print(f"{len(done)} item(s) reaped")
+        return 0
     if args.command == "replay":
         return cmd_replay(args)
     return cmd_run(args)

@@ -78,7 +78,7 @@ def write_artefacts(  # noqa: PLR0917 - one call site, every part of a run
 def _cluster_files(run_dir: Path, cluster: ChaosCluster) -> None:
     with contextlib.suppress(Exception):
         records = cluster.history()[-TXN_LINES:]
-        (run_dir / "txn-log.txt").write_text("".join(f"{r!r}\n" for r in records))
+        (run_dir / "txn-log.txt").write_text("".join(f"{r.describe()}\n" for r in records))
     with contextlib.suppress(Exception):
         if cluster.journal is not None:
             (run_dir / "requests.txt").write_text(cluster.journal.dump() + "\n")

@@ -1,0 +1,98 @@
+"""Real chaos runs of every scenario: records that validate, kept artefacts, replay, verdicts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chaos.generator import Schedule
+from chaos.history import History
+from chaos.scenarios import SCENARIOS
+from conformance.records import METRICS, read_records
+from tests.chaos.runner.support import chaos
+
+pytestmark = pytest.mark.chaos
+
+SEED = 7
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str]:
+    """One run of each scenario (``--scenario all``), every run dir kept."""
+    out = tmp_path_factory.mktemp("campaign")
+    n = len(SCENARIOS)
+    done = chaos(
+        "run", "--runs", str(n), "--seed", str(SEED), "--parallel", "2", "--scenario", "all",
+        "--out", str(out), "--keep-all", "--no-progress",
+    )  # fmt: skip
+    return out, done.returncode, done.stdout + done.stderr
+
+
+def _records(out: Path) -> list[dict[str, object]]:
+    return list(read_records(sorted(out.glob("chaos-runs-*.jsonl")), strict=True))
+
+
+def _run_dirs(out: Path) -> list[Path]:
+    return sorted(p for p in out.glob("*/runs/*") if p.is_dir())
+
+
+def test_each_scenario_leaves_one_schema_valid_record(campaign: tuple[Path, int, str]) -> None:
+    out, _, log = campaign
+    records = _records(out)
+    assert sorted(str(r["test_id"]) for r in records) == sorted(f"chaos/{s}" for s in SCENARIOS), log
+    for r in records:
+        assert r["kind"] == "chaos-run"
+        assert r["seed"] in range(SEED, SEED + len(SCENARIOS))
+        assert r["fault_package"] != "none"
+        assert r["target"] == "reference"
+        assert r["outcome"] in ("passed", "failed"), f"run could not be judged: {r['reason']}\n{log}"
+        metrics = {m["name"]: m for m in r["phase_metrics"]}  # type: ignore[attr-defined]
+        assert "time_to_heal" in metrics, r
+        assert set(metrics) <= set(METRICS)
+        assert "checkers: controller_epoch_increases=" in str(r["reason"])
+
+
+def test_exit_status_says_whether_any_run_was_invalid(campaign: tuple[Path, int, str]) -> None:
+    out, code, log = campaign
+    failed = [r for r in _records(out) if r["outcome"] == "failed"]
+    assert code == (1 if failed else 0), log
+    assert "runs/hour (load average" in log
+
+
+def test_each_kept_run_dir_holds_history_verdict_logs(campaign: tuple[Path, int, str]) -> None:
+    out, _, _ = campaign
+    dirs = _run_dirs(out)
+    assert len(dirs) == len(SCENARIOS)
+    for run_dir in dirs:
+        history = History.load(run_dir / "history.jsonl")
+        fs = {op.f for op in history}
+        assert {"create_topic", "start_fault", "stop_fault", "heal", "quiesce"} <= fs
+        verdict = json.loads((run_dir / "verdict.json").read_text())
+        assert verdict["verdict"] in ("valid", "invalid")
+        assert {c["checker"] for c in verdict["checkers"]} >= {
+            "controller_epoch_increases",
+            "admin_znodes_cleaned",
+        }
+        assert verdict["replay"] == f"python -m chaos replay {run_dir}"
+        for bid in (1, 2, 3):
+            assert (run_dir / f"node-{bid}" / "server.log").stat().st_size > 0
+        assert "/controller" in (run_dir / "txn-log.txt").read_text()
+        assert "UpdateMetadata" in (run_dir / "requests.txt").read_text()
+
+
+def test_replay_runs_the_same_schedule_again(campaign: tuple[Path, int, str], tmp_path: Path) -> None:
+    out, _, _ = campaign
+    original = next(d for d in _run_dirs(out) if d.name.startswith("process-"))
+    done = chaos("replay", str(original), "--out", str(tmp_path))
+    assert done.returncode in (0, 1), done.stderr
+    replayed = [p for p in tmp_path.glob("*/runs/*") if p.is_dir()]
+    assert len(replayed) == 1
+    before = Schedule.from_json(json.loads((original / "run.json").read_text())["schedule"])
+    after = Schedule.from_json(json.loads((replayed[0] / "run.json").read_text())["schedule"])
+    assert after == before
+    replay_faults = [op.value for op in History.load(replayed[0] / "history.jsonl") if op.f == "start_fault"]
+    assert [v["id"] for v in replay_faults if "id" in v] == [
+        s.value["id"] for s in before.steps if s.f == "start_fault"
+    ]

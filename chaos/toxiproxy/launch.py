@@ -13,6 +13,8 @@ own a process: its own session, ``PR_SET_PDEATHSIG=SIGKILL`` (it dies with its o
 with its start time and owner for :func:`fixtures.zookeeper.reaper.reap_orphans`, and the
 owner's ``atexit``/signal clean-up. It is stopped (SIGTERM, then SIGKILL) when the context exits.
 ``KZK_TOXIPROXY_SEED`` passes ``--seed`` to our server (toxicity rolls, jitter, slicer cuts).
+
+:func:`client_for` points the unmodified ``toxiproxy-python`` client at a URL.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ import shutil
 import socket
 import sys
 import time
-import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+
+import toxiproxy
 
 from fixtures.zookeeper import process
 
@@ -130,6 +134,20 @@ def _spawn_server(host: str, run_dir: Path) -> tuple[process.ManagedJvm, Path | 
     if seed:
         argv += ["--seed", seed]
     return _spawn(argv, run_dir, "chaos.toxiproxy"), port_file, None
+
+
+def client_for(url: str) -> toxiproxy.Toxiproxy:
+    """A ``toxiproxy-python`` client for ``url``.
+
+    The client keeps host and port in class attributes (``APIConsumer``): this points *every*
+    client in the process at ``url``; one server per process at a time.
+    """
+    parsed = urllib.parse.urlparse(url)
+    if parsed.hostname is None or parsed.port is None:
+        raise ToxiproxyUnavailable(f"{url!r} has no host and port (e.g. http://127.0.0.1:8474)")
+    client = toxiproxy.Toxiproxy()
+    client.update_api_consumer(parsed.hostname, parsed.port)
+    return client
 
 
 @contextlib.contextmanager

@@ -15,11 +15,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from urllib.parse import urlparse
 
 import toxiproxy
 
-from chaos.toxiproxy.launch import toxiproxy_server
+from chaos.toxiproxy.launch import client_for, toxiproxy_server
 
 
 @contextlib.contextmanager
@@ -155,9 +154,7 @@ def measure(tp: toxiproxy.Toxiproxy) -> list[str]:
 
 def main() -> int:
     with toxiproxy_server() as url:
-        parsed = urlparse(url)
-        client = toxiproxy.Toxiproxy()
-        client.update_api_consumer(parsed.hostname, parsed.port)
+        client = client_for(url)
         print(f"server {url} version {client.version()!r}")
         for line in measure(client):
             print(line)

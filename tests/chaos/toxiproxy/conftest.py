@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from urllib.parse import urlparse
 
 import pytest
 import toxiproxy
 
-from chaos.toxiproxy.launch import toxiproxy_server
+from chaos.toxiproxy.launch import client_for, toxiproxy_server
 from tests.chaos.toxiproxy.support import Api, TcpServer, echo, serving
 
 _NAMES = itertools.count()
@@ -35,9 +34,7 @@ def tp(toxiproxy_url: str, name: str) -> Iterator[toxiproxy.Toxiproxy]:
     Afterwards it deletes the proxies this test made (named ``name`` or ``name-…``), never others:
     with ``TOXIPROXY_URL`` several xdist workers may share one server.
     """
-    parsed = urlparse(toxiproxy_url)
-    client = toxiproxy.Toxiproxy()
-    client.update_api_consumer(parsed.hostname, parsed.port)
+    client = client_for(toxiproxy_url)
     yield client
     for proxy_name, proxy in client.proxies().items():
         if proxy_name == name or proxy_name.startswith(f"{name}-"):

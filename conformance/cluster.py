@@ -205,10 +205,14 @@ class Cluster:
         self.zk_journals: dict[int, ZkJournal] = {}
         self.zk_proxies: dict[int, list[ZkRecordingProxy]] = {}
         self.nodes: dict[int, Node] = {}
-        for bid in self.broker_ids:
-            self.nodes[bid] = self._make_node(
-                bid, zk_connect_string, overrides, node_overrides.get(bid, {}), log_dirs_per_node
-            )
+        try:
+            for bid in self.broker_ids:
+                self.nodes[bid] = self._make_node(
+                    bid, zk_connect_string, overrides, node_overrides.get(bid, {}), log_dirs_per_node
+                )
+        except BaseException:  # a bad override: no proxy, loop or client outlives the refusal
+            self.close()
+            raise
 
     # --- set-up ---------------------------------------------------------------------------------
 
@@ -364,10 +368,12 @@ class Cluster:
         for proxy in self.proxies.values():
             with contextlib.suppress(Exception):
                 proxy.close()
+        self.proxies.clear()  # close() may be called again (a check, then the fixture)
         if self.journal is not None:
             self.journal.close()
         for zk_proxy in (p for ps in self.zk_proxies.values() for p in ps):
             zk_proxy.close()
+        self.zk_proxies.clear()
         if self.zk_loop is not None:
             self.zk_loop.close()
         for zk_journal in self.zk_journals.values():

@@ -19,7 +19,7 @@ from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
 from conformance.scenarios import create_topic, wait_cluster_known, wait_state
 from fixtures.probes.jute import ClientOp
-from fixtures.probes.zk_journal import ZkJournal, ZkRequest
+from fixtures.probes.zk_journal import ZkClosed, ZkJournal, ZkRequest
 
 pytestmark = pytest.mark.conformance
 
@@ -33,6 +33,7 @@ CHILD_PATHS = (
 CHILD_OPS = ("getChildren", "getChildren2")
 NODE_OPS = ("exists", "getData")
 CREATES = ("create", "create2")
+WRITES = ("create", "create2", "delete", "setData", "multi", "setACL")
 #: What a never-controller may watch (spec §2.3): ``/controller``, the config-change notifications
 #: (``DynamicConfigManager``), and from Kafka 2.7 on ``/feature``. No authorizer or delegation
 #: tokens are configured by the suite, so their change paths are not allowed.
@@ -282,6 +283,11 @@ def _isr_update(cluster: Cluster, j: ZkJournal, bid: int, req: ZkRequest, op: Cl
     return "ISR update by the leader" if same else None
 
 
+def _answered(j: ZkJournal) -> bool:
+    gone = {r.conn for r in j.records() if isinstance(r, ZkClosed)}
+    return all(j.reply_to(r) is not None or r.conn in gone for r in j.requests(op=WRITES))
+
+
 def _fenced_at(op: ClientOp, version: int) -> bool:
     first = op.ops[0] if op.op == "multi" and op.ops else None
     return (
@@ -305,7 +311,7 @@ def _controller_writes(cluster: Cluster, bid: int) -> tuple[list[str], list[str]
             until = wins[i + 1].seq if i + 1 < len(wins) else None
             for r in j.requests(
                 session=session,
-                op=("create", "create2", "delete", "setData", "multi", "setACL"),
+                op=WRITES,
                 since=won.seq + 1,
             ):
                 if until is not None and r.seq >= until:
@@ -341,6 +347,11 @@ def test_every_controller_write_is_fenced_per_sender(cluster_factory: ClusterFac
     wait_for(lambda: not cluster.zk.exists("/brokers/topics/f2"), cluster.deadline(30), "topic f2 deleted")
     cluster.start([3])  # leader 2 expands the ISR of f1-1 itself (a broker write in the controller's session)
     wait_state(cluster, "f1", 1, lambda s: s["isr"] == [2, 3], "ISR [2, 3] after broker 3 restarted")
+    wait_for(
+        lambda: all(_answered(_journal(cluster, b)) for b in (1, 2)),
+        cluster.deadline(10),
+        "every write of brokers 1 and 2 answered (or its connection gone)",
+    )
     report: list[str] = []
     for bid in (1, 2):
         fenced, unfenced, broker = _controller_writes(cluster, bid)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conformance.cluster import Cluster
-from conformance.targets import load_target
+from conformance.cluster import Cluster, wait_for
+from conformance.targets import TargetError, load_target
 from fixtures.probes.zk_journal import ZkRequest
 from fixtures.zookeeper import ZooKeeperServer
 
@@ -59,8 +60,11 @@ def test_a_node_registers_and_is_elected_through_its_journalled_zookeeper_link(o
     assert reply.ok
     elections = [r for r in journal.requests(op="multi") if ("create", "/controller") in _ops(r)]
     assert elections, journal.dump()
-    watched = {r.path for r in journal.requests(op=("getChildren", "getChildren2"), watch=True)}
-    assert "/brokers/ids" in watched, journal.dump()
+    wait_for(  # the controller arms its child watches after /controller is written
+        lambda: journal.requests(op=("getChildren", "getChildren2"), path="/brokers/ids", watch=True),
+        20,
+        journal.dump,
+    )
     records = journal.records()
     lines = (cluster.nodes[1].node_dir / "zk-journal.jsonl").read_text().splitlines()
     assert len(lines) >= len(records) - 2  # the last records may still be in flight
@@ -96,3 +100,24 @@ def test_without_recording_the_node_connects_to_zookeeper_directly(
             cluster.zk_journal(1)
     finally:
         cluster.close()
+
+
+@pytest.mark.integration
+def test_a_refused_cluster_leaves_no_zookeeper_proxy_behind(
+    zk_server: ZooKeeperServer, zk_chroot: str, tmp_path: Path
+) -> None:
+    def loops() -> int:
+        return sum(t.name == "zk-journal" and t.is_alive() for t in threading.enumerate())
+
+    before = loops()
+    with pytest.raises(TargetError, match="unknown profile"):
+        Cluster(
+            load_target("reference"),
+            zk_connect_string=zk_server.connect_string,
+            chroot=zk_chroot,
+            txn_log_dir=Path(zk_server.txn_log_dir),
+            base_dir=tmp_path,
+            broker_ids=(1,),
+            profile="9.9",
+        )
+    assert loops() == before

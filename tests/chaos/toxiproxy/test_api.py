@@ -279,3 +279,19 @@ def test_reset_enables_all_and_removes_all_toxics(
     assert after.toxics() == {}
     with connect(proxy.listen) as sock:
         assert round_trip_s(sock) < 0.5
+
+
+def test_populate_keeps_an_unchanged_proxy_with_its_toxics(
+    tp: toxiproxy.Toxiproxy, api: Api, echo_server: TcpServer, name: str
+) -> None:
+    proxy = tp.create(upstream=echo_server.address, name=name)
+    proxy.add_toxic(type="latency", attributes={"latency": 1})
+    port = host_port(proxy.listen)[1]
+    entry = {"name": name, "listen": f"localhost:{port}", "upstream": echo_server.address}  # resolves equal
+    response = api.call("POST", "/populate", [entry])
+    assert response.status_code == 201
+    (kept,) = response.json()["proxies"]
+    assert kept["listen"] == f"127.0.0.1:{port}"
+    assert [t["type"] for t in kept["toxics"]] == ["latency"]
+    moved = api.call("POST", "/populate", [{**entry, "upstream": f"127.0.0.1:{port}"}]).json()["proxies"]
+    assert moved[0]["toxics"] == []  # a changed upstream replaces the proxy

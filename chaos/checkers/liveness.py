@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from chaos.checkers.final_state import FinalState, MetadataPartition
-from chaos.checkers.replay import Replay
+from chaos.checkers.replay import replay
 from chaos.checkers.verdict import Verdict, op_evidence
 from chaos.history import Op, OpPair, pairs
 from fixtures.probes.txnrecords import TxnRecord
@@ -38,7 +38,7 @@ _ASSIGNMENT_CHANGERS = ("reassign", "delete_topic", "create_topic", "create_topi
 def _registered(final: FinalState, txn_records: Sequence[TxnRecord] | None) -> set[int]:
     seen = set(final.live_brokers)
     if txn_records is not None:
-        seen |= Replay.of(txn_records).registered_brokers
+        seen |= replay(txn_records).registered_brokers
     return seen
 
 

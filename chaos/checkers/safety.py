@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chaos.checkers.final_state import FinalState, ReceivedRequest
-from chaos.checkers.replay import Replay, StateWrite, epoch_check_version
+from chaos.checkers.replay import StateWrite, epoch_check_version, replay
 from chaos.checkers.verdict import Verdict, op_evidence, record_evidence
 from chaos.history import Op, OpPair, pairs
 from fixtures.probes.txnrecords import TxnRecord
@@ -39,7 +39,7 @@ def controller_epoch_increases(
     name = "controller_epoch_increases"
     if txn_records is None:
         return Verdict.unknown(name, NO_LOG)
-    elections = Replay.of(txn_records).elections
+    elections = replay(txn_records).elections
     problems: list[str] = []
     evidence: list[dict[str, Any]] = []
     for before, after in itertools.pairwise(elections):
@@ -65,14 +65,14 @@ def one_controller_per_epoch(
     name = "one_controller_per_epoch"
     if txn_records is None:
         return Verdict.unknown(name, NO_LOG)
-    replay = Replay.of(txn_records)
+    log = replay(txn_records)
     writers: dict[int, dict[int, TxnRecord]] = {}  # epoch version → session → first record
-    for record, _ in replay.writes_of("fenced"):
+    for record, _ in log.writes_of("fenced"):
         version = _checked_version(record)
         writers.setdefault(version, {}).setdefault(record.session_id, record)
     problems, evidence = [], []
     for version, sessions in sorted(writers.items()):
-        owner = replay.epoch_owner.get(version)
+        owner = log.epoch_owner.get(version)
         intruders = [s for s in sessions if owner is not None and s != owner]
         if owner is None and len(sessions) > 1:
             intruders = list(sessions)
@@ -83,7 +83,7 @@ def one_controller_per_epoch(
             )
             evidence.append(record_evidence(sessions[session], f"fenced write under epoch version {version}"))
         if intruders and owner is not None:
-            election = next(e for e in replay.elections if e.version == version)
+            election = next(e for e in log.elections if e.version == version)
             evidence.append(record_evidence(election.record, "the election of that epoch"))
     if problems:
         return Verdict.invalid(name, problems, evidence)
@@ -108,9 +108,9 @@ def no_write_after_epoch_superseded(
     name = "no_write_after_epoch_superseded"
     if txn_records is None:
         return Verdict.unknown(name, NO_LOG)
-    replay = Replay.of(txn_records)
+    log = replay(txn_records)
     problems, evidence = [], []
-    for record, current in replay.writes_of("fenced"):
+    for record, current in log.writes_of("fenced"):
         checked = _checked_version(record)
         if checked != current:
             problems.append(
@@ -119,8 +119,8 @@ def no_write_after_epoch_superseded(
             evidence.append(
                 record_evidence(record, f"applied while /controller_epoch was at version {current}")
             )
-    for record, current in replay.writes_of("unfenced-controller"):
-        owner = None if current is None else replay.epoch_owner.get(current)
+    for record, current in log.writes_of("unfenced-controller"):
+        owner = None if current is None else log.epoch_owner.get(current)
         if owner != record.session_id:
             who = "no controller" if owner is None else f"session 0x{owner:x}"
             problems.append(
@@ -129,7 +129,7 @@ def no_write_after_epoch_superseded(
             evidence.append(record_evidence(record, f"unfenced controller write; epoch version {current}"))
     if problems:
         return Verdict.invalid(name, problems, evidence)
-    fenced = sum(1 for _ in replay.writes_of("fenced"))
+    fenced = sum(1 for _ in log.writes_of("fenced"))
     return Verdict.valid(name, f"{fenced} fenced write(s), all under the epoch current when they applied")
 
 
@@ -143,7 +143,7 @@ def partition_states_valid(
         return Verdict.unknown(name, "neither a transaction log nor a final state")
     problems: list[str] = []
     evidence: list[dict[str, Any]] = []
-    writes = Replay.of(txn_records).state_writes if txn_records is not None else []
+    writes = replay(txn_records).state_writes if txn_records is not None else []
     for write in writes:
         for problem in _state_write_problems(write):
             problems.append(f"{write.topic}-{write.partition} at zxid 0x{write.record.zxid:x}: {problem}")
@@ -247,10 +247,19 @@ _Applied = list[tuple[int, ReceivedRequest]]
 def _check_life(
     broker: int, applied: list[ReceivedRequest], problems: list[str], evidence: list[dict[str, Any]]
 ) -> None:
-    earlier: list[ReceivedRequest] = []
+    earlier: dict[int, list[ReceivedRequest]] = {}  # controller epoch → applied requests
     epochs: dict[tuple[str, int], _Applied] = {}
     for request in applied:
-        newer = next((a for a in earlier if _older(request, a) and _happened_before(a, request)), None)
+        newer = next(
+            (
+                a
+                for epoch, requests in earlier.items()
+                if request.controller_epoch is not None and epoch > request.controller_epoch
+                for a in requests
+                if _happened_before(a, request)
+            ),
+            None,
+        )
         if newer is not None:
             problems.append(
                 f"broker {broker} applied {request.kind} #{request.seq} of controller epoch "
@@ -260,16 +269,9 @@ def _check_life(
                 _request_evidence(broker, newer, "applied first"),
                 _request_evidence(broker, request, "older, applied later"),
             ]
-        earlier.append(request)
+        if request.controller_epoch is not None:
+            earlier.setdefault(request.controller_epoch, []).append(request)
         _check_partitions(broker, request, epochs, problems, evidence)
-
-
-def _older(a: ReceivedRequest, b: ReceivedRequest) -> bool:
-    return (
-        a.controller_epoch is not None
-        and b.controller_epoch is not None
-        and a.controller_epoch < b.controller_epoch
-    )
 
 
 def _happened_before(a: ReceivedRequest, b: ReceivedRequest) -> bool:

@@ -14,6 +14,8 @@ from pathlib import Path
 from chaos.toxiproxy.model import VERSION
 from chaos.toxiproxy.server import ServerOptions, run
 
+MARKER_PREFIX = "-Dkzk."
+
 
 def _port(text: str) -> int:
     try:
@@ -58,7 +60,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    # ``-Dkzk.*`` are ownership markers the launcher adds so the harness reaper can find this
+    # process by its command line (as it finds JVMs); they mean nothing to the server.
+    args = parser().parse_args([arg for arg in given if not arg.startswith(MARKER_PREFIX)])
     if args.version:
         print(f"toxiproxy-server version {VERSION} (chaos.toxiproxy)")
         return 0

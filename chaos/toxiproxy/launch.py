@@ -11,7 +11,9 @@
 A started server runs through :func:`fixtures.zookeeper.process.spawn_jvm` — the project's way to
 own a process: its own session, ``PR_SET_PDEATHSIG=SIGKILL`` (it dies with its owner), a pid file
 with its start time and owner for :func:`fixtures.zookeeper.reaper.reap_orphans`, and the
-owner's ``atexit``/signal clean-up. It is stopped (SIGTERM, then SIGKILL) when the context exits.
+owner's ``atexit``/signal clean-up. Our server also carries the reaper's ``-Dkzk.run.root=<root>``
+marker in its argv (it ignores it), so a server started just before its pid file was written is
+found too, as JVMs are. It is stopped (SIGTERM, then SIGKILL) when the context exits.
 ``KZK_TOXIPROXY_SEED`` passes ``--seed`` to our server (toxicity rolls, jitter, slicer cuts).
 
 :func:`client_for` points the unmodified ``toxiproxy-python`` client at a URL.
@@ -32,7 +34,7 @@ from pathlib import Path
 
 import toxiproxy
 
-from fixtures.zookeeper import process
+from fixtures.zookeeper import process, reaper
 
 READY_DEADLINE_S = 20.0
 BINARY = "toxiproxy-server"
@@ -119,17 +121,9 @@ def _spawn_server(host: str, run_dir: Path) -> tuple[process.ManagedJvm, Path | 
         port = _free_port(host)
         return _spawn([binary, "-host", host, "-port", str(port)], run_dir, BINARY), None, port
     port_file = run_dir / "api.port"
-    argv = [
-        sys.executable,
-        "-m",
-        "chaos.toxiproxy",
-        "--host",
-        host,
-        "--port",
-        "0",
-        "--port-file",
-        str(port_file),
-    ]
+    marker = f"{reaper.RUN_ROOT_MARKER}{process.owner_session().run_root}"  # for the reaper's sweep
+    argv = [sys.executable, "-m", "chaos.toxiproxy", marker, "--host", host, "--port", "0"]
+    argv += ["--port-file", str(port_file)]
     seed = os.environ.get(SEED_ENV)
     if seed:
         argv += ["--seed", seed]

@@ -136,6 +136,9 @@ def test_launcher_owns_registers_and_stops_the_server(monkeypatch: pytest.Monkey
         assert isinstance(record, reaper.JvmRecord)
         assert (record.pid, record.owner_pid) == (server.pid, os.getpid())
         assert reaper.is_same_process(record.pid, record.start_time)
+        if server.name == "chaos.toxiproxy":  # found by the reaper's argv marker sweep as well
+            marker = f"{reaper.RUN_ROOT_MARKER}{process.owner_session().run_root}"
+            assert server.pid in set(reaper.processes_with_arg(marker))
     assert not reaper.is_same_process(record.pid, record.start_time)
     assert not server.record_path.exists()
 

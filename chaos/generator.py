@@ -228,7 +228,8 @@ def _fault(rng: random.Random, sc: Scenario, ids: Sequence[int], fid: int, zk_se
     elif kind in PROCESS_FAULTS or kind == "zk_session_expire":
         value["node"] = _node_target(rng, ids)
     elif kind == "zk_member_kill":
-        value["member"] = "leader" if rng.random() < 0.5 else rng.randrange(1, zk_servers + 1)
+        # member 1 keeps the transaction log the run reads: a kill draws the leader or another member
+        value["member"] = "leader" if rng.random() < 0.5 else rng.randrange(2, zk_servers + 1)
     return value
 
 

@@ -37,6 +37,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterable
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -274,6 +275,27 @@ class ChaosCluster(Cluster):
         proc: Any = popen if isinstance(popen, subprocess.Popen) else _HandleProcess(handle)
         node.proc = cast(subprocess.Popen[bytes], proc)
         node.paused = False
+
+    def wait_registered(self, ids: Iterable[int], deadline_s: float = 20.0) -> None:
+        """As :meth:`Cluster.wait_registered`, but a node that exits fails the wait at once,
+        naming its exit code and the end of its output (a run that cannot start is ``unknown``
+        with that reason)."""
+        wanted = list(ids)
+        give_up = time.monotonic() + self.deadline(deadline_s)
+        while True:
+            for bid in wanted:
+                node = self.nodes[bid]
+                code = node.proc.poll() if node.proc is not None else None
+                if node.proc is not None and code is not None:
+                    tail = self.log_tail(bid, "stdout", lines=5).replace("\n", " | ")
+                    raise RuntimeError(f"node {bid} exited with {code} before registering: {tail[-300:]}")
+            if all(self.zk.exists(f"/brokers/ids/{bid}") for bid in wanted):
+                return
+            if time.monotonic() > give_up:
+                raise RuntimeError(
+                    f"brokers {wanted} not registered after {deadline_s:.0f}s: {self.summary()}"
+                )
+            time.sleep(0.05)
 
     def _signal(self, bid: int, sig: signal.Signals) -> None:
         handle = self.handles.get(bid)

@@ -29,7 +29,7 @@ from chaos.links import ChaosCluster
 from chaos.scenarios import LINK_FAULTS
 from conformance.cluster import wait_for
 
-__all__ = ["Ensemble", "FaultResult", "Nemesis", "NodeGuard"]
+__all__ = ["Ensemble", "FaultResult", "Nemesis", "NodeGuard", "start_when_unregistered"]
 
 FaultResult = tuple[str, dict[str, Any], str | None]
 
@@ -259,7 +259,7 @@ class Nemesis:
             heal = self._restart_heal(node)
         else:  # restart
             detail["exit_code"] = cluster.stop(node)
-            cluster.start([node], wait=False)
+            start_when_unregistered(cluster, node)
             self.guard.release(node)
             heal = _nothing
         self.active[fid] = _Active(fid, heal, detail)
@@ -268,7 +268,7 @@ class Nemesis:
     def _restart_heal(self, node: int) -> Callable[[], None]:
         def heal() -> None:
             if not self.cluster.nodes[node].running:
-                self.cluster.start([node], wait=False)
+                start_when_unregistered(self.cluster, node)
 
         return self._released(node, heal)
 
@@ -288,7 +288,7 @@ class Nemesis:
                 if node.paused:
                     self.cluster.resume(bid)
                 if not node.running:
-                    self.cluster.start([bid], wait=False)
+                    start_when_unregistered(self.cluster, bid)
                     restarted.append(bid)
             except Exception as exc:
                 errors.append(f"node {bid}: {type(exc).__name__}: {exc}")
@@ -299,6 +299,23 @@ class Nemesis:
                     if not member.is_running():
                         member.start()
         return restarted
+
+
+def start_when_unregistered(cluster: ChaosCluster, bid: int, deadline_s: float = 15.0) -> None:
+    """Start node ``bid`` once its previous registration is gone.
+
+    A killed node's ephemeral ``/brokers/ids/<id>`` lives until its session expires; a Kafka
+    broker started before that finds it owned by another session and exits (Kafka 2.5
+    ``checkedEphemeralCreate``), so a supervisor waits for the expiry — as this heal does.
+    """
+    with contextlib.suppress(AssertionError):
+        wait_for(
+            lambda: not cluster.zk.exists(f"/brokers/ids/{bid}"),
+            cluster.deadline(deadline_s),
+            f"/brokers/ids/{bid} gone before restarting it",
+            poll_s=0.1,
+        )
+    cluster.start([bid], wait=False)
 
 
 def _all(heals: Iterable[Callable[[], None]]) -> Callable[[], None]:

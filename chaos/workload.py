@@ -39,7 +39,7 @@ from kazoo.exceptions import (
 )
 
 from chaos.links import ChaosCluster
-from chaos.nemesis import NodeGuard
+from chaos.nemesis import NodeGuard, start_when_unregistered
 from conformance import admin
 
 __all__ = ["Client", "OpResult"]
@@ -181,7 +181,7 @@ class Client:
             if not self.cluster.nodes[bid].running:
                 return "fail", None, f"node {bid} is not running"
             code = self.cluster.stop(bid)
-            self.cluster.start([bid], wait=False)
+            start_when_unregistered(self.cluster, bid)
         except Exception as exc:
             return "info", None, f"{type(exc).__name__}: {exc}"
         finally:

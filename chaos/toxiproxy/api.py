@@ -91,6 +91,9 @@ class Api:
                 response = await route(self, request, params)
             except ApiError as exc:
                 response = _error(exc)
+            except Exception as exc:  # a bug here must not kill the API: Go's apiError gives 500
+                log.error("Handler failed", method=request.method, url=request.path, error=repr(exc))
+                response = _error(ApiError(str(exc) or type(exc).__name__, 500))
         log.debug("", method=request.method, url=request.path, status=response.status, request_id=request_id)
         return Response(
             response.status, response.body, {**response.headers, "X-Toxiproxy-Request-Id": request_id}

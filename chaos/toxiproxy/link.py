@@ -24,7 +24,7 @@ import struct
 from collections.abc import Callable
 
 from chaos.toxiproxy.model import TOXIC_TYPES, Stream, ToxicSpec
-from chaos.toxiproxy.stream import FLUSH_TIMEOUT_S, READ_SIZE, Channel, Chunk, Stub
+from chaos.toxiproxy.stream import READ_SIZE, Channel, Chunk, Stub
 from chaos.toxiproxy.toxics import CLOSES_ON_REMOVE, PIPES, noop
 
 NOOP = ToxicSpec("", "noop", "downstream", 1.0, {})
@@ -132,11 +132,13 @@ class Link:
             del self.specs[index]
             return
         prev_ok = await prev.interrupt(flush=False)
-        # Order: what the removed stub buffered, then what the previous one held.
+        # Order: what the removed stub buffered, then what the previous one held. Upstream
+        # forwards these with a 5 s timeout each (dropping them on expiry); pushing them past the
+        # next channel's capacity keeps every byte and does not hold up the API call.
         while (chunk := stub.input.get_nowait()) is not None:
-            await self._put_bounded(stub.output, chunk)
+            stub.output.push(chunk)
         if prev.pending is not None:
-            await self._put_bounded(stub.output, prev.pending)
+            stub.output.push(prev.pending)
             prev.pending = None
         del self.stubs[index]
         del self.specs[index]
@@ -145,12 +147,6 @@ class Link:
             return
         prev.output = stub.output
         self._run(prev, self.specs[index - 1])
-
-    @staticmethod
-    async def _put_bounded(channel: Channel, chunk: Chunk) -> None:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(FLUSH_TIMEOUT_S):
-                await channel.put(chunk)
 
 
 class Connection:

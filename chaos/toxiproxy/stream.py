@@ -26,7 +26,6 @@ from typing import Any
 from chaos.toxiproxy.model import ToxicSpec
 
 READ_SIZE = 32 * 1024  # io.Copy's buffer: the largest chunk
-FLUSH_TIMEOUT_S = 5.0  # upstream's WriteOutput timeout for chunks flushed on interrupt
 
 
 @dataclass
@@ -72,6 +71,13 @@ class Channel:
         """Append ``item`` when there is room; dropped if the channel is closed (the link is gone)."""
         while len(self._items) >= self._capacity and not self._closed:
             await self._wait()
+        if not self._closed:
+            self._items.append(item)
+            self._wake()
+
+    def push(self, item: Chunk) -> None:
+        """Append now even past capacity: for chunks flushed by an interrupt, which must keep
+        their place in the stream without making the API call wait for a slow toxic downstream."""
         if not self._closed:
             self._items.append(item)
             self._wake()
@@ -149,15 +155,13 @@ class Stub:
         if self.ended():  # the toxic closed the stub before the interrupt reached it
             return False
         if flush:
-            await self.flush_pending()
+            self.flush_pending()
         return True
 
-    async def flush_pending(self) -> None:
+    def flush_pending(self) -> None:
         chunk, self.pending = self.pending, None
         if chunk is not None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(FLUSH_TIMEOUT_S):
-                    await self.output.put(chunk)
+            self.output.push(chunk)
 
     def cancel(self) -> None:
         if self.task is not None:

@@ -6,18 +6,22 @@ import asyncio
 import contextlib
 import os
 import random
+import socket
 import stat
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
 
-from chaos.toxiproxy.launch import toxiproxy_server
+from chaos.toxiproxy.launch import client_for, toxiproxy_server
 from chaos.toxiproxy.proxy import Proxy, ProxyCollection
 from fixtures.zookeeper import process
+from tests.chaos.toxiproxy.support import TcpServer, wait_for
 
 pytestmark = pytest.mark.chaos
 
@@ -110,3 +114,60 @@ def test_launcher_prefers_toxiproxy_server_on_path(
         assert requests.get(f"{url}/version", timeout=10).ok
         assert url == f"http://127.0.0.1:{url.rsplit(':', 1)[1]}"
     assert started[0].exit_code() is not None
+
+
+def _busy_client(listen: str, until: float, seed: int) -> None:
+    rng = random.Random(seed)
+    host, _, port = listen.rpartition(":")
+    while time.monotonic() < until:
+        with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout=2) as sock:
+            for _ in range(rng.randint(1, 4)):
+                sock.sendall(rng.randbytes(rng.randint(1, 5000)))
+                sock.recv(65536)
+
+
+STRESS_TOXICS = [
+    {"type": "latency", "attributes": {"latency": 20, "jitter": 10}},
+    {"type": "bandwidth", "attributes": {"rate": 50}},
+    {"type": "slicer", "attributes": {"average_size": 10, "size_variation": 5, "delay": 100}},
+    {"type": "slow_close", "attributes": {"delay": 50}},
+    {"type": "timeout", "attributes": {"timeout": 100}},
+    {"type": "timeout", "attributes": {"timeout": 0}},
+    {"type": "reset_peer", "attributes": {"timeout": 10}},
+    {"type": "limit_data", "attributes": {"bytes": 100}},
+]
+
+
+def test_edits_under_load_are_quick_and_leave_no_sockets(
+    monkeypatch: pytest.MonkeyPatch, echo_server: TcpServer
+) -> None:
+    """Busy connections while toxics come and go: each API edit returns quickly, and once the
+    clients are gone the server holds exactly the sockets it held before (no leaked port)."""
+    monkeypatch.delenv("TOXIPROXY_URL", raising=False)
+    rng = random.Random(11)
+    before = {j.pid for j in process.live_jvms()}
+    with toxiproxy_server() as url:
+        (server,) = [j for j in process.live_jvms() if j.pid not in before]
+        proxy = client_for(url).create(upstream=echo_server.address, name="busy")
+        baseline_fds = len(os.listdir(f"/proc/{server.pid}/fd"))
+        until = time.monotonic() + 6.0
+        clients = [threading.Thread(target=_busy_client, args=(proxy.listen, until, i)) for i in range(8)]
+        for thread in clients:
+            thread.start()
+        slowest_s = 0.0
+        while time.monotonic() < until:
+            toxic = {**rng.choice(STRESS_TOXICS), "name": f"t{rng.randrange(3)}", "toxicity": rng.random()}
+            toxic["stream"] = rng.choice(["upstream", "downstream"])
+            started = time.monotonic()
+            if requests.post(f"{url}/proxies/busy/toxics", json=toxic, timeout=30).status_code == 409:
+                requests.delete(f"{url}/proxies/busy/toxics/{toxic['name']}", timeout=30)
+            slowest_s = max(slowest_s, time.monotonic() - started)
+        for thread in clients:
+            thread.join(30)
+        assert requests.post(f"{url}/reset", timeout=30).status_code == 204
+        wait_for(
+            lambda: len(os.listdir(f"/proc/{server.pid}/fd")) == baseline_fds,
+            10.0,
+            f"server fds back to {baseline_fds}",
+        )
+    assert slowest_s < 2.0, slowest_s

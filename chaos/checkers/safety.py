@@ -137,7 +137,13 @@ def partition_states_valid(
     history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
 ) -> Verdict:
     """Every state znode: leader ∈ ISR ∪ {-1}, ISR ⊆ replicas and non-empty, and the leader
-    epoch never decreases within one topic incarnation (the topic znode's czxid)."""
+    epoch never decreases within one topic incarnation (the topic znode's czxid).
+
+    Two rules of every 2.5 leader election go with them: a new leader comes with a new leader
+    epoch (``LeaderAndIsr.newLeaderAndIsr``; only a leader's own ISR write keeps the epoch), and
+    it is a member of the ISR it replaces — every election strategy picks from the ISR while
+    ``unclean.leader.election.enable`` is false (Kafka's default and the kit's profiles).
+    """
     name = "partition_states_valid"
     if txn_records is None and final_state is None:
         return Verdict.unknown(name, "neither a transaction log nor a final state")
@@ -167,8 +173,14 @@ def _state_write_problems(write: StateWrite) -> list[str]:
         return [f"malformed state znode ({write.malformed})"]
     s, prev = write.state, write.previous
     problems = _state_problems(s.leader, s.isr, write.replicas)
-    if prev is not None and s.leader_epoch < prev.leader_epoch:
+    if prev is None:
+        return problems
+    if s.leader_epoch < prev.leader_epoch:
         problems.append(f"leader_epoch went back from {prev.leader_epoch} to {s.leader_epoch}")
+    if s.leader != prev.leader and s.leader_epoch == prev.leader_epoch:
+        problems.append(f"leader changed from {prev.leader} to {s.leader} without a leader-epoch bump")
+    if s.leader not in (-1, prev.leader) and s.leader not in prev.isr:
+        problems.append(f"leader {s.leader} elected from outside the previous ISR {list(prev.isr)}")
     return problems
 
 

@@ -142,7 +142,11 @@ class CorrectCluster:
         full = target + [b for b in original if b not in target]
         adding = {p: [b for b in target if b not in original]}
         self._set_topic(name, {**self.topics[name], p: full}, adding)
-        _, epoch, _, _ = self.states[(name, p)]
+        leader, epoch, isr, _ = self.states[(name, p)]
+        caught_up = [*isr, *(b for b in target if b not in isr)]  # the new replicas join the ISR
+        self.log.set_state(
+            self.session(leader), name, p, state_data(leader, epoch, caught_up, self.log.epoch), fenced=False
+        )
         self.write_state(name, p, target[0], epoch + 1, list(target))
         for b in full:
             self.send(b, "LeaderAndIsr", [(name, p, epoch + 1)])

@@ -265,6 +265,35 @@ def test_state_writes_breaking_an_invariant_are_invalid(bad: bytes, problem: str
     assert zxids(v.evidence) == {hexz(wrong)}
 
 
+def test_a_new_leader_without_a_new_leader_epoch_is_invalid() -> None:
+    log, _ = topic_log(state_data(1, 3, [1, 2, 3]))
+    wrong = log.set_state(SESSION_A, "t", 0, state_data(2, 3, [1, 2, 3]))
+    v = partition_states_valid([], log.records, None)
+    assert v.validity == "invalid"
+    assert "leader changed from 1 to 2 without a leader-epoch bump" in v.message
+    assert zxids(v.evidence) == {hexz(wrong)}
+
+
+def test_a_leader_from_outside_the_previous_isr_is_an_unclean_election_and_invalid() -> None:
+    log, _ = topic_log(state_data(1, 3, [1, 2]), state_data(-1, 4, [1]))
+    wrong = log.set_state(SESSION_A, "t", 0, state_data(3, 5, [3]))
+    v = partition_states_valid([], log.records, None)
+    assert v.validity == "invalid"
+    assert "leader 3 elected from outside the previous ISR [1]" in v.message
+    assert zxids(v.evidence) == {hexz(wrong)}
+
+
+def test_clean_elections_from_the_isr_are_valid() -> None:
+    log, _ = topic_log(
+        state_data(1, 0, [1, 2, 3]),
+        state_data(1, 0, [1, 3]),  # the leader's own ISR shrink keeps the epoch
+        state_data(3, 1, [3]),  # offline election from the ISR
+        state_data(-1, 2, [3]),  # last ISR member gone: no leader, ISR kept
+        state_data(3, 3, [3]),  # it is back
+    )
+    assert partition_states_valid([], log.records, None).validity == "valid"
+
+
 def test_leader_minus_one_and_a_recreated_topic_restarting_at_epoch_zero_are_valid() -> None:
     log, _ = topic_log(state_data(1, 0, [1, 2, 3]), state_data(-1, 5, [3]))
     for path in (

@@ -21,6 +21,7 @@ checker                                   kind       property (issue 10 item 5)
 controller_epoch_increases                safety     ``/controller_epoch`` strictly increasing
 one_controller_per_epoch                  safety     one session writes fenced writes per epoch
 no_write_after_epoch_superseded           safety     no controller write lands after a newer election
+controller_writes_fenced                  safety     every controller-only write checks the epoch
 partition_states_valid                    safety     leader ∈ ISR ∪ {-1}, ISR ⊆ replicas, ISR ≠ ∅,
                                                      leader epoch non-decreasing per incarnation
 brokers_apply_requests_in_epoch_order     safety     no broker applies an older controller request
@@ -61,6 +62,7 @@ from chaos.checkers.safety import (
     acknowledged_creations_survive,
     brokers_apply_requests_in_epoch_order,
     controller_epoch_increases,
+    controller_writes_fenced,
     no_write_after_epoch_superseded,
     one_controller_per_epoch,
     partition_states_valid,
@@ -95,6 +97,7 @@ SAFETY_CHECKERS: tuple[Checker, ...] = (
     controller_epoch_increases,
     one_controller_per_epoch,
     no_write_after_epoch_superseded,
+    controller_writes_fenced,
     partition_states_valid,
     brokers_apply_requests_in_epoch_order,
     acknowledged_creations_survive,

@@ -23,6 +23,7 @@ __all__ = [
     "acknowledged_creations_survive",
     "brokers_apply_requests_in_epoch_order",
     "controller_epoch_increases",
+    "controller_writes_fenced",
     "no_write_after_epoch_superseded",
     "one_controller_per_epoch",
     "partition_states_valid",
@@ -131,6 +132,31 @@ def no_write_after_epoch_superseded(
         return Verdict.invalid(name, problems, evidence)
     fenced = sum(1 for _ in log.writes_of("fenced"))
     return Verdict.valid(name, f"{fenced} fenced write(s), all under the epoch current when they applied")
+
+
+def controller_writes_fenced(
+    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
+) -> Verdict:
+    """Every controller-only write is a multi that checks ``/controller_epoch`` (KAFKA-6082).
+
+    An unfenced one is harmless only until its writer is deposed: this catches the missing
+    fence even in runs where no fault happened to expose it. What counts as controller-only,
+    and what does not (leaders' ISR writes, admin writes), is in :mod:`chaos.checkers.replay`.
+    """
+    name = "controller_writes_fenced"
+    if txn_records is None:
+        return Verdict.unknown(name, NO_LOG)
+    log = replay(txn_records)
+    unfenced = [record for record, _ in log.writes_of("unfenced-controller")]
+    if unfenced:
+        problems = [
+            f"unfenced controller write at zxid 0x{r.zxid:x} by session 0x{r.session_id:x}" for r in unfenced
+        ]
+        return Verdict.invalid(
+            name, problems, [record_evidence(r, "no /controller_epoch check") for r in unfenced]
+        )
+    fenced = sum(1 for _ in log.writes_of("fenced"))
+    return Verdict.valid(name, f"{fenced} controller write(s), all fenced")
 
 
 def partition_states_valid(

@@ -21,6 +21,7 @@ from chaos.checkers.safety import (
     acknowledged_creations_survive,
     brokers_apply_requests_in_epoch_order,
     controller_epoch_increases,
+    controller_writes_fenced,
     no_write_after_epoch_superseded,
     one_controller_per_epoch,
     partition_states_valid,
@@ -67,7 +68,7 @@ def test_every_checker_accepts_the_real_failover_capture() -> None:
     history, records, state = real_capture()
     verdicts = check_all(history, records, state)
     assert [(v.checker, v.validity) for v in verdicts if not v.is_valid] == []
-    assert len(verdicts) == 12
+    assert len(verdicts) == 13
 
 
 # ---- /controller_epoch strictly increasing ------------------------------------------------------
@@ -214,6 +215,31 @@ def test_broker_isr_writes_admin_writes_and_failed_multis_are_not_controller_wri
     log.fenced(SESSION_B, delete("/admin/delete_topics/t"))
     v = no_write_after_epoch_superseded([], log.records, None)
     assert v.validity == "valid", v.message
+
+
+def test_an_unfenced_controller_write_is_invalid_even_by_the_current_controller() -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.create_topic(ADMIN, "t", {0: [1, 2]})
+    unfenced = log.write(SESSION_A, create("/brokers/topics/t/partitions"))
+    log.fenced(SESSION_A, create("/brokers/topics/t/partitions/0"))
+    v = controller_writes_fenced([], log.records, None)
+    assert v.validity == "invalid"
+    assert zxids(v.evidence) == {hexz(unfenced)}
+    assert no_write_after_epoch_superseded([], log.records, None).validity == "valid"  # not deposed
+
+
+def test_leader_isr_writes_and_admin_writes_need_no_fence() -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.create_topic(ADMIN, "t", {0: [1, 2]})
+    log.set_state(SESSION_A, "t", 0, state_data(1, 0, [1, 2]))
+    log.set_state(SESSION_B, "t", 0, state_data(1, 0, [1]), fenced=False)
+    log.write(ADMIN, create("/admin/reassign_partitions", b"{}"))
+    log.write(ADMIN, create("/admin/delete_topics/t"))
+    v = controller_writes_fenced([], log.records, None)
+    assert v.validity == "valid", v.message
+    assert controller_writes_fenced([], None, None).validity == "unknown"
 
 
 def test_the_real_capture_with_an_injected_stale_leader_change_is_invalid() -> None:

@@ -48,6 +48,23 @@ def fit_message(message: str | None) -> str | None:
     return message.encode("utf-8")[: MAX_STRING_BYTES - 3].decode("utf-8", "ignore") + "..."
 
 
+# ZooKeeper's default jute.maxbuffer: no znode (here `/brokers/topics/<t>`) can be larger. Every
+# partition of a topic costs at least 7 bytes in it (`"0":[1],`), so a partition count above
+# MAX_PARTITIONS can never be written; it is refused before any placement work (a departure:
+# Kafka 2.5 would compute the whole assignment first, billions of entries for a count of 2^31-1).
+JUTE_MAX_BUFFER_BYTES = 0xFFFFF
+MAX_PARTITIONS = JUTE_MAX_BUFFER_BYTES // 7
+
+
+def check_partition_count(count: int) -> None:
+    if count > MAX_PARTITIONS:
+        raise AdminError(
+            admin.INVALID_PARTITIONS,
+            f"Number of partitions {count} cannot fit in a topic znode: ZooKeeper's jute.maxbuffer "
+            f"({JUTE_MAX_BUFFER_BYTES} bytes) holds at most {MAX_PARTITIONS} partitions.",
+        )
+
+
 def invalid_topic_name(name: str) -> bool:
     try:
         admin.validate_topic_name(name)
@@ -143,6 +160,7 @@ class CreateTopics(_AdminApi):
         num = node.config.num_partitions if num == -1 else num
         rf = node.config.default_replication_factor if rf == -1 else rf
         try:
+            check_partition_count(num)
             if topic.assignments:
                 assignment = {
                     int(a.partition_index): [int(b) for b in a.broker_ids] for a in topic.assignments
@@ -220,6 +238,7 @@ class CreatePartitions(_AdminApi):
     def _add_partitions(self, zk: KazooClient, topic: Any, validate_only: bool) -> list[int]:
         """AdminManager.createPartitions + AdminZkClient.addPartitions; returns the new partition ids."""
         name, count = str(topic.name), int(topic.count)
+        check_partition_count(count)
         if zk.exists(zkdata.delete_topic_path(name)):
             raise AdminError(admin.INVALID_TOPIC_EXCEPTION, "The topic is queued for deletion.")
         existing, _ = admin.read_assignment(zk, name)

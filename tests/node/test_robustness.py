@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -134,33 +135,62 @@ def test_null_non_nullable_arrays_close_the_connection_with_a_log_line_and_no_tr
     assert [int(p.error_code) for p in ok.partition_errors] == [0]
 
 
-def test_create_topics_v4_with_a_32767_character_name_is_answered_invalid_topic(
-    node_factory: NodeFactory, zk_client: KazooClient
-) -> None:
-    controller = node_factory.start(1)  # CreateTopics is served by the active controller only
+@pytest.fixture
+def controller(node_factory: NodeFactory, zk_client: KazooClient) -> tuple[str, int]:
+    """A node that is the active controller (CreateTopics is served there only) and knows itself."""
+    node = node_factory.start(1)
     wait_for(partial(zk_client.exists, zkdata.CONTROLLER), 30, "/controller")
-    address = controller.endpoint(zk_client)
+    address = node.endpoint(zk_client)
     wait_for(
         lambda: any(
             e["api"] == "UpdateMetadata" and [b["id"] for b in e["live_brokers"]] == [1]
-            for e in controller.journal()
+            for e in node.journal()
         ),
         30,
         "broker 1 in its own metadata cache (placement needs a live broker)",
     )
-    name = "a" * 32767
+    return address
+
+
+def create_topic_v4(address: tuple[str, int], name: str, num_partitions: int) -> Any:
+    """CreateTopics v4, retried while the controller component is not active yet (41)."""
 
     def body(schema: type[Any]) -> Any:
         topic_cls = nested(schema, "CreatableTopic")
         topic = build(
-            topic_cls, name=name, num_partitions=1, replication_factor=1, assignments=(), configs=()
+            topic_cls,
+            name=name,
+            num_partitions=num_partitions,
+            replication_factor=1,
+            assignments=(),
+            configs=(),
         )
         return build(schema, topics=(topic,), timeout=5000, validate_only=False)
 
-    # until the controller component is active (before, every topic gets NOT_CONTROLLER, 41)
-    response = wait_for(lambda: (r := send(address, 19, 4, body)).topics[0].error_code != 41 and r, 30, "")
-    (result,) = response.topics
+    return wait_for(lambda: (r := send(address, 19, 4, body)).topics[0].error_code != 41 and r, 30, "")
+
+
+def test_create_topics_v4_with_a_32767_character_name_is_answered_invalid_topic(
+    controller: tuple[str, int], zk_client: KazooClient
+) -> None:
+    name = "a" * 32767
+    (result,) = create_topic_v4(controller, name, 1).topics
     assert (str(result.name), int(result.error_code)) == (name, 17)
     message = str(result.error_message)
     assert message.startswith("Topic name is illegal, it can't be longer than 249 characters")
-    assert not zk_client.exists(zkdata.topic_path(name[:200]))
+    assert len(message.encode()) <= 32767
+    assert zk_client.get_children(zkdata.BROKER_TOPICS) == []
+
+
+def test_a_partition_count_no_znode_can_hold_is_refused_at_once(
+    controller: tuple[str, int], zk_client: KazooClient
+) -> None:
+    """2^31-1 partitions: INVALID_PARTITIONS (37) before any placement work; the node stays healthy."""
+    started = time.monotonic()
+    (result,) = create_topic_v4(controller, "huge", 2**31 - 1).topics
+    assert int(result.error_code) == 37, result
+    assert "jute.maxbuffer" in str(result.error_message)
+    assert time.monotonic() - started < 10
+    (small,) = create_topic_v4(controller, "small", 2).topics
+    assert int(small.error_code) == 0, small
+    assert zk_client.get_children(zkdata.BROKER_TOPICS) == ["small"]

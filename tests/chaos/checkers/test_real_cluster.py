@@ -26,8 +26,14 @@ from tests.chaos.checkers.real_scenario import OVERRIDES, run_failover_scenario
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 
-@pytest.fixture
-def cluster(zk_server: ZooKeeperServer, zk_chroot: str, tmp_path: Path) -> Iterator[Cluster]:
+#: The reference's batching mode (not Kafka): several fenced writes after one epoch check.
+BATCH = {"reference.controller.zk.batch.writes": "true"}
+
+
+@pytest.fixture(params=[{}, BATCH], ids=["default", "batched"])
+def cluster(
+    request: pytest.FixtureRequest, zk_server: ZooKeeperServer, zk_chroot: str, tmp_path: Path
+) -> Iterator[Cluster]:
     target = load_target("reference")
     reason = target.unavailable_reason()
     if reason:
@@ -38,7 +44,7 @@ def cluster(zk_server: ZooKeeperServer, zk_chroot: str, tmp_path: Path) -> Itera
         chroot=zk_chroot,
         txn_log_dir=Path(zk_server.txn_log_dir),
         base_dir=tmp_path,
-        overrides=OVERRIDES,
+        overrides={**OVERRIDES, **request.param},
     )
     try:
         yield made
@@ -59,6 +65,9 @@ def test_every_checker_finds_a_real_controller_failover_valid(cluster: Cluster) 
     assert epochs == {1, 2}, f"requests of both controllers journalled: {epochs}"
     assert set(state.topics) == {"t1", "t3"}
     assert [op.type for op in capture.history.ops if op.f == "quiesce"] == ["invoke", "ok"]
+    if cluster.nodes[1].properties.get("reference.controller.zk.batch.writes") == "true":
+        sizes = [len(r.ops) for r in capture.records if r.op == "multi" and r.ops[0].op == "check"]
+        assert max(sizes) > 2, f"batching mode on, yet every fenced multi has one write: {sizes}"
 
     # one stale write by the killed controller's session, appended to the real log, is caught
     first_session = next(r.session_id for r in capture.records if r.op == "multi" and r.ops[1].data == b"1")

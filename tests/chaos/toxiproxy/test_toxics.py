@@ -1,8 +1,8 @@
 """Each toxic measured on real TCP traffic through a proxy, driven by toxiproxy-python.
 
-Timing checks compare with a no-toxic baseline taken in the same test and leave room for a loaded
-2-core machine on the slow side only where the toxic's definition allows it (a delay is at least
-its configured minimum; a rate cap may not be exceeded by more than 10%).
+Lower bounds are absolute (a toxic's delay is never shorter than configured, so the raw time is
+checked); upper bounds subtract a no-toxic baseline taken in the same test and allow ``SLACK_S``
+for scheduling on a loaded 2-core machine.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ def test_latency_adds_the_delay_within_jitter(
         baseline_s = median_round_trip_s(sock)
     proxy.add_toxic(type="latency", attributes={"latency": 200, "jitter": 50})
     with connect(proxy.listen) as sock:
-        extra_s = [round_trip_s(sock) - baseline_s for _ in range(20)]
-    assert min(extra_s) >= 0.150 - 0.005, extra_s
+        raw_s = [round_trip_s(sock) for _ in range(20)]
+    extra_s = [r - baseline_s for r in raw_s]
+    assert min(raw_s) >= 0.150 - 0.001, raw_s  # latency - jitter at least
     assert max(extra_s) <= 0.250 + SLACK_S, extra_s
     assert 0.170 <= statistics.mean(extra_s) <= 0.230 + SLACK_S / 2, extra_s
     assert max(extra_s) - min(extra_s) >= 0.030, f"no jitter visible: {extra_s}"
@@ -56,8 +57,9 @@ def test_latency_upstream_and_downstream_add_up(
     proxy.add_toxic(type="latency", stream="upstream", attributes={"latency": 100})
     proxy.add_toxic(type="latency", stream="downstream", attributes={"latency": 150})
     with connect(proxy.listen) as sock:
-        extra_s = [round_trip_s(sock) - baseline_s for _ in range(5)]
-    assert all(0.245 <= e <= 0.250 + SLACK_S for e in extra_s), extra_s
+        raw_s = [round_trip_s(sock) for _ in range(5)]
+    assert min(raw_s) >= 0.250 - 0.001, raw_s
+    assert max(raw_s) - baseline_s <= 0.250 + SLACK_S, raw_s
 
 
 def test_removing_a_toxic_restores_an_open_connection(
@@ -67,7 +69,7 @@ def test_removing_a_toxic_restores_an_open_connection(
     with connect(proxy.listen) as sock:
         baseline_s = median_round_trip_s(sock)
         proxy.add_toxic(type="latency", name="lag", attributes={"latency": 300})
-        assert round_trip_s(sock) - baseline_s >= 0.295
+        assert round_trip_s(sock) >= 0.300 - 0.001
         proxy.destroy_toxic("lag")
         assert median_round_trip_s(sock, 5) < baseline_s + 0.1
 
@@ -79,9 +81,11 @@ def test_toxic_update_applies_to_open_connections(
     with connect(proxy.listen) as sock:
         baseline_s = median_round_trip_s(sock)
         proxy.add_toxic(type="latency", name="lag", attributes={"latency": 100})
-        assert 0.095 <= round_trip_s(sock) - baseline_s <= 0.100 + SLACK_S
+        rtt_s = round_trip_s(sock)
+        assert 0.100 - 0.001 <= rtt_s <= baseline_s + 0.100 + SLACK_S
         assert api.call("PATCH", f"/proxies/{name}/toxics/lag", {"attributes": {"latency": 400}}).ok
-        assert 0.395 <= round_trip_s(sock) - baseline_s <= 0.400 + SLACK_S
+        rtt_s = round_trip_s(sock)
+        assert 0.400 - 0.001 <= rtt_s <= baseline_s + 0.400 + SLACK_S
 
 
 def test_bandwidth_caps_throughput_within_10_percent(tp: toxiproxy.Toxiproxy, name: str) -> None:
@@ -183,7 +187,7 @@ def test_timeout_blackholes_then_closes_after_its_timeout(
         outcome = read_until_end(sock, 5.0)
     assert outcome.data == b""
     assert outcome.end == "eof"
-    assert 0.6 - 0.01 <= outcome.after_s <= 0.6 + SLACK_S + 0.1, outcome
+    assert 0.6 - 0.001 <= outcome.after_s <= 0.6 + SLACK_S + 0.1, outcome
 
 
 def test_timeout_zero_never_closes_and_removing_it_closes(
@@ -210,7 +214,7 @@ def test_reset_peer_resets_the_connection(tp: toxiproxy.Toxiproxy, echo_server: 
         outcome = read_until_end(sock, 5.0)
     assert outcome.end == "reset", outcome
     assert outcome.data == b""
-    assert 0.3 - 0.01 <= time.monotonic() - started <= 0.3 + SLACK_S + 0.1
+    assert 0.3 - 0.001 <= time.monotonic() - started <= 0.3 + SLACK_S + 0.1
 
 
 def test_reset_peer_upstream_with_timeout_zero_resets_at_once(
@@ -228,21 +232,19 @@ def test_reset_peer_upstream_with_timeout_zero_resets_at_once(
 def test_slow_close_delays_the_close(tp: toxiproxy.Toxiproxy, name: str) -> None:
     with serving(sender(b"hello")) as server:
         proxy = tp.create(upstream=server.address, name=name)
-        with connect(proxy.listen) as sock:
-            baseline = _close_after_data(sock)
+        baseline = _close_after_connect_s(proxy.listen)
         proxy.add_toxic(type="slow_close", attributes={"delay": 700})
-        with connect(proxy.listen) as sock:
-            delayed = _close_after_data(sock)
+        delayed = _close_after_connect_s(proxy.listen)
     assert baseline < 0.2
-    assert 0.7 - 0.01 <= delayed - baseline <= 0.7 + SLACK_S, (baseline, delayed)
+    assert 0.7 - 0.001 <= delayed <= baseline + 0.7 + SLACK_S, (baseline, delayed)
 
 
-def _close_after_data(sock: object) -> float:
-    """Seconds from the first byte to EOF."""
-    assert recv_exactly(sock, 5) == b"hello"  # type: ignore[arg-type]
+def _close_after_connect_s(listen: str) -> float:
+    """Seconds from connecting to EOF, the data having arrived first."""
     started = time.monotonic()
-    outcome = read_until_end(sock, 5.0)  # type: ignore[arg-type]
-    assert outcome.end == "eof"
+    with connect(listen) as sock:
+        outcome = read_until_end(sock, 5.0)
+    assert (outcome.data, outcome.end) == (b"hello", "eof")
     return time.monotonic() - started
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from chaos.toxiproxy.launch import ToxiproxyUnavailable, toxiproxy_server
+from chaos.toxiproxy.launch import ToxiproxyUnavailable, client_for, toxiproxy_server
 from fixtures.zookeeper import process, reaper
 from tests.chaos.toxiproxy.support import TcpServer, connect, round_trip_s, wait_for
 
@@ -189,3 +189,31 @@ def test_server_dies_with_a_killed_owner(monkeypatch: pytest.MonkeyPatch) -> Non
         owner.wait()
     reaper.reap_orphans()  # the killed owner's pid file and run root go too
     assert not list(reaper.runtime_dir().glob(f"jvm-{server_pid}-*.json"))
+
+
+def _poison_pattern(monkeypatch: pytest.MonkeyPatch, seed: str, upstream: str) -> list[bool]:
+    """Which of 40 sequential connections a ``toxicity=0.5`` toxic hit, on a fresh seeded server."""
+    monkeypatch.delenv("TOXIPROXY_URL", raising=False)
+    monkeypatch.setenv("KZK_TOXIPROXY_SEED", seed)
+    with toxiproxy_server() as url:
+        if not [j for j in process.live_jvms() if j.name == "chaos.toxiproxy"]:
+            pytest.skip("a real toxiproxy-server is on PATH: its -seed does not seed")
+        proxy = client_for(url).create(upstream=upstream, name="seeded")
+        proxy.add_toxic(type="limit_data", toxicity=0.5, attributes={"bytes": 0})
+        pattern = []
+        for _ in range(40):
+            with connect(proxy.listen) as sock:
+                sock.sendall(b"ping")
+                pattern.append(sock.recv(4) == b"")
+    return pattern
+
+
+def test_seed_makes_toxicity_rolls_reproducible(
+    monkeypatch: pytest.MonkeyPatch, echo_server: TcpServer
+) -> None:
+    first = _poison_pattern(monkeypatch, "1234", echo_server.address)
+    again = _poison_pattern(monkeypatch, "1234", echo_server.address)
+    other = _poison_pattern(monkeypatch, "98765", echo_server.address)
+    assert first == again
+    assert 5 <= sum(first) <= 35, first
+    assert other != first  # 40 fair coins agree by chance with probability 2**-40

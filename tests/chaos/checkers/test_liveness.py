@@ -101,6 +101,8 @@ def test_a_reassignment_still_running_to_registered_brokers_is_invalid() -> None
     v = reassignments_completed([], None, state)
     assert v.validity == "invalid"
     assert "t-0 still reassigning (adding [3], removing [1])" in v.message
+    assert v.evidence[0]["path"] == "/brokers/topics/t"
+    assert v.evidence[0]["replicas"] == [3, 1, 2]
 
 
 def test_a_reassignment_waiting_for_a_broker_that_never_registered_is_excused() -> None:

@@ -95,6 +95,7 @@ class StateWrite:
     previous: PartitionStateZNode | None
     replicas: tuple[int, ...] | None  # the topic znode's RS for the partition at that zxid
     malformed: str | None = None
+    fenced: bool = False  # written by a controller (a multi checking /controller_epoch)
 
 
 #: How a successful record counts for fencing: election / fenced / unfenced controller write /
@@ -220,6 +221,7 @@ class Replay:
                 _state_or_none(path, previous),
                 replicas,
                 malformed,
+                epoch_check_version(record) is not None,
             )
         )
 

@@ -166,8 +166,9 @@ def partition_states_valid(
     epoch never decreases within one topic incarnation (the topic znode's czxid).
 
     Two rules of every 2.5 leader election go with them: a new leader comes with a new leader
-    epoch (``LeaderAndIsr.newLeaderAndIsr``; only a leader's own ISR write keeps the epoch), and
-    it is a member of the ISR it replaces — every election strategy picks from the ISR while
+    epoch — indeed every controller write of a state bumps it (``LeaderAndIsr.newLeaderAndIsr``,
+    ``newEpoch``); only a leader's own ISR write keeps the epoch — and the new leader is a member
+    of the ISR it replaces — every election strategy picks from the ISR while
     ``unclean.leader.election.enable`` is false (Kafka's default and the kit's profiles).
     """
     name = "partition_states_valid"
@@ -205,6 +206,8 @@ def _state_write_problems(write: StateWrite) -> list[str]:
         problems.append(f"leader_epoch went back from {prev.leader_epoch} to {s.leader_epoch}")
     if s.leader != prev.leader and s.leader_epoch == prev.leader_epoch:
         problems.append(f"leader changed from {prev.leader} to {s.leader} without a leader-epoch bump")
+    elif write.fenced and s.leader_epoch == prev.leader_epoch:
+        problems.append(f"controller rewrote the state keeping leader epoch {s.leader_epoch}")
     if s.leader not in (-1, prev.leader) and s.leader not in prev.isr:
         problems.append(f"leader {s.leader} elected from outside the previous ISR {list(prev.isr)}")
     return problems

@@ -300,6 +300,15 @@ def test_a_new_leader_without_a_new_leader_epoch_is_invalid() -> None:
     assert zxids(v.evidence) == {hexz(wrong)}
 
 
+def test_a_controller_isr_shrink_without_a_leader_epoch_bump_is_invalid() -> None:
+    log, _ = topic_log(state_data(1, 3, [1, 2, 3]))
+    wrong = log.set_state(SESSION_A, "t", 0, state_data(1, 3, [1, 2]))  # fenced: the controller's
+    v = partition_states_valid([], log.records, None)
+    assert v.validity == "invalid"
+    assert "controller rewrote the state keeping leader epoch 3" in v.message
+    assert zxids(v.evidence) == {hexz(wrong)}
+
+
 def test_a_leader_from_outside_the_previous_isr_is_an_unclean_election_and_invalid() -> None:
     log, _ = topic_log(state_data(1, 3, [1, 2]), state_data(-1, 4, [1]))
     wrong = log.set_state(SESSION_A, "t", 0, state_data(3, 5, [3]))
@@ -310,14 +319,13 @@ def test_a_leader_from_outside_the_previous_isr_is_an_unclean_election_and_inval
 
 
 def test_clean_elections_from_the_isr_are_valid() -> None:
-    log, _ = topic_log(
-        state_data(1, 0, [1, 2, 3]),
-        state_data(1, 0, [1, 3]),  # the leader's own ISR shrink keeps the epoch
-        state_data(3, 1, [3]),  # offline election from the ISR
-        state_data(-1, 2, [3]),  # last ISR member gone: no leader, ISR kept
-        state_data(3, 3, [3]),  # it is back
-    )
-    assert partition_states_valid([], log.records, None).validity == "valid"
+    log, _ = topic_log(state_data(1, 0, [1, 2, 3]))
+    log.set_state(SESSION_B, "t", 0, state_data(1, 0, [1, 3]), fenced=False)  # the leader's ISR shrink
+    log.set_state(SESSION_A, "t", 0, state_data(3, 1, [3]))  # offline election from the ISR
+    log.set_state(SESSION_A, "t", 0, state_data(-1, 2, [3]))  # last ISR member gone: ISR kept
+    log.set_state(SESSION_A, "t", 0, state_data(3, 3, [3]))  # it is back
+    v = partition_states_valid([], log.records, None)
+    assert v.validity == "valid", v.message
 
 
 def test_leader_minus_one_and_a_recreated_topic_restarting_at_epoch_zero_are_valid() -> None:

@@ -118,7 +118,11 @@ def _entropy(rate: Column) -> Column:
     return F.when(rate.isNull(), None).when((rate == 0) | (rate == 1), 0.0).otherwise(bits)
 
 
-_p_value = F.udf(stats.two_proportion_p, T.DoubleType())
+# A plain Python UDF, but only over the aggregated rows (one per group), never per record.
+_p_value = F.udf(
+    lambda bf, bn, cf, cn: None if None in (bf, bn, cf, cn) else stats.two_proportion_p(bf, bn, cf, cn),
+    T.DoubleType(),
+)
 
 
 def _classify(params: FlakinessParams) -> tuple[Column, Column]:
@@ -139,7 +143,11 @@ def with_statistics(counts: DataFrame, keys: tuple[str, ...], params: FlakinessP
     n, k = F.col("executed"), F.col("failures")
     df = df.withColumn("failure_rate", _rate(k, n))
     cls, needed = _classify(params)
-    p_value = _p_value(F.col("_b_f"), F.col("_b_n"), F.col("_c_f"), F.col("_c_n"))
+    p_value = (
+        _p_value(F.col("_b_f"), F.col("_b_n"), F.col("_c_f"), F.col("_c_n"))
+        if params.baseline_before is not None
+        else F.lit(None).cast("double")
+    )
     df = df.select(
         *keys,
         "runs",

@@ -30,8 +30,10 @@ _JAVA_FIX = (
     "install a Java 17+ runtime (Debian: apt-get install -y openjdk-17-jre-headless, or "
     "bash scripts/setup_reports.sh) or set JAVA_HOME to one"
 )
+# Spark's own log is off but for fatal errors (KZK_REPORTS_SPARK_LOG=warn|info|… to see it):
+# failures reach the user as one explained line (:func:`explain`), not as log4j stack traces.
 _LOG4J = """\
-rootLogger.level = error
+rootLogger.level = {level}
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -117,7 +119,9 @@ def start(
     check_master(master)
     with tempfile.TemporaryDirectory(prefix="kzk-reports-") as tmp:
         log4j = Path(tmp, "log4j2.properties")
-        log4j.write_text(_LOG4J, encoding="utf-8")
+        log4j.write_text(
+            _LOG4J.replace("{level}", os.environ.get("KZK_REPORTS_SPARK_LOG", "fatal")), encoding="utf-8"
+        )
         builder = (
             SparkSession.builder.appName(app_name)
             .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
@@ -139,5 +143,5 @@ def start(
         except Exception as exc:
             where = master or os.environ.get("MASTER") or "local[*]"
             raise EnvironmentProblem(f"Spark could not start with master {where}: {explain(exc)}") from exc
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(os.environ.get("KZK_REPORTS_SPARK_LOG", "fatal").upper())
     return spark

@@ -1,0 +1,185 @@
+"""Reading inputs: the explicit schema, file:line errors, permissive mode, JUnit and allure."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from reports.errors import InputError
+from reports.inputs import Defaults, discover
+from reports.read import load
+from tests.reports.conftest import record, runs, write_jsonl
+
+pytestmark = pytest.mark.reports
+
+DEFAULTS = Defaults()
+
+
+def _load(spark: SparkSession, *paths: Path, permissive: bool = False) -> object:
+    return load(spark, discover([str(p) for p in paths]), permissive=permissive, defaults=DEFAULTS)
+
+
+def test_bad_lines_fail_with_file_and_line(spark: SparkSession, tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "runs.jsonl",
+        [record()],
+        ["{not json", json.dumps(record(kind="nightly")), "", json.dumps(record(run_id="r2"))],
+    )
+    with pytest.raises(InputError) as err:
+        _load(spark, path)
+    text = str(err.value)
+    assert "2 input record(s) do not match" in text
+    assert f"{path}:2: not a JSON object" in text
+    assert f"{path}:3: kind: 'nightly' not in ('conformance-test', 'chaos-run')" in text
+    assert "--permissive" in text
+
+
+def test_permissive_counts_and_lists_rejected_lines(spark: SparkSession, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "runs.jsonl", [record(), record(run_id="r2")], ["[1, 2]", "{}"])
+    loaded = load(spark, discover([str(path)]), permissive=True, defaults=DEFAULTS)
+    assert loaded.rejected_total == 2
+    assert [(r.file, r.line) for r in loaded.rejected] == [(str(path), 3), (str(path), 4)]
+    assert loaded.rejected[0].problems == "not a JSON object"
+    assert "kind: missing" in loaded.rejected[1].problems
+    assert loaded.counts == {"records/conformance-test": 2}
+
+
+def _m(name: str, unit: str) -> dict[str, object]:
+    return {"name": name, "value": 1, "unit": unit}
+
+
+def test_each_schema_violation_is_named(spark: SparkSession, tmp_path: Path) -> None:
+    bad = {
+        "seed: missing": {k: v for k, v in record().items() if k != "seed"},
+        "duration_s: wrong type": record(duration_s="fast"),
+        "seed: wrong type": record(seed="x"),
+        "test_id: null": record(test_id=None),
+        "unknown field(s): colour": record(colour="red"),
+        "schema_version: 2 not supported (this reader knows [1])": record(schema_version=2),
+        "fault_package: must be 'none' for conformance-test": record(fault_package="kill-broker"),
+        "phase_metrics: unknown metric warp_speed": record(phase_metrics=[_m("warp_speed", "s")]),
+        "phase_metrics: wrong unit for isr_expansion": record(phase_metrics=[_m("isr_expansion", "ms")]),
+        "started_at: not ISO-8601: yesterday": record(started_at="yesterday"),
+        "duration_s: negative": record(duration_s=-1.0),
+    }  # fmt: skip
+    path = write_jsonl(tmp_path / "runs.jsonl", [record(), *bad.values()])
+    loaded = load(spark, discover([str(path)]), permissive=True, defaults=DEFAULTS)
+    assert loaded.rejected_total == len(bad)
+    by_line = {r.line: r.problems for r in loaded.rejected}
+    for line, expected in enumerate(bad, start=2):
+        assert expected in by_line[line], (line, by_line[line])
+
+
+def test_mixed_versions_keep_v1_and_reject_unknown_versions(spark: SparkSession, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "runs.jsonl", [record(), record(schema_version=3), record(run_id="b")])
+    loaded = load(spark, discover([str(path)]), permissive=True, defaults=DEFAULTS)
+    assert (loaded.counts, loaded.rejected_total) == ({"records/conformance-test": 2}, 1)
+    assert loaded.rejected[0].line == 2
+
+
+def test_missing_optional_fields_are_null(spark: SparkSession, tmp_path: Path) -> None:
+    minimal = {k: v for k, v in record(reason="x").items() if k not in ("reason", "worker", "target_version")}
+    path = write_jsonl(tmp_path / "runs.jsonl", [minimal])
+    row = load(spark, discover([str(path)]), permissive=False, defaults=DEFAULTS).records.first()
+    assert row is not None
+    assert (row["reason"], row["worker"], row["target_version"], row["test_id"]) == (
+        None,
+        None,
+        None,
+        "t.py::test_a",
+    )
+
+
+def test_gzip_and_spark_part_files_are_read(spark: SparkSession, tmp_path: Path) -> None:
+    with gzip.open(tmp_path / "part-00000-x.json.gz", "wt", encoding="utf-8") as fh:
+        fh.write("\n".join(json.dumps(r) for r in runs("g", "PFP")) + "\n")
+    (tmp_path / "notes.txt").write_text("ignored", encoding="utf-8")
+    loaded = load(spark, discover([str(tmp_path)]), permissive=False, defaults=DEFAULTS)
+    assert loaded.counts == {"records/conformance-test": 3}
+
+
+def test_missing_and_empty_inputs_are_named(spark: SparkSession, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=f"input {tmp_path}/nope: no such file or directory"):
+        discover([str(tmp_path / "nope")])
+    with pytest.raises(InputError, match=r"no file matches this pattern"):
+        discover([str(tmp_path / "*.jsonl")])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match=f"input {tmp_path}/empty: no run records"):
+        discover([str(tmp_path / "empty")])
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    with pytest.raises(InputError, match=f"the inputs hold no valid run records \\({empty}"):
+        _load(spark, empty)
+
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites>
+<testsuite name="pytest" tests="4" time="20.5" timestamp="2026-01-05T10:00:00+00:00" hostname="ci">
+<testcase classname="conformance.checks.test_epoch" name="test_one" time="1.5"/>
+<testcase classname="conformance.checks.test_epoch.TestFence" name="test_two[x]" time="2.0">
+  <failure message="AssertionError: epoch 3 != 4&#10;more">trace</failure></testcase>
+<testcase classname="conformance.checks.test_epoch" name="test_three" time="0.0">
+  <skipped type="pytest.skip" message="needs kafka">skip</skipped></testcase>
+<testcase classname="conformance.checks.test_epoch" name="test_four" time="0.1">
+  <error message="fixture broke"/></testcase>
+</testsuite></testsuites>
+"""
+
+
+def test_junit_maps_to_records_and_a_described_execution_is_dropped(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    (tmp_path / "junit.xml").write_text(JUNIT, encoding="utf-8")
+    # A run record of test_one inside the suite's time window describes the same execution.
+    write_jsonl(
+        tmp_path / "runs-main.jsonl",
+        [
+            record(
+                test_id="conformance/checks/test_epoch.py::test_one",
+                started_at="2026-01-05T10:00:01+00:00",
+                finished_at="2026-01-05T10:00:03+00:00",
+            )
+        ],
+    )
+    loaded = load(spark, discover([str(tmp_path)]), permissive=False, defaults=DEFAULTS)
+    rows = {r["test_id"]: r for r in loaded.records.collect()}
+    assert loaded.counts == {"records/conformance-test": 1, "junit/conformance-test": 3}
+    two = rows["conformance/checks/test_epoch.py::TestFence::test_two[x]"]
+    assert (two["outcome"], two["reason"], two["source"], two["target"]) == (
+        "failed",
+        "AssertionError: epoch 3 != 4",
+        "junit",
+        "reference",
+    )
+    assert rows["conformance/checks/test_epoch.py::test_three"]["outcome"] == "skipped"
+    assert rows["conformance/checks/test_epoch.py::test_four"]["outcome"] == "error"
+    assert rows["conformance/checks/test_epoch.py::test_one"]["source"] == "records"
+
+
+def test_allure_results_map_to_records(spark: SparkSession, tmp_path: Path) -> None:
+    result = {
+        "name": "test_elect[3]", "status": "broken", "start": 1767607200000, "stop": 1767607202500,
+        "fullName": "conformance.checks.test_elect#test_elect",
+        "titlePath": ["conformance", "checks", "test_elect.py"],
+        "statusDetails": {"message": "ConnectionLoss\ntrace"},
+        "labels": [{"name": "feature", "value": "ELECT-1"}, {"name": "host", "value": "ci"}],
+    }  # fmt: skip
+    (tmp_path / "abc-result.json").write_text(json.dumps(result), encoding="utf-8")
+    (tmp_path / "abc-container.json").write_text("{}", encoding="utf-8")
+    loaded = load(spark, discover([str(tmp_path)]), permissive=False, defaults=DEFAULTS)
+    row = loaded.records.first()
+    assert row is not None
+    assert (row["test_id"], row["outcome"], row["reason"], row["behaviour_ids"], row["duration_s"]) == (
+        "conformance/checks/test_elect.py::test_elect[3]",
+        "error",
+        "ConnectionLoss",
+        ["ELECT-1"],
+        2.5,
+    )
+    (tmp_path / "bad-result.json").write_text("{", encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad-result\.json:\?: not an allure result"):
+        load(spark, discover([str(tmp_path)]), permissive=False, defaults=DEFAULTS)

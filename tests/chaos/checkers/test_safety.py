@@ -136,8 +136,19 @@ def test_a_second_session_writing_under_an_epoch_it_did_not_win_is_invalid() -> 
     intruder = log.fenced(SESSION_B, create("/brokers/topics/u/partitions"))  # "elected" without bumping
     v = one_controller_per_epoch([], log.records, None)
     assert v.validity == "invalid"
-    assert f"session 0x{SESSION_B:x}" in v.message
+    assert f"2 sessions acted under epoch 1: 0x{SESSION_A:x}, 0x{SESSION_B:x}" in v.message
     assert zxids(v.evidence) == {hexz(intruder), hexz(election)}
+
+
+def test_two_elections_writing_the_same_epoch_value_are_two_controllers_in_one_epoch() -> None:
+    log = Log()
+    first = log.elect(SESSION_A, 1)
+    second = log.elect(SESSION_B, 2, epoch=1)  # the epoch is not incremented: version 2 holds "1"
+    log.fenced(SESSION_B, create("/brokers/topics/t/partitions"))
+    v = one_controller_per_epoch([], log.records, None)
+    assert v.validity == "invalid"
+    assert "under epoch 1" in v.message
+    assert zxids(v.evidence) == {hexz(first), hexz(second)}
 
 
 def test_two_sessions_under_an_epoch_whose_election_is_not_in_the_log_is_invalid() -> None:

@@ -182,7 +182,13 @@ def test_last_isr_member_failure_keeps_it(cluster_factory: ClusterFactory) -> No
 @pytest.mark.behaviour("BROKER-5")
 def test_bounce_is_failure_then_startup(cluster_factory: ClusterFactory) -> None:
     cluster = _placed(
-        cluster_factory, controller=3, node_overrides={1: {"controlled.shutdown.enable": "false"}}
+        cluster_factory,
+        controller=3,
+        # the controller stays paused through 1's stop and restart: a slow session keeps it controller
+        node_overrides={
+            1: {"controlled.shutdown.enable": "false"},
+            3: {"zookeeper.session.timeout.ms": "20000"},
+        },
     )
     create_topic(cluster, "bnc", {0: [1, 2]})
     old = cluster.broker_epoch(1)
@@ -202,6 +208,15 @@ def test_bounce_is_failure_then_startup(cluster_factory: ClusterFactory) -> None
         lambda: journal(cluster).requests(api="LeaderAndIsr", dest=1, since=mark),
         cluster.deadline(10),
         lambda: journal(cluster).dump(mark),
+    )
+    wait_state(cluster, "bnc", 0, lambda s: s["isr"] == [2, 1], "bounced 1 back in the ISR", deadline_s=20)
+    settle(cluster, 3)
+    pinned(
+        cluster,
+        "bnc",
+        0,
+        [Step(1, 0, (1, 2), 1, 0), Step(2, 1, (2,), 1, 1), Step(2, 1, (2, 1), 1, 2)],
+        "through broker 1's bounce (failure election, then startup and ISR rejoin)",
     )
 
 

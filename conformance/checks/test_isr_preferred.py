@@ -96,6 +96,14 @@ def test_leader_isr_change_and_notification(
         cluster
     ).dump(mark)
     wait_state(cluster, "isr", 0, lambda s: s["isr"] == [1, 2], "follower 2 rejoins the ISR", deadline_s=10)
+    settle(cluster, 3)
+    pinned(
+        cluster,
+        "isr",
+        0,
+        [Step(1, 0, (1, 2), 1, 0), Step(1, 0, (1,), 1, 1), Step(1, 0, (1, 2), 1, 2)],
+        "leader 1 shrinks and expands its ISR (no leader-epoch change)",
+    )
     expansion = phases.isr_expansion(cluster.history(), "isr", 0, 2, since_s=resumed_s)
     if expansion is not None:
         phase_metrics.record("isr_expansion", expansion)

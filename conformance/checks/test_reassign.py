@@ -11,10 +11,12 @@ from conformance.cluster import Cluster, wait_for
 from conformance.conftest import ClusterFactory
 from conformance.plugin import PhaseMetrics
 from conformance.scenarios import (
+    Step,
     assert_invalid_transitions_in_kafka_shape,
     create_topic,
     fmt,
     journal,
+    pinned,
     settle,
     wait_cluster_known,
     wait_state,
@@ -400,6 +402,7 @@ def test_failover_mid_reassignment_completes(cluster_factory: ClusterFactory) ->
         cluster.deadline(10),
         "U1 pending on broker 3",
     )
+    wait_state(cluster, "f", 0, lambda s: s["leader_epoch"] == 1, "A1 (leader epoch 1) before the failover")
     cluster.kill(4)
     cluster.wait_controller(not_in=[4], deadline_s=25)
     cluster.start([3])
@@ -408,4 +411,22 @@ def test_failover_mid_reassignment_completes(cluster_factory: ClusterFactory) ->
     assert topic["partitions"]["0"] == [3, 2]
     assert topic["adding_replicas"] == {}
     assert topic["removing_replicas"] == {}
-    wait_state(cluster, "f", 0, lambda s: set(s["isr"]) == {2, 3} and s["leader"] in (2, 3), "ISR {2,3}")
+    wait_state(cluster, "f", 0, lambda s: set(s["isr"]) == {2, 3}, "ISR {2,3}")
+    settle(cluster, 2)
+    # A1 ran three times (first controller, the new controller's failover, 3's registration), then
+    # 3 joined the ISR, B3 elected 3 (first of TRS [3, 2] in the ISR) and B4 removed 1
+    pinned(
+        cluster,
+        "f",
+        0,
+        [
+            Step(1, 0, (1, 2), 1, 0),
+            Step(1, 1, (1, 2), 1, 1),
+            Step(1, 2, (1, 2), 2, 2),
+            Step(1, 3, (1, 2), 2, 3),
+            Step(1, 3, (1, 2, 3), 2, 4),
+            Step(3, 4, (1, 2, 3), 2, 5),
+            Step(3, 5, (2, 3), 2, 6),
+        ],
+        "through a reassignment resumed by a new controller and by its target's registration",
+    )

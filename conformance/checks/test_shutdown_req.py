@@ -114,13 +114,22 @@ def test_controlled_shutdown_answers_the_partitions_it_could_not_move(
         )
     pinned(cluster, "stuck", 0, [Step(2, 0, (2, 1), 1, 0), Step(2, 1, (2,), 1, 1)], "not movable")
     pinned(cluster, "solo", 0, [Step(2, 0, (2,), 1, 0)], "RF 1: left alone")
-    stops = [
-        (p.topic, r.delete_partitions)
-        for r in requests_for(cluster, "StopReplica", dest=2, since=mark)
-        for p in r.partitions
-    ]
-    assert ("fol", False) in stops, f"no StopReplica(delete=false) for fol-0 to 2: {stops}"
-    assert not [t for t, d in stops if t != "fol" or d], f"unexpected StopReplica to 2: {stops}"
+
+    def stops() -> list[tuple[str, bool | None]]:
+        return [
+            (p.topic, r.delete_partitions)
+            for r in requests_for(cluster, "StopReplica", dest=2, since=mark)
+            for p in r.partitions
+        ]
+
+    # queued before the answer, delivered by the controller's send thread: wait for it
+    wait_for(
+        lambda: ("fol", False) in stops(),
+        cluster.deadline(10),
+        lambda: f"StopReplica(delete=false) for fol-0 to 2; got {stops()}",
+    )
+    settle(cluster, 3)
+    assert not [t for t, d in stops() if t != "fol" or d], f"unexpected StopReplica to 2: {stops()}"
 
 
 @pytest.mark.behaviour("SHUTDOWN-1")

@@ -253,51 +253,61 @@ def test_topic_unclean_config_honoured_after_failover_and_default_is_clean(
     cluster_factory: ClusterFactory,
 ) -> None:
     """Keys absent (Kafka defaults). ``uncl`` carries ``unclean.leader.election.enable=true`` from
-    creation, ``clean`` no override. Both lose 2 (graceful stop: the controller removes it from the
-    ISR, deterministic) then 1 (killed: leader -1, ISR [1]); the controller moves (its failover
-    writes the dead ISR member's OfflineReplica, +1 as in §11); 2 returns: the *new* controller
-    elects 2 for ``uncl`` (it reads topic configs when it elects, no config-change notification
-    involved) and leaves ``clean`` leaderless (default false)."""
-    cluster = _placed(cluster_factory, 3, kafka_defaults=True)
+    creation, ``late`` gets it written to ``/config/topics/late`` (no change notification) once
+    offline, ``clean`` has no override. All lose 2 (graceful stop: the controller removes it from
+    the ISR, deterministic) then 1 (killed: leader -1, ISR [1]); controller 3 dies and 4 (running
+    all along, no replicas) takes over (its failover writes the dead ISR member's OfflineReplica,
+    +1 as in §11); 2 returns: the *new* controller
+    elects 2 for ``uncl`` and ``late`` (it reads topic configs from ZooKeeper when it elects) and
+    leaves ``clean`` leaderless (default false)."""
+    cluster = _placed(cluster_factory, 3, broker_ids=(1, 2, 3, 4), kafka_defaults=True)
     create_topic(cluster, "uncl", {0: [1, 2]}, config={"unclean.leader.election.enable": "true"})
+    create_topic(cluster, "late", {0: [1, 2]})
     create_topic(cluster, "clean", {0: [1, 2]})
+    topics = ("uncl", "late", "clean")
     mark = journal(cluster).mark()
     cluster.stop(2)
     wait_told_gone(cluster, 2, mark)
-    for t in ("uncl", "clean"):
+    for t in topics:
         wait_state(cluster, t, 0, lambda s: s["isr"] == [1], "ISR [1] after 2 stopped")
     mark = journal(cluster).mark()
     cluster.kill(1)
     wait_told_gone(cluster, 1, mark)
-    for t in ("uncl", "clean"):
+    for t in topics:
         wait_state(cluster, t, 0, lambda s: s["leader"] == -1, "leader -1 after 1 died")
     before = [Step(1, 0, (1, 2), 1, 0), Step(1, 1, (1,), 1, 1), Step(-1, 2, (1,), 1, 2)]
     settle(cluster, 3)
-    for t in ("uncl", "clean"):
+    for t in topics:
         pinned(cluster, t, 0, before, "after 2 stopped and 1 died")
-    cluster.zk.delete("/controller")
-    wait_for(
-        lambda: cluster.controller_epoch() == (2, 2) and cluster.controller_id() == 3,
-        cluster.deadline(20),
-        lambda: f"controller 3 re-elected at epoch 2; {cluster.summary()}",
+    cluster.zk.set(
+        "/config/topics/late",
+        admin.encode({"version": 1, "config": {"unclean.leader.election.enable": "true"}}),
     )
-    settle(cluster, 3)
+    cluster.kill(3)
+    wait_for(
+        lambda: cluster.controller_epoch() == (2, 2) and cluster.controller_id() == 4,
+        cluster.deadline(20),
+        lambda: f"controller 4 elected at epoch 2; {cluster.summary()}",
+    )
+    settle(cluster, 4)
     # the new controller's replica state machine startup: dead 1 is in the ISR → OfflineReplica
     # rewrites (leader -1, ISR [1]) with epoch +1 (doRemoveReplicasFromIsr writes even then)
     before.append(Step(-1, 3, (1,), 2, 3))
-    for t in ("uncl", "clean"):
+    for t in topics:
         pinned(cluster, t, 0, before, "after the failover, no live replica")
     cluster.start([2])
-    wait_state(
-        cluster,
-        "uncl",
-        0,
-        lambda s: s["leader"] == 2,
-        "elected uncleanly (leader 2) by the NEW controller: the topic-level unclean.leader.election.enable"
-        "=true written before the failover must be read from ZooKeeper at election time (ELECT-6)",
-    )
-    settle(cluster, 2)
-    pinned(cluster, "uncl", 0, [*before, Step(2, 4, (2,), 2, 4)], "after 2 returned (unclean election)")
+    for t in ("uncl", "late"):
+        wait_state(
+            cluster,
+            t,
+            0,
+            lambda s: s["leader"] == 2,
+            "elected uncleanly (leader 2) by the NEW controller: the topic-level unclean.leader.election"
+            ".enable=true written before the failover must be read from ZooKeeper at election time (ELECT-6)",
+        )
+    settle(cluster, 4)
+    for t in ("uncl", "late"):
+        pinned(cluster, t, 0, [*before, Step(2, 4, (2,), 2, 4)], "after 2 returned (unclean election)")
     pinned(
         cluster,
         "clean",

@@ -42,7 +42,7 @@ want="$(cat pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: installing Python dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  .venv/bin/python -m pip install -q -e '.[dev,reports]'
   echo "$want" > "$stamp"
 fi
 echo "setup: ready (java: $(java -version 2>&1 | head -1); python: $(.venv/bin/python --version))"

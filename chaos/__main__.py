@@ -31,7 +31,7 @@ from chaos.runner import RunPlan
 from chaos.scenarios import FAULTS, SCENARIOS, SCOPES, NameError_, resolve_faults, resolve_scenarios
 from conformance.records import new_run_id
 from conformance.targets import TargetError, load_target
-from fixtures.launcher import LAUNCHERS
+from fixtures.launcher import LAUNCHERS, LauncherError, launcher_named
 
 USAGE_ERROR = 2
 
@@ -173,6 +173,12 @@ def _check_target_and_launcher(target: str, launcher: str) -> str | None:
     if launcher not in LAUNCHERS:
         return f"unknown launcher {launcher!r}; valid launchers: {', '.join(LAUNCHERS)}"
     try:
+        unavailable = launcher_named(launcher).unavailable_reason()
+    except LauncherError as exc:
+        unavailable = str(exc)
+    if unavailable:
+        return f"launcher {launcher} cannot run here: {unavailable}"
+    try:
         t = load_target(target)
     except TargetError as exc:
         return str(exc)
@@ -204,6 +210,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress.close()
         print(f"python -m chaos: campaign aborted: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        progress.close()
+        print("python -m chaos: interrupted; the workers stopped and cleaned up", file=sys.stderr)
+        return 130
     progress.close()
     _summary(campaign, args.out, campaign_id)
     return 1 if campaign.counts["invalid"] else 0

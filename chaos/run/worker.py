@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -148,8 +149,6 @@ def _ensemble_factory(stack: contextlib.ExitStack, base: RunEnv, slot: int) -> A
 
 def unknown_result(plan: RunPlan, target: str, slot: str, reason: str) -> RunResult:
     """The result of a run that could not even start (no ZooKeeper, no Toxiproxy, …)."""
-    from datetime import UTC, datetime  # noqa: PLC0415
-
     now = utc_now_iso()
     record = RunRecord(
         kind="chaos-run",

@@ -1,11 +1,15 @@
 """A cluster of N target nodes on a real ZooKeeper, driven only from outside (conformance ring).
 
-Each node is one process started from the target's command with a generated
+Each node is one process (or container) started from the target's command with a generated
 ``server.properties`` (:mod:`conformance.nodeconfig`): broker id, ``zookeeper.connect`` with the
 test's chroot, a listener per directed link on loopback, log dirs under the node's directory, the
-target's profile and per-test overrides. Nodes run in their own process group (signals go to the
-group) and die with the test process (``PR_SET_PDEATHSIG``); :meth:`Cluster.close` kills every
-node even when the test failed.
+target's profile and per-test overrides. Nodes start through the launcher seam
+(:mod:`fixtures.launcher`; ``launcher=`` or ``KZK_LAUNCHER``): with ``process`` they run in their
+own process group (signals go to the group), die with the test process (``PR_SET_PDEATHSIG``) and
+have pid files for the reaper; with ``docker`` each is a container from the target's
+``[container]`` recipe on the host network, its node dir bind-mounted at the same path, and
+stop/kill/pause/resume become ``docker kill -s TERM``/``docker kill``/``docker pause``/``unpause``.
+:meth:`Cluster.close` kills every node even when the test failed.
 
 With ``record_requests`` (the default) a :class:`~fixtures.probes.request_proxy.RecordingProxy`
 sits on every controller→broker link: node Y binds ``CTRL_<x>`` on a fixed loopback port and
@@ -27,13 +31,11 @@ Observation helpers are read-only: ZooKeeper data (``zk``), the transaction log 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import random
 import signal
 import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -54,6 +56,7 @@ from conformance.nodeconfig import (
 )
 from conformance.nodeconfig import server_properties as build_properties
 from conformance.targets import Target, profile_properties
+from fixtures.launcher import Handle, Launcher, LaunchSpec, launcher_from_env
 from fixtures.probes.history import ChrootView, TxnLogCursor
 from fixtures.probes.request_proxy import RecordingProxy, RequestJournal
 from fixtures.probes.state_change_log import LogEntry, read_state_change_log
@@ -63,7 +66,6 @@ from fixtures.probes.zk_journal import ProxyLoop, ZkJournal, ZkRecordingProxy
 __all__ = ["Cluster", "ConditionTimeout", "Node", "wait_for"]
 
 T = TypeVar("T")
-_PR_SET_PDEATHSIG = 1
 Address = tuple[str, int]
 
 
@@ -141,20 +143,15 @@ def pick_static_ports(count: int) -> list[int]:
     return out
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 @dataclass
 class Node:
-    """One node: its files, its properties and its process (``None`` when not running)."""
+    """One node: its files, its properties and its process or container (``None`` when not running)."""
 
     broker_id: int
     node_dir: Path
     log_dirs: tuple[Path, ...]
     properties: dict[str, str]
-    proc: subprocess.Popen[bytes] | None = None
+    proc: Handle | None = None
     paused: bool = False
     exit_codes: list[int] = field(default_factory=list)
 
@@ -187,7 +184,10 @@ class Cluster:
         record_zookeeper: bool = True,
         zk_front: Callable[[int, Address], Address] | None = None,
         four_letter: Callable[[str], str] | None = None,
+        launcher: Launcher | None = None,
     ) -> None:
+        if launcher is not None or getattr(self, "launcher", None) is None:  # a subclass may set it first
+            self.launcher: Launcher = launcher or launcher_from_env()
         self.target, self.chroot, self.profile = target, chroot, profile
         self.broker_ids = tuple(sorted(broker_ids))
         self.base_dir = base_dir
@@ -281,22 +281,26 @@ class Cluster:
     def _spawn(self, node: Node) -> None:
         if node.running:
             raise RuntimeError(f"node {node.broker_id} is already running")
-        env = {**os.environ, **self.target.render_env(node.node_dir)}
-        out = (node.node_dir / "stdout.log").open("ab")
-        try:
-            node.proc = subprocess.Popen(
-                self.target.render_command(node.config_path, node.node_dir),
-                cwd=self.target.render_cwd(node.node_dir),
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl, async-signal-safe
-            )
-        finally:
-            out.close()
+        node.proc = self.launcher.spawn(self.launch_spec(node))
         node.paused = False
+
+    def launch_spec(self, node: Node) -> LaunchSpec:
+        """How ``node`` starts: the target's command (and its ``[container]`` recipe in a container)."""
+        in_container = self.launcher.name != "process"
+        inside = self.target.render_container(node.config_path, node.node_dir) if in_container else None
+        return LaunchSpec(
+            role="node",
+            name=f"node-{node.broker_id}",
+            argv=self.target.render_command(node.config_path, node.node_dir),
+            cwd=self.target.render_cwd(node.node_dir),
+            log_path=node.node_dir / "stdout.log",
+            env={**os.environ, **self.target.render_env(node.node_dir)},
+            mounts=[node.node_dir],
+            container_argv=inside.argv if inside else None,
+            container_cwd=inside.cwd if inside else None,
+            container_env=inside.env if inside else None,
+            image=inside.image if inside else None,
+        )
 
     def wait_registered(self, ids: Iterable[int], deadline_s: float = 20.0) -> None:
         ids = list(ids)
@@ -305,21 +309,27 @@ class Cluster:
             for bid in ids:
                 node = self.nodes[bid]
                 if not node.running:
-                    raise RuntimeError(f"node {bid} exited with {node.proc and node.proc.returncode}")
+                    code = node.proc.poll() if node.proc is not None else None
+                    raise RuntimeError(f"node {bid} ({self._where(node)}) exited with {code}")
             return all(self.zk.exists(f"/brokers/ids/{bid}") for bid in ids)
 
         wait_for(registered, self.deadline(deadline_s), lambda: f"brokers {ids} registered; {self.summary()}")
+
+    def _where(self, node: Node) -> str:
+        return node.proc.description if node.proc is not None else "not started"
 
     def _signal(self, bid: int, sig: signal.Signals) -> None:
         proc = self.nodes[bid].proc
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, sig)
+                proc.send_signal(sig)
 
     def _reap(self, node: Node, timeout_s: float) -> int:
         assert node.proc is not None
-        code = node.proc.wait(timeout=timeout_s)
+        code = node.proc.wait(timeout_s)
         node.exit_codes.append(code)
+        with contextlib.suppress(Exception):
+            node.proc.remove()  # a container is removed; its files stay in the node dir
         node.proc, node.paused = None, False
         return code
 
@@ -332,7 +342,7 @@ class Cluster:
         return self._reap(node, timeout_s or self.target.stop_timeout_s)
 
     def kill(self, bid: int) -> int:
-        """SIGKILL the node's process group; its ZooKeeper session expires later."""
+        """SIGKILL the node's process group (``docker kill``); its ZooKeeper session expires later."""
         node = self.nodes[bid]
         self._signal(bid, signal.SIGKILL)
         return self._reap(node, 10.0)
@@ -365,6 +375,9 @@ class Cluster:
                 self._signal(bid, signal.SIGKILL)
                 with contextlib.suppress(Exception):
                     self._reap(node, 10.0)
+                if node.proc is not None:  # not reaped in time: never leave it running
+                    with contextlib.suppress(Exception):
+                        node.proc.remove()
         for proxy in self.proxies.values():
             with contextlib.suppress(Exception):
                 proxy.close()

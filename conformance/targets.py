@@ -11,6 +11,13 @@ defaults (18 s ZooKeeper sessions, 30 s replica lag, 5 s controlled-shutdown bac
 delete delay, 300 s rebalance interval) would make the suite crawl. Each entry says why.
 Determinism entries (:data:`DETERMINISM_PROFILE`) switch off background activity that would add
 unasked-for leader-epoch bumps; the checks of that activity switch it back on per test.
+
+An optional ``[container]`` section says how the node runs under the docker launcher
+(:mod:`fixtures.launcher`): ``command``/``cwd``/``env`` as seen *inside* the container (the same
+templates; ``{config}``, ``{node_dir}`` and ``{log_dir}`` are bind-mounted at the same paths, so
+they are the host's), ``image_role`` (``node``: the kit's node image or ``$KZK_NODE_IMAGE``) and
+``image`` (an explicit image name, e.g. a vendor's broker; ``$KZK_NODE_IMAGE`` still overrides
+it). Without the section the docker launcher cannot start the target's nodes.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ __all__ = [
     "KAFKA_DEFAULTS_SUFFIX",
     "SAFETY_DEFAULTS",
     "SPEED_PROFILE",
+    "ContainerCommand",
+    "ContainerRecipe",
     "Target",
     "TargetError",
     "builtin_targets",
@@ -105,6 +114,28 @@ def profile_properties(profile: str) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class ContainerRecipe:
+    """The ``[container]`` section: how one node runs in a container (templates unrendered)."""
+
+    command: tuple[str, ...]
+    cwd: str = "{node_dir}"
+    env: Mapping[str, str] = field(default_factory=dict)
+    image_role: str = "node"
+    image: str = ""
+
+
+@dataclass(frozen=True)
+class ContainerCommand:
+    """A rendered :class:`ContainerRecipe` for one node: what the docker launcher runs."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    env: Mapping[str, str]
+    image_role: str
+    image: str | None
+
+
+@dataclass(frozen=True)
 class Target:
     """One implementation's launch recipe (see the module docstring for the templates)."""
 
@@ -121,6 +152,7 @@ class Target:
     version_command: tuple[str, ...] = ()
     deadline_scale: float = 1.0
     stop_timeout_s: float = 20.0
+    container: ContainerRecipe | None = None
     source: str = ""
 
     def _vars(self, node_dir: Path | None = None, config: Path | None = None) -> dict[str, str]:
@@ -152,6 +184,23 @@ class Target:
 
     def render_cwd(self, node_dir: Path) -> Path:
         return Path(self._fmt(self.cwd, self._vars(node_dir)))
+
+    def render_container(self, config: Path, node_dir: Path) -> ContainerCommand:
+        """The ``[container]`` command of one node; :class:`TargetError` when the target has none."""
+        recipe = self.container
+        if recipe is None:
+            raise TargetError(
+                f"target {self.name} has no [container] section, so the docker launcher cannot start"
+                f" its nodes; add one to {self.source or 'its target file'} or use --launcher process"
+            )
+        values = self._vars(node_dir, config)
+        return ContainerCommand(
+            argv=tuple(self._fmt(part, values) for part in recipe.command),
+            cwd=Path(self._fmt(recipe.cwd, values)),
+            env={k: self._fmt(v, values) for k, v in recipe.env.items()},
+            image_role=recipe.image_role,
+            image=self._fmt(recipe.image, values) or None,
+        )
 
     def log_path(self, kind: str, node_dir: Path) -> Path | None:
         """Where log ``kind`` (``state_change``, ``server``) of a node is, if the target says."""
@@ -213,6 +262,7 @@ def parse_target(data: Mapping[str, Any], source: str = "") -> Target:
         "version_command",
         "deadline_scale",
         "stop_timeout_s",
+        "container",
     }
     unknown = set(data) - known
     if unknown:
@@ -241,7 +291,38 @@ def parse_target(data: Mapping[str, Any], source: str = "") -> Target:
         version_command=_str_tuple(data.get("version_command"), "version_command"),
         deadline_scale=float(scale),
         stop_timeout_s=float(stop),
+        container=_container_recipe(data.get("container"), source),
         source=source,
+    )
+
+
+_IMAGE_ROLES = ("node",)
+
+
+def _container_recipe(raw: Any, source: str) -> ContainerRecipe | None:
+    """The optional ``[container]`` table, validated."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TargetError(f"{source}: [container] must be a table")
+    unknown = set(raw) - {"command", "cwd", "env", "image_role", "image"}
+    if unknown:
+        raise TargetError(f"{source}: unknown keys in [container]: {sorted(unknown)}")
+    command = _str_tuple(raw.get("command"), "[container] command")
+    if not command or not any("{config}" in part for part in command):
+        raise TargetError(f"{source}: [container] command is required and must pass {{config}}")
+    role = raw.get("image_role", "node")
+    if role not in _IMAGE_ROLES:
+        raise TargetError(f"{source}: [container] image_role {role!r} unknown; valid: {list(_IMAGE_ROLES)}")
+    for key in ("cwd", "image"):
+        if key in raw and not isinstance(raw[key], str):
+            raise TargetError(f"{source}: [container] {key} must be a string")
+    return ContainerRecipe(
+        command=command,
+        cwd=str(raw.get("cwd", "{node_dir}")),
+        env=_str_map(raw.get("env"), "[container] env"),
+        image_role=str(role),
+        image=str(raw.get("image", "")),
     )
 
 

@@ -58,9 +58,9 @@ from chaos.checkers.liveness import (
     partitions_have_leaders,
     reassignments_completed,
 )
+from chaos.checkers.requests import brokers_apply_requests_in_epoch_order
 from chaos.checkers.safety import (
     acknowledged_creations_survive,
-    brokers_apply_requests_in_epoch_order,
     controller_epoch_increases,
     controller_writes_fenced,
     no_write_after_epoch_superseded,

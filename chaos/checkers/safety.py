@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from chaos.checkers.final_state import FinalState, ReceivedRequest
+from chaos.checkers.final_state import FinalState
 from chaos.checkers.replay import StateWrite, epoch_check_version, replay
 from chaos.checkers.verdict import Verdict, op_evidence, record_evidence
 from chaos.history import Op, OpPair, pairs
@@ -21,7 +21,6 @@ from fixtures.probes.txnrecords import TxnRecord
 
 __all__ = [
     "acknowledged_creations_survive",
-    "brokers_apply_requests_in_epoch_order",
     "controller_epoch_increases",
     "controller_writes_fenced",
     "no_write_after_epoch_superseded",
@@ -235,145 +234,6 @@ def _final_state_evidence(
         "leader_epoch": state.leader_epoch,
         "isr": list(state.isr),
         "replicas": None if replicas is None else list(replicas),
-        "note": note,
-    }
-
-
-# ---- request journals --------------------------------------------------------------------------
-
-_APPLIED_KINDS = ("LeaderAndIsr", "UpdateMetadata", "StopReplica")
-
-
-def brokers_apply_requests_in_epoch_order(
-    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
-) -> Verdict:
-    """No broker applied a controller request older than one it had already applied.
-
-    Per broker life (the broker epoch the requests address): applied (error 0) requests never
-    go back in controller epoch; per partition, applied LeaderAndIsr entries strictly increase
-    the leader epoch, until an applied StopReplica(delete) removes the partition. Rejected
-    requests (STALE_CONTROLLER_EPOCH and friends) are what fencing is for and do not count.
-    "Before" is what the journal can prove (see :func:`_happened_before`): requests of two
-    controllers that may have crossed on their two connections are not ordered.
-    """
-    name = "brokers_apply_requests_in_epoch_order"
-    if final_state is None or not final_state.journals:
-        return Verdict.unknown(name, "no request journals")
-    problems: list[str] = []
-    evidence: list[dict[str, Any]] = []
-    count = 0
-    for broker, journal in sorted(final_state.journals.items()):
-        lives: dict[int | None, list[ReceivedRequest]] = {}
-        for request in journal:
-            if request.kind in _APPLIED_KINDS and request.error_code == 0:
-                lives.setdefault(_life(request), []).append(request)
-        for applied in lives.values():
-            count += len(applied)
-            _check_life(broker, applied, problems, evidence)
-    if problems:
-        return Verdict.invalid(name, problems, evidence)
-    return Verdict.valid(name, f"{count} applied request(s) across {len(final_state.journals)} broker(s)")
-
-
-def _life(request: ReceivedRequest) -> int | None:
-    return None if request.broker_epoch in (None, -1) else request.broker_epoch
-
-
-#: Requests of two controllers (two connections) recorded closer together than this may reach
-#: the broker in either order; with no answer times they count as concurrent, never as ordered.
-CONCURRENT_WINDOW_S = 0.2
-
-_Applied = list[tuple[int, ReceivedRequest]]
-
-
-def _check_life(
-    broker: int, applied: list[ReceivedRequest], problems: list[str], evidence: list[dict[str, Any]]
-) -> None:
-    earlier: dict[int, list[ReceivedRequest]] = {}  # controller epoch → applied requests
-    epochs: dict[tuple[str, int], _Applied] = {}
-    for request in applied:
-        newer = next(
-            (
-                a
-                for epoch, requests in earlier.items()
-                if request.controller_epoch is not None and epoch > request.controller_epoch
-                for a in requests
-                if _happened_before(a, request)
-            ),
-            None,
-        )
-        if newer is not None:
-            problems.append(
-                f"broker {broker} applied {request.kind} #{request.seq} of controller epoch "
-                f"{request.controller_epoch} after #{newer.seq} of epoch {newer.controller_epoch}"
-            )
-            evidence += [
-                _request_evidence(broker, newer, "applied first"),
-                _request_evidence(broker, request, "older, applied later"),
-            ]
-        if request.controller_epoch is not None:
-            earlier.setdefault(request.controller_epoch, []).append(request)
-        _check_partitions(broker, request, epochs, problems, evidence)
-
-
-def _happened_before(a: ReceivedRequest, b: ReceivedRequest) -> bool:
-    """The broker surely handled ``a`` before ``b``.
-
-    One controller (same source and epoch) sends to a broker one request at a time, so journal
-    order is delivery order. Across controllers: ``a`` answered before ``b`` was sent, when the
-    journal has answer times; else ``b`` recorded more than :data:`CONCURRENT_WINDOW_S` after
-    ``a``; with no times at all, journal order.
-    """
-    if a.source == b.source and a.controller_epoch == b.controller_epoch:
-        return a.seq < b.seq
-    if a.answered_s is not None and b.sent_s is not None:
-        return a.answered_s <= b.sent_s
-    if a.sent_s is not None and b.sent_s is not None:
-        return b.sent_s - a.sent_s > CONCURRENT_WINDOW_S
-    return a.seq < b.seq
-
-
-def _check_partitions(
-    broker: int,
-    request: ReceivedRequest,
-    epochs: dict[tuple[str, int], _Applied],
-    problems: list[str],
-    evidence: list[dict[str, Any]],
-) -> None:
-    for p in request.partitions:
-        key = (p.topic, p.partition)
-        if p.error_code != 0:  # not applied, or no per-partition answer seen
-            continue
-        if request.kind == "StopReplica" and request.delete_partitions:
-            epochs.pop(key, None)  # the partition is gone: its next incarnation starts afresh
-        if request.kind != "LeaderAndIsr" or p.leader_epoch is None:
-            continue
-        seen = epochs.setdefault(key, [])
-        stale = next((a for e, a in seen if e >= p.leader_epoch and _happened_before(a, request)), None)
-        if stale is not None:
-            problems.append(
-                f"broker {broker} applied LeaderAndIsr #{request.seq} for {p.topic}-{p.partition} "
-                f"with leader epoch {p.leader_epoch} after #{stale.seq} with "
-                f"{next(e for e, a in seen if a is stale)}"
-            )
-            evidence += [
-                _request_evidence(broker, stale, "applied first"),
-                _request_evidence(broker, request, "not newer, applied later"),
-            ]
-        seen.append((p.leader_epoch, request))
-
-
-def _request_evidence(broker: int, r: ReceivedRequest, note: str) -> dict[str, Any]:
-    return {
-        "kind": "request",
-        "broker": broker,
-        "seq": r.seq,
-        "source": r.source,
-        "api": r.kind,
-        "controller_epoch": r.controller_epoch,
-        "broker_epoch": r.broker_epoch,
-        "error_code": r.error_code,
-        "partitions": [[p.topic, p.partition, p.leader_epoch, p.error_code] for p in r.partitions],
         "note": note,
     }
 

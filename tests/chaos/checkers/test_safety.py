@@ -16,10 +16,9 @@ import pytest
 
 from chaos.checkers import check_all, final_state_from_json
 from chaos.checkers.final_state import FinalState
+from chaos.checkers.requests import CONCURRENT_WINDOW_S, brokers_apply_requests_in_epoch_order
 from chaos.checkers.safety import (
-    CONCURRENT_WINDOW_S,
     acknowledged_creations_survive,
-    brokers_apply_requests_in_epoch_order,
     controller_epoch_increases,
     controller_writes_fenced,
     no_write_after_epoch_superseded,

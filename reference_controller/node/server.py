@@ -68,13 +68,13 @@ class NodeHalted(ReferenceControllerError):
 
 
 def load_controller_service() -> Any:
-    """The controller component's class, or None while it does not exist (broker-only mode)."""
-    try:
-        from reference_controller.controller.driver.service import (  # noqa: PLC0415 - optional component
-            ControllerService,  # type: ignore[import-not-found,unused-ignore]
-        )
-    except ImportError:
-        return None
+    """The controller component's class. Imported only when the controller is enabled (a
+    broker-only node never loads it); it always ships with the node, so a failed import is an
+    error that propagates, never a silent broker-only start."""
+    from reference_controller.controller.driver.service import (  # noqa: PLC0415 - loaded on demand
+        ControllerService,
+    )
+
     return ControllerService
 
 

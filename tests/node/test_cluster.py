@@ -15,12 +15,10 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: 
 from kazoo.client import KazooClient
 
 from reference_controller import zkdata
-from reference_controller.node.server import load_controller_service
 from tests.node.helpers import NodeFactory, NodeProcess, wait_for
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(load_controller_service() is None, reason="controller component not installed"),
 ]
 
 

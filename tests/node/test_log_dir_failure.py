@@ -22,7 +22,6 @@ from kazoo.client import KazooClient
 from reference_controller import zkdata
 from reference_controller.node.log_dir_failure import KafkaStorageError, LogDirFailureChannel
 from reference_controller.node.log_manager import LogManager
-from reference_controller.node.server import load_controller_service
 from tests.node.helpers import (
     NodeFactory,
     NodeProcess,
@@ -170,7 +169,6 @@ def _replicas(zk: KazooClient, p: int) -> tuple[int, ...]:
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(load_controller_service() is None, reason="controller component not installed")
 def test_controller_moves_partitions_off_the_failed_dir(
     node_factory: NodeFactory, zk_client: KazooClient
 ) -> None:

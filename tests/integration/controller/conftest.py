@@ -1,51 +1,14 @@
-"""Helpers for the controller-driver integration tests (real ZooKeeper from `fixtures.pytest_plugin`)."""
+"""Fixtures for the controller-driver integration tests (real ZooKeeper from `fixtures.pytest_plugin`)."""
 
 from __future__ import annotations
 
-import queue
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 from kazoo.client import KazooClient
 
 from reference_controller.controller.driver.zk_driver import KazooZkPort
-from reference_controller.controller.events import ControllerEvent
-
-
-class EventSink:
-    """Collects the events a driver enqueues; `clear_and_put` is recorded as such."""
-
-    def __init__(self) -> None:
-        self.queue: queue.Queue[ControllerEvent] = queue.Queue()
-        self.cleared: list[ControllerEvent] = []
-
-    def put(self, event: ControllerEvent) -> None:
-        self.queue.put(event)
-
-    def clear_and_put(self, event: ControllerEvent) -> None:
-        self.cleared.append(event)
-        self.queue.put(event)
-
-    def next(self, timeout_s: float = 5.0) -> ControllerEvent:
-        return self.queue.get(timeout=timeout_s)
-
-    def drain(self, settle_s: float = 0.3) -> list[ControllerEvent]:
-        time.sleep(settle_s)
-        out: list[ControllerEvent] = []
-        while True:
-            try:
-                out.append(self.queue.get_nowait())
-            except queue.Empty:
-                return out
-
-
-def wait_for(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
+from tests.integration.controller.helpers import EventSink
 
 
 @pytest.fixture

@@ -43,7 +43,7 @@ from reference_controller.controller.ports import (
     ZkOp,
     ZkPort,
 )
-from tests.integration.controller.conftest import EventSink
+from tests.integration.controller.helpers import EventSink
 
 pytestmark = pytest.mark.integration
 EPOCH = "/controller_epoch"

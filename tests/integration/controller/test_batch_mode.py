@@ -30,7 +30,7 @@ from reference_controller.controller.ports import (
     ZkCode,
     ZkOp,
 )
-from tests.integration.controller.conftest import EventSink
+from tests.integration.controller.helpers import EventSink
 
 pytestmark = pytest.mark.integration
 EPOCH = "/controller_epoch"

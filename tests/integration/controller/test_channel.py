@@ -24,8 +24,8 @@ from reference_controller.controller.events import (
     UpdateMetadataResponseReceived,
 )
 from reference_controller.zkdata import BrokerInfo, EndPoint
-from tests.integration.controller.conftest import EventSink, wait_for
 from tests.integration.controller.fake_broker import FakeBroker
+from tests.integration.controller.helpers import EventSink, wait_for
 
 pytestmark = pytest.mark.integration
 

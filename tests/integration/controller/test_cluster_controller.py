@@ -31,12 +31,10 @@ from fixtures.probes import ChrootView, TxnLogCursor, TxnOp, TxnRecord
 from fixtures.probes.logdirs import scan_log_dir
 from fixtures.zookeeper import ZooKeeperServer
 from reference_controller import zkdata
-from reference_controller.node.server import load_controller_service
 from tests.node.helpers import NodeFactory, NodeProcess, wait_for
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(load_controller_service() is None, reason="controller component not installed"),
 ]
 
 T = TypeVar("T")

@@ -27,7 +27,6 @@ from fixtures.zookeeper import ZooKeeperServer
 from reference_controller import zkdata
 from reference_controller.controller.driver.config_watcher import ConfigWatcher
 from reference_controller.controller.events import ControllerEvent, TopicUncleanLeaderElectionEnable
-from reference_controller.node.server import load_controller_service
 from tests.node.helpers import NodeFactory, NodeProcess, wait_for
 
 pytestmark = pytest.mark.integration
@@ -226,7 +225,6 @@ def controller_is(zk: KazooClient, broker_id: int) -> bool:
         return False
 
 
-@pytest.mark.skipif(load_controller_service() is None, reason="controller component not installed")
 def test_enabling_unclean_election_on_an_offline_partition_elects_the_live_replica(
     tmp_path: Path, zk_connect: str, zk_client: KazooClient
 ) -> None:

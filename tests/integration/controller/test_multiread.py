@@ -16,7 +16,7 @@ from reference_controller.controller.driver.multiread import MultiRead, ReadOp
 from reference_controller.controller.driver.zk_driver import KazooZkPort
 from reference_controller.controller.events import PartitionModifications
 from reference_controller.controller.ports import DataResult, NodeHandler
-from tests.integration.controller.conftest import EventSink
+from tests.integration.controller.helpers import EventSink
 
 pytestmark = pytest.mark.integration
 

@@ -9,10 +9,10 @@ import pytest
 from kazoo.client import KazooClient
 
 from reference_controller.config import KafkaConfig
-from reference_controller.controller.events import ControlledShutdownResult
 from reference_controller.controller.driver.service import ControllerService
+from reference_controller.controller.events import ControlledShutdownResult
 from reference_controller.zkdata import decode_controller
-from tests.integration.controller.conftest import wait_for
+from tests.integration.controller.helpers import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from reference_controller.controller.driver import ZkSessionLostError
 from reference_controller.controller.driver.zk_driver import KazooZkPort
 from reference_controller.controller.events import Expire, TopicChange, ZkReconnected
 from reference_controller.controller.ports import ChildHandler, CreateOp, ZkCode
-from tests.integration.controller.conftest import EventSink, wait_for
+from tests.integration.controller.helpers import EventSink, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SESSION_TIMEOUT_S = 8.0

@@ -73,7 +73,7 @@ class ControllerCluster(RuleBasedStateMachine):
         # A partition without a state znode (created with no live replica) is not reassigned here:
         # Kafka 2.5.1 writes U1, then A1's updateLeaderEpoch throws IllegalStateException, and
         # every later failover rethrows it from initializePartitionReassignments — elect() then
-        # triggers a controller move, forever (test_review_fixes pins that first step).
+        # triggers a controller move, forever (test_reconnect_and_zk_failure_paths pins that first step).
         if self.cluster.zk.get(zd.partition_state_path(topic, 0)) is None:
             return
         if self.cluster.zk.get(zd.REASSIGN_PARTITIONS) is None:

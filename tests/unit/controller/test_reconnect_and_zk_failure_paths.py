@@ -1,4 +1,4 @@
-"""Regression tests for deviations from Kafka 2.5.1 found in review (one test per deviation)."""
+"""The core on reconnects and failed ZooKeeper writes behaves as Kafka 2.5.1 (one test per behaviour)."""
 
 from __future__ import annotations
 

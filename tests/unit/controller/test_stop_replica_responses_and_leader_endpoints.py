@@ -1,4 +1,4 @@
-"""Regression tests for deviations from Kafka 2.5.1 found by the cluster integration tests.
+"""StopReplica(delete) responses and LeaderAndIsr live leaders behave as Kafka 2.5.1.
 
 - StopReplica(delete=true) responses only count for topics whose deletion is in progress
   (`stopReplicaPartitionDeleteResponseCallback`, ControllerChannelManager.scala@2.5.1 L536-544) and

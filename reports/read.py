@@ -43,8 +43,6 @@ class Loaded:
 
 
 def _lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    if not paths:
-        return spark.createDataFrame([], "value string, source_file string")
     text = spark.read.text(paths)
     return text.select("value", F.col("_metadata.file_path").alias("source_file"))
 
@@ -63,6 +61,8 @@ def _fail(rejects: list[Rejected], total: int) -> InputError:
 def _records(
     spark: SparkSession, paths: list[str], permissive: bool, limit: int
 ) -> tuple[DataFrame, int, list[Rejected]]:
+    if not paths:  # only JUnit / allure inputs
+        return spark.createDataFrame([], CANONICAL), 0, []
     parsed = parse_lines(_lines(spark, paths))
     parsed = parsed.withColumn("value", F.when(F.size("problems") > 0, F.col("value")))
     parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)

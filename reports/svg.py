@@ -51,7 +51,7 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 
 def _fmt(v: float) -> str:
-    return f"{v:.3g}"
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
 
 
 def bars(items: Sequence[Bar], title: str, unit: str = "%", width: int = 960) -> str:

@@ -177,6 +177,16 @@ class KafkaController:
         except Exception:
             self.log.exception("Error processing event %s", event)
 
+    def _rerun(self, event: ControllerEvent) -> None:
+        """One event re-run on a reconnect: it fails alone (logged), except for losing
+        controllership, which ends the reconnect as it ends any event."""
+        try:
+            self._dispatch(event)
+        except ControllerMovedError:
+            raise
+        except Exception:
+            self.log.exception("Error processing event %s after reconnecting", election.rerun_name(event))
+
     def _dispatch(self, event: ControllerEvent) -> None:
         match event:
             case Startup():
@@ -191,7 +201,9 @@ class KafkaController:
             case Expire():
                 election.process_expire(self)
             case ZkReconnected():
-                election.process_zk_reconnected(self)
+                election.process_reelect(self)
+                for rerun in election.events_to_rerun_after_reconnect(self):
+                    self._rerun(rerun)
             case ShutdownEventThread():
                 election.process_shutdown(self)
             case BrokerChange():

@@ -3,25 +3,43 @@
 KafkaController.scala@2.5.1: `processStartup`, `elect`, `maybeResign`, `triggerControllerMove`,
 `processReelect`, `processExpire` (L1229-1359, L1789-1806), plus `ZkReconnected`, which is not
 Kafka: kazoo drops server-side watches on a reconnect, so every registered path is re-read
-(re-arming its watch) and its handler's idempotent logic is run.
+(re-arming its watch) and the events its handler would have been told of are returned to the core
+(`events_to_rerun_after_reconnect`), which dispatches them like any other event.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
 from reference_controller import zkdata as zd
-from reference_controller.controller import brokers, failover, leader_elections, notifications, topics
-from reference_controller.controller import reassignment as reassign
+from reference_controller.controller import failover
 from reference_controller.controller import zk_client as zkc
 from reference_controller.controller.common import (
     CONTROLLER_CHANGE_HANDLER,
     PARTITION_REASSIGNMENT_HANDLER,
     PREFERRED_REPLICA_ELECTION_HANDLER,
 )
-from reference_controller.controller.events import ElectionTrigger, ElectionType, ReplicaLeaderElection
+from reference_controller.controller.context import TopicPartition
+from reference_controller.controller.events import (
+    BrokerChange,
+    BrokerModifications,
+    ControllerChange,
+    ControllerEvent,
+    ElectionTrigger,
+    ElectionType,
+    IsrChangeNotification,
+    LogDirEventNotification,
+    PartitionModifications,
+    PartitionReassignmentIsrChange,
+    Reelect,
+    ReplicaLeaderElection,
+    TopicChange,
+    TopicDeletion,
+    ZkPartitionReassignment,
+)
 from reference_controller.controller.ports import ControllerMovedError, NodeHandler
 
 if TYPE_CHECKING:
@@ -118,85 +136,160 @@ def process_shutdown(ctl: KafkaController) -> None:
     failover.on_controller_resignation(ctl)
 
 
-def process_zk_reconnected(ctl: KafkaController) -> None:
-    """Re-read every registered path (re-arming its one-shot watch) and run its handler's logic —
-    but only where Kafka's handler would have been told of a change, so that a reconnect with
-    nothing changed writes nothing and sends nothing (Kafka's client re-arms its watches itself and
-    only changed paths fire). Each handler runs as its own event would: one failing handler is
-    logged and does not stop the others; ControllerMovedError still propagates."""
-    process_reelect(ctl)
+@dataclass(frozen=True)
+class ReconnectSnapshot:
+    """What the reconnect reads before any event re-runs (so that one re-run cannot change the
+    set of the later ones): the brokers, topics and reassignments watched at the reconnect, and
+    whether each creation-only znode existed at its last check."""
+
+    broker_ids: tuple[int, ...]
+    topics: tuple[str, ...]
+    partitions_being_reassigned: tuple[TopicPartition, ...]
+    reassign_existed: bool
+    preferred_existed: bool
+
+
+def reconnect_snapshot(ctl: KafkaController) -> ReconnectSnapshot:
+    topics = tuple(
+        path.rsplit("/", 1)[1]
+        for path in sorted(ctl.node_handlers)
+        if path.startswith(zd.BROKER_TOPICS + "/") and path.count("/") == 3
+    )
+    return ReconnectSnapshot(
+        broker_ids=tuple(sorted(ctl.context.live_or_shutting_down_broker_ids)),
+        topics=topics,
+        partitions_being_reassigned=tuple(sorted(ctl.context.partitions_being_reassigned)),
+        reassign_existed=ctl.existed_at_last_check.get(zd.REASSIGN_PARTITIONS, False),
+        preferred_existed=ctl.existed_at_last_check.get(zd.PREFERRED_REPLICA_ELECTION, False),
+    )
+
+
+Reruns = Iterator[ControllerEvent]
+ReconnectStep = Callable[["KafkaController", ReconnectSnapshot], Reruns]
+
+
+def _rerun_broker_change(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+    yield BrokerChange()
+
+
+def _rerun_broker_modifications(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+    for broker_id in snap.broker_ids:
+        yield BrokerModifications(broker_id)
+
+
+def _rerun_topic_change(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+    yield TopicChange()
+
+
+def _rerun_partition_modifications(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+    for topic in snap.topics:
+        yield PartitionModifications(topic)
+
+
+def _rerun_topic_deletion(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+    """TopicDeletion fires on a child change: re-run it only if the children differ from the queue
+    (the controller deletes a marker only when it also dequeues the topic)."""
+    if _guarded(
+        ctl, "TopicDeletion", lambda: set(zkc.get_topic_deletions(ctl.zk)) != ctl.context.topics_to_be_deleted
+    ):
+        yield TopicDeletion()
+
+
+def _rerun_isr_change_notification(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+    yield IsrChangeNotification()
+
+
+def _rerun_log_dir_event_notification(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+    yield LogDirEventNotification()
+
+
+def _rerun_zk_partition_reassignment(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+    if _creation_only(ctl, snap.reassign_existed, PARTITION_REASSIGNMENT_HANDLER):
+        yield ZkPartitionReassignment()
+
+
+def _rerun_partition_reassignment_isr_change(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+    """The state znode's data watch: a deleted znode fires no data change."""
+    for tp in snap.partitions_being_reassigned:
+        if _guarded(ctl, f"PartitionReassignmentIsrChange({tp})", partial(_state_exists, ctl, tp)):
+            yield PartitionReassignmentIsrChange(tp)
+
+
+def _state_exists(ctl: KafkaController, tp: TopicPartition) -> bool:
+    return ctl.zk.get_data([zd.partition_state_path(*tp)])[0].stat is not None
+
+
+def _rerun_replica_leader_election(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+    if _creation_only(ctl, snap.preferred_existed, PREFERRED_REPLICA_ELECTION_HANDLER):
+        yield ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)
+
+
+def _controllership_rerun(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+    """`/controller`'s events: the reconnect's own re-election (`process_reelect`) covers them."""
+    return iter(())
+
+
+# Every event a watch can enqueue, with how a reconnect re-runs it, in the order they re-run.
+RECONNECT_STEPS: dict[type[ControllerEvent], ReconnectStep] = {
+    ControllerChange: _controllership_rerun,
+    Reelect: _controllership_rerun,
+    BrokerChange: _rerun_broker_change,
+    BrokerModifications: _rerun_broker_modifications,
+    TopicChange: _rerun_topic_change,
+    PartitionModifications: _rerun_partition_modifications,
+    TopicDeletion: _rerun_topic_deletion,
+    IsrChangeNotification: _rerun_isr_change_notification,
+    LogDirEventNotification: _rerun_log_dir_event_notification,
+    ZkPartitionReassignment: _rerun_zk_partition_reassignment,
+    PartitionReassignmentIsrChange: _rerun_partition_reassignment_isr_change,
+    ReplicaLeaderElection: _rerun_replica_leader_election,
+}
+
+
+def events_to_rerun_after_reconnect(ctl: KafkaController) -> Iterator[ControllerEvent]:
+    """After `process_reelect`, the events to re-run on a reconnect, lazily: re-read every
+    registered path (re-arming its one-shot watch) and re-run its handler's event — but only where
+    Kafka's handler would have been told of a change, so that a reconnect with nothing changed
+    writes nothing and sends nothing (Kafka's client re-arms its watches itself and only changed
+    paths fire). The core dispatches each as it comes (a condition is read after the earlier
+    events ran); every handler checks isActive itself."""
     if not ctl.is_active:
         return
-    reassign_existed = ctl.existed_at_last_check.get(zd.REASSIGN_PARTITIONS, False)
-    preferred_existed = ctl.existed_at_last_check.get(zd.PREFERRED_REPLICA_ELECTION, False)
-    steps: list[tuple[str, Callable[[], object]]] = [
-        ("BrokerChange", lambda: brokers.process_broker_change(ctl)),
-    ]
-    for broker_id in sorted(ctl.context.live_or_shutting_down_broker_ids):
-        steps.append(
-            (
-                f"BrokerModifications({broker_id})",
-                partial(brokers.process_broker_modifications, ctl, broker_id),
-            )
-        )
-    steps.append(("TopicChange", lambda: topics.process_topic_change(ctl)))
-    for path in sorted(ctl.node_handlers):
-        if path.startswith(zd.BROKER_TOPICS + "/") and path.count("/") == 3:
-            topic = path.rsplit("/", 1)[1]
-            steps.append(
-                (
-                    f"PartitionModifications({topic})",
-                    partial(topics.process_partition_modifications, ctl, topic),
-                )
-            )
-    steps += [
-        ("TopicDeletion", lambda: _reconnect_topic_deletion(ctl)),
-        ("IsrChangeNotification", lambda: notifications.process_isr_change_notification(ctl)),
-        ("LogDirEventNotification", lambda: notifications.process_log_dir_event_notification(ctl)),
-        (
-            "ZkPartitionReassignment",
-            lambda: _reconnect_creation_only(ctl, reassign_existed, PARTITION_REASSIGNMENT_HANDLER),
-        ),
-    ]
-    for tp in sorted(ctl.context.partitions_being_reassigned):
-        steps.append((f"PartitionReassignmentIsrChange({tp})", partial(_reconnect_reassignment_isr, ctl, tp)))
-    steps.append(
-        (
-            "ReplicaLeaderElection",
-            lambda: _reconnect_creation_only(ctl, preferred_existed, PREFERRED_REPLICA_ELECTION_HANDLER),
-        )
-    )
-    for name, step in steps:  # every handler checks isActive itself
-        try:
-            step()
-        except ControllerMovedError:
-            raise
-        except Exception:
-            ctl.log.exception("Error processing event %s after reconnecting", name)
+    snap = reconnect_snapshot(ctl)
+    for step in RECONNECT_STEPS.values():
+        yield from step(ctl, snap)
 
 
-def _reconnect_topic_deletion(ctl: KafkaController) -> None:
-    """TopicDeletion fires on a child change: run it only if the children differ from the queue
-    (the controller deletes a marker only when it also dequeues the topic)."""
-    if set(zkc.get_topic_deletions(ctl.zk)) != ctl.context.topics_to_be_deleted:
-        topics.process_topic_deletion(ctl)
+def rerun_name(event: ControllerEvent) -> str:
+    """How a failed re-run is named in the log."""
+    match event:
+        case BrokerModifications(broker_id=broker_id):
+            return f"BrokerModifications({broker_id})"
+        case PartitionModifications(topic=topic):
+            return f"PartitionModifications({topic})"
+        case PartitionReassignmentIsrChange(partition=tp):
+            return f"PartitionReassignmentIsrChange({tp})"
+        case _:
+            return type(event).__name__
 
 
-def _reconnect_creation_only(ctl: KafkaController, existed: bool, handler: NodeHandler) -> None:
+def _guarded(ctl: KafkaController, name: str, condition: Callable[[], bool]) -> bool:
+    """A re-run's condition fails as its event would: logged, and the other re-runs go on."""
+    try:
+        return condition()
+    except ControllerMovedError:
+        raise
+    except Exception:
+        ctl.log.exception("Error processing event %s after reconnecting", name)
+        return False
+
+
+def _creation_only(ctl: KafkaController, existed: bool, handler: NodeHandler) -> bool:
     """`/admin/reassign_partitions` and `/admin/preferred_replica_election` act on creation only:
-    run the handler iff the znode was absent at the last check (an exists watch was armed);
+    re-run the handler iff the znode was absent at the last check (an exists watch was armed);
     otherwise only re-arm the watch."""
-    if existed:
-        ctl.register_node_handler(handler, check_exists=True)
-    elif handler is PARTITION_REASSIGNMENT_HANDLER:
-        reassign.process_zk_partition_reassignment(ctl)
-    else:
-        leader_elections.process_replica_leader_election(
-            ctl, ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)
-        )
-
-
-def _reconnect_reassignment_isr(ctl: KafkaController, tp: tuple[str, int]) -> None:
-    """The state znode's data watch: a deleted znode fires no data change."""
-    if ctl.zk.get_data([zd.partition_state_path(*tp)])[0].stat is not None:
-        reassign.process_partition_reassignment_isr_change(ctl, tp)
+    if not existed:
+        return True
+    name = "ZkPartitionReassignment" if handler is PARTITION_REASSIGNMENT_HANDLER else "ReplicaLeaderElection"
+    _guarded(ctl, name, lambda: ctl.register_node_handler(handler, check_exists=True))
+    return False

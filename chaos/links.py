@@ -31,30 +31,31 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import os
 import random
-import signal
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 from toxiproxy import Toxiproxy
 from toxiproxy.proxy import Proxy
 
-from conformance.cluster import Cluster, Node
+from conformance.cluster import Cluster
 from conformance.nodeconfig import CLIENT_LISTENER, Interpose, control_listener, inter_broker_listener
-from conformance.targets import REPO_ROOT, Target
-from fixtures.launcher import Handle, Launcher, LaunchSpec
+from conformance.targets import Target
+from fixtures.launcher import Launcher
 from fixtures.probes.request_proxy import RecordingProxy
 
 __all__ = ["ChaosCluster", "LinkFabric", "PortPool", "use_toxiproxy"]
 
 Address = tuple[str, int]
 LOOPBACK = "127.0.0.1"
+#: Fixed listener ports of chaos clusters: below the kernel's ephemeral range (32768+) and below
+#: the conformance clusters' range (20000-32000), so neither a port-0 listener nor a conformance
+#: run started alongside can take one between the pick and the node's bind.
+CHAOS_PORTS = range(10000, 20000)
 
 
 def use_toxiproxy(url: str) -> Toxiproxy:
@@ -70,7 +71,8 @@ class PortPool:
 
     Ports go back to the pool when a cluster closes and are reused only after ``cooldown`` other
     releases (a listener of the last run may still be closing). Disjoint slices per runner slot
-    keep parallel workers of one runner apart; a port any other process holds fails the bind probe.
+    keep parallel workers of one runner apart; a port any other process holds fails the bind probe
+    (:data:`CHAOS_PORTS` by default).
     """
 
     def __init__(self, ports: range, cooldown: int = 400) -> None:
@@ -81,7 +83,7 @@ class PortPool:
         self._rng = random.Random()
 
     @classmethod
-    def for_slot(cls, slot: int, slots: int, ports: range = range(20000, 32000)) -> PortPool:
+    def for_slot(cls, slot: int, slots: int, ports: range = CHAOS_PORTS) -> PortPool:
         size = len(ports) // max(slots, 1)
         start = ports.start + (slot % max(slots, 1)) * size
         return cls(range(start, start + size))
@@ -172,29 +174,6 @@ def _ends(link: str) -> tuple[int, ...]:
     return ids[:1] if kind == "ZK" else ids
 
 
-class _HandleProcess:
-    """A :class:`Handle` seen as the ``Popen`` subset :class:`Cluster` uses (poll/wait/pid)."""
-
-    def __init__(self, handle: Handle) -> None:
-        self.handle = handle
-        self.returncode: int | None = None
-
-    @property
-    def pid(self) -> int:
-        return self.handle.pid or -1
-
-    def poll(self) -> int | None:
-        self.returncode = self.handle.poll()
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        try:
-            self.returncode = self.handle.wait(timeout if timeout is not None else 3600.0)
-        except TimeoutError as exc:
-            raise subprocess.TimeoutExpired("node", timeout or 0.0) from exc
-        return self.returncode
-
-
 class ChaosCluster(Cluster):
     """A :class:`Cluster` whose every link goes through a named Toxiproxy proxy (module docstring)."""
 
@@ -207,14 +186,13 @@ class ChaosCluster(Cluster):
         launcher: Launcher,
         **kwargs: Any,
     ) -> None:
-        self.fabric, self.port_pool, self.launcher = fabric, ports, launcher
-        self.handles: dict[int, Handle] = {}
+        self.fabric, self.port_pool = fabric, ports
         self._taken: list[int] = []
         self._zk_links: dict[int, int] = {}
         self._ids = tuple(sorted(kwargs.get("broker_ids", (1, 2, 3))))
         self._zk_servers = len(str(kwargs["zk_connect_string"]).split(","))
         try:
-            super().__init__(target, zk_front=self._zk_front, **kwargs)
+            super().__init__(target, zk_front=self._zk_front, launcher=launcher, **kwargs)
         except BaseException:
             for recorder in self.proxies.values():  # the journal's loop still runs: close them
                 with contextlib.suppress(Exception):
@@ -254,27 +232,7 @@ class ChaosCluster(Cluster):
             out[inter_broker_listener(source)] = Interpose(bind_port=bind, advertised_port=front)
         return out
 
-    # --- processes through the launcher seam ----------------------------------------------------
-
-    def _spawn(self, node: Node) -> None:
-        if node.running:
-            raise RuntimeError(f"node {node.broker_id} is already running")
-        spec = LaunchSpec(
-            role="node",
-            name=f"node-{node.broker_id}",
-            argv=self.target.render_command(node.config_path, node.node_dir),
-            cwd=self.target.render_cwd(node.node_dir),
-            log_path=node.node_dir / "stdout.log",
-            env={**os.environ, **self.target.render_env(node.node_dir)},
-            mounts=[node.node_dir, REPO_ROOT],
-        )
-        handle = self.launcher.spawn(spec)
-        self.handles[node.broker_id] = handle
-        # the process launcher's handle holds the real Popen; any other launcher gets an adapter
-        popen = getattr(getattr(handle, "managed", None), "popen", None)
-        proc: Any = popen if isinstance(popen, subprocess.Popen) else _HandleProcess(handle)
-        node.proc = cast(subprocess.Popen[bytes], proc)
-        node.paused = False
+    # --- processes ------------------------------------------------------------------------------
 
     def wait_registered(self, ids: Iterable[int], deadline_s: float = 20.0) -> None:
         """As :meth:`Cluster.wait_registered`, but a node that exits fails the wait at once,
@@ -297,16 +255,8 @@ class ChaosCluster(Cluster):
                 )
             time.sleep(0.05)
 
-    def _signal(self, bid: int, sig: signal.Signals) -> None:
-        handle = self.handles.get(bid)
-        if handle is not None and self.nodes[bid].proc is not None and handle.poll() is None:
-            handle.send_signal(sig)
-
     def close(self) -> None:
         super().close()
-        for handle in self.handles.values():
-            with contextlib.suppress(Exception):
-                handle.remove()
         self._release_links()
 
     def _release_links(self) -> None:

@@ -45,7 +45,7 @@ def cluster(
     made = ChaosCluster(
         load_target("reference"),
         fabric=LinkFabric(use_toxiproxy(toxiproxy_url), prefix=f"{request.node.name[:20]}_"),
-        ports=PortPool(range(24000, 26000)),
+        ports=PortPool(range(19000, 20000)),
         launcher=launcher_named("process"),
         zk_connect_string=zk.connect_string,
         chroot=chroot,

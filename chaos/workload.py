@@ -8,7 +8,8 @@ needed already existed or was missing, the broker answered an error that means "
 =====================  ==========================================================================
 op                     how (Kafka 2.5, spec §1.3 and §5.1)
 =====================  ==========================================================================
-create_topic           ZooKeeper admin path: ``/config/topics/<t>`` then ``/brokers/topics/<t>``
+create_topic           ZooKeeper admin path: ``/config/topics/<t>`` (set or create) then
+                       ``/brokers/topics/<t>``
 create_topic_admin     confluent-kafka AdminClient ``CreateTopics`` through the CLIENT proxies
 add_partitions         ``AdminZkClient.addPartitions``: the topic znode rewritten (setData, version
                        checked) with the new partitions' replicas
@@ -79,12 +80,19 @@ class Client:
     def _create_topic(self, value: Mapping[str, Any]) -> OpResult:
         topic = str(value["topic"])
         assignment = {int(p): list(r) for p, r in value["assignment"].items()}
-        if self.cluster.zk.exists(f"/brokers/topics/{topic}"):
+        zk = self.cluster.zk
+        if zk.exists(f"/brokers/topics/{topic}"):
             return "fail", None, "topic exists"
-        with contextlib.suppress(NoNodeError):  # a leftover of an earlier incarnation
-            self.cluster.zk.delete(f"/config/topics/{topic}")
+        # AdminZkClient: setOrCreateEntityConfigs (a config left by an earlier incarnation is
+        # overwritten, never deleted: deleting it is the controller's step), then the topic znode
+        config = admin.encode({"version": 1, "config": {}})
         try:
-            admin.create_topic_zk(self.cluster, topic, assignment)
+            zk.set(f"/config/topics/{topic}", config)
+        except NoNodeError:
+            with contextlib.suppress(NodeExistsError):
+                zk.create(f"/config/topics/{topic}", config, makepath=True)
+        try:
+            zk.create(f"/brokers/topics/{topic}", admin.topic_znode(assignment), makepath=True)
         except NodeExistsError:
             return "fail", None, "topic exists"
         return "ok", None, None

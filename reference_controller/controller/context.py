@@ -42,7 +42,18 @@ def replica_of(tp: TopicPartition, replica: int) -> PartitionAndReplica:
 
 
 @dataclass
+class Controllership:
+    """Who this node believes is the controller, and whether its own failover began (Kafka's
+    `activeControllerId` and the "failover started" half of `isActive`). Survives
+    `reset_context`: resignation clears the cluster view, not who the controller is."""
+
+    active_controller_id: int = -1
+    failover_started: bool = False
+
+
+@dataclass
 class ControllerContext:
+    controllership: Controllership = field(default_factory=Controllership)
     epoch: int = 0
     epoch_zk_version: int = 0
     live_brokers: dict[int, BrokerInfo] = field(default_factory=dict)
@@ -181,5 +192,5 @@ class ControllerContext:
         return topic in self.topics_to_be_deleted
 
     def reset_context(self) -> None:
-        fresh = ControllerContext()
+        fresh = ControllerContext(controllership=self.controllership)
         self.__dict__.update(fresh.__dict__)

@@ -78,7 +78,6 @@ class KafkaController:
         self.clock = clock
         self.broker_id = config.broker_id
         self.broker_epoch = broker_epoch
-        self.active_controller_id = -1
         self.context = ControllerContext()
         self.log = controller_logger(self.broker_id)
         self.state_change_log = StateChangeLogger(self.broker_id, lambda: self.context.epoch)
@@ -110,10 +109,13 @@ class KafkaController:
         # it did not): lets ZkReconnected tell a creation Kafka would be told of from an old znode.
         self.existed_at_last_check: dict[str, bool] = {}
         self.child_handlers: dict[str, ChildHandler] = {}
-        self.failover_started = False
         self._effects: list[Effect] = []
 
     # ---- public API -----------------------------------------------------------------------
+    @property
+    def active_controller_id(self) -> int:
+        return self.context.controllership.active_controller_id
+
     @property
     def is_active(self) -> bool:
         return self.active_controller_id == self.broker_id

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
 
 from reference_controller import zkdata as zd
 from reference_controller.controller import failover
@@ -40,24 +39,21 @@ from reference_controller.controller.events import (
     TopicDeletion,
     ZkPartitionReassignment,
 )
-from reference_controller.controller.ports import ControllerMovedError, NodeHandler
-
-if TYPE_CHECKING:
-    from reference_controller.controller.core import KafkaController
+from reference_controller.controller.ports import ControllerHandle, ControllerMovedError, NodeHandler
 
 
-def process_startup(ctl: KafkaController) -> None:
+def process_startup(ctl: ControllerHandle) -> None:
     ctl.register_node_handler(CONTROLLER_CHANGE_HANDLER, check_exists=True)
     elect(ctl)
 
 
-def elect(ctl: KafkaController) -> None:
+def elect(ctl: ControllerHandle) -> None:
     """`elect()`: return if a controller exists; else the election multi, then failover."""
-    ctl.active_controller_id = zkc.get_controller_id(ctl.zk)
-    if ctl.active_controller_id != -1:
+    ctl.context.controllership.active_controller_id = zkc.get_controller_id(ctl.zk)
+    if ctl.context.controllership.active_controller_id != -1:
         ctl.log.debug(
             "Broker %d has been elected as the controller, so stopping the election process.",
-            ctl.active_controller_id,
+            ctl.context.controllership.active_controller_id,
         )
         return
     try:
@@ -66,7 +62,7 @@ def elect(ctl: KafkaController) -> None:
         )
         ctl.context.epoch = epoch
         ctl.context.epoch_zk_version = epoch_zk_version
-        ctl.active_controller_id = ctl.broker_id
+        ctl.context.controllership.active_controller_id = ctl.broker_id
         ctl.log.info(
             "%d successfully elected as the controller. Epoch incremented to %d and epoch zk "
             "version is now %d",
@@ -77,10 +73,10 @@ def elect(ctl: KafkaController) -> None:
         failover.on_controller_failover(ctl)
     except ControllerMovedError:
         maybe_resign(ctl)
-        if ctl.active_controller_id != -1:
+        if ctl.context.controllership.active_controller_id != -1:
             ctl.log.debug(
                 "Broker %d was elected as controller instead of broker %d",
-                ctl.active_controller_id,
+                ctl.context.controllership.active_controller_id,
                 ctl.broker_id,
             )
         else:
@@ -97,42 +93,42 @@ def elect(ctl: KafkaController) -> None:
         trigger_controller_move(ctl)
 
 
-def maybe_resign(ctl: KafkaController) -> None:
+def maybe_resign(ctl: ControllerHandle) -> None:
     """Re-arm the `/controller` watch, re-read the id, resign iff we were active and no longer are."""
     was_active = ctl.is_active
     ctl.register_node_handler(CONTROLLER_CHANGE_HANDLER, check_exists=True)
-    ctl.active_controller_id = zkc.get_controller_id(ctl.zk)
+    ctl.context.controllership.active_controller_id = zkc.get_controller_id(ctl.zk)
     if was_active and not ctl.is_active:
         failover.on_controller_resignation(ctl)
 
 
-def trigger_controller_move(ctl: KafkaController) -> None:
-    ctl.active_controller_id = zkc.get_controller_id(ctl.zk)
+def trigger_controller_move(ctl: ControllerHandle) -> None:
+    ctl.context.controllership.active_controller_id = zkc.get_controller_id(ctl.zk)
     if not ctl.is_active:
         ctl.log.warning("Controller has already moved when trying to trigger controller movement")
         return
     try:
         expected = ctl.context.epoch_zk_version
-        ctl.active_controller_id = -1
+        ctl.context.controllership.active_controller_id = -1
         failover.on_controller_resignation(ctl)
         zkc.delete_controller(ctl.zk, expected)
     except ControllerMovedError:
         ctl.log.warning("Controller has already moved when trying to trigger controller movement")
 
 
-def process_reelect(ctl: KafkaController) -> None:
+def process_reelect(ctl: ControllerHandle) -> None:
     maybe_resign(ctl)
     elect(ctl)
 
 
-def process_expire(ctl: KafkaController) -> None:
-    ctl.active_controller_id = -1
+def process_expire(ctl: ControllerHandle) -> None:
+    ctl.context.controllership.active_controller_id = -1
     failover.on_controller_resignation(ctl)
 
 
-def process_shutdown(ctl: KafkaController) -> None:
+def process_shutdown(ctl: ControllerHandle) -> None:
     """Node shutdown (`KafkaController.shutdown`): resign; the session close removes `/controller`."""
-    ctl.active_controller_id = -1
+    ctl.context.controllership.active_controller_id = -1
     failover.on_controller_resignation(ctl)
 
 
@@ -149,7 +145,7 @@ class ReconnectSnapshot:
     preferred_existed: bool
 
 
-def reconnect_snapshot(ctl: KafkaController) -> ReconnectSnapshot:
+def reconnect_snapshot(ctl: ControllerHandle) -> ReconnectSnapshot:
     topics = tuple(
         path.rsplit("/", 1)[1]
         for path in sorted(ctl.node_handlers)
@@ -165,28 +161,28 @@ def reconnect_snapshot(ctl: KafkaController) -> ReconnectSnapshot:
 
 
 Reruns = Iterator[ControllerEvent]
-ReconnectStep = Callable[["KafkaController", ReconnectSnapshot], Reruns]
+ReconnectStep = Callable[["ControllerHandle", ReconnectSnapshot], Reruns]
 
 
-def _rerun_broker_change(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_broker_change(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
     yield BrokerChange()
 
 
-def _rerun_broker_modifications(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_broker_modifications(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
     for broker_id in snap.broker_ids:
         yield BrokerModifications(broker_id)
 
 
-def _rerun_topic_change(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_topic_change(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
     yield TopicChange()
 
 
-def _rerun_partition_modifications(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_partition_modifications(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
     for topic in snap.topics:
         yield PartitionModifications(topic)
 
 
-def _rerun_topic_deletion(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_topic_deletion(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
     """TopicDeletion fires on a child change: re-run it only if the children differ from the queue
     (the controller deletes a marker only when it also dequeues the topic)."""
     if _guarded(
@@ -195,36 +191,36 @@ def _rerun_topic_deletion(ctl: KafkaController, snap: ReconnectSnapshot) -> Reru
         yield TopicDeletion()
 
 
-def _rerun_isr_change_notification(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_isr_change_notification(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
     yield IsrChangeNotification()
 
 
-def _rerun_log_dir_event_notification(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_log_dir_event_notification(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
     yield LogDirEventNotification()
 
 
-def _rerun_zk_partition_reassignment(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_zk_partition_reassignment(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
     if _creation_only(ctl, snap.reassign_existed, PARTITION_REASSIGNMENT_HANDLER):
         yield ZkPartitionReassignment()
 
 
-def _rerun_partition_reassignment_isr_change(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_partition_reassignment_isr_change(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
     """The state znode's data watch: a deleted znode fires no data change."""
     for tp in snap.partitions_being_reassigned:
         if _guarded(ctl, f"PartitionReassignmentIsrChange({tp})", partial(_state_exists, ctl, tp)):
             yield PartitionReassignmentIsrChange(tp)
 
 
-def _state_exists(ctl: KafkaController, tp: TopicPartition) -> bool:
+def _state_exists(ctl: ControllerHandle, tp: TopicPartition) -> bool:
     return ctl.zk.get_data([zd.partition_state_path(*tp)])[0].stat is not None
 
 
-def _rerun_replica_leader_election(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_replica_leader_election(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
     if _creation_only(ctl, snap.preferred_existed, PREFERRED_REPLICA_ELECTION_HANDLER):
         yield ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)
 
 
-def _controllership_rerun(ctl: KafkaController, snap: ReconnectSnapshot) -> Reruns:
+def _controllership_rerun(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
     """`/controller`'s events: the reconnect's own re-election (`process_reelect`) covers them."""
     return iter(())
 
@@ -246,7 +242,7 @@ RECONNECT_STEPS: dict[type[ControllerEvent], ReconnectStep] = {
 }
 
 
-def events_to_rerun_after_reconnect(ctl: KafkaController) -> Iterator[ControllerEvent]:
+def events_to_rerun_after_reconnect(ctl: ControllerHandle) -> Iterator[ControllerEvent]:
     """After `process_reelect`, the events to re-run on a reconnect, lazily: re-read every
     registered path (re-arming its one-shot watch) and re-run its handler's event — but only where
     Kafka's handler would have been told of a change, so that a reconnect with nothing changed
@@ -273,7 +269,7 @@ def rerun_name(event: ControllerEvent) -> str:
             return type(event).__name__
 
 
-def _guarded(ctl: KafkaController, name: str, condition: Callable[[], bool]) -> bool:
+def _guarded(ctl: ControllerHandle, name: str, condition: Callable[[], bool]) -> bool:
     """A re-run's condition fails as its event would: logged, and the other re-runs go on."""
     try:
         return condition()
@@ -284,7 +280,7 @@ def _guarded(ctl: KafkaController, name: str, condition: Callable[[], bool]) -> 
         return False
 
 
-def _creation_only(ctl: KafkaController, existed: bool, handler: NodeHandler) -> bool:
+def _creation_only(ctl: ControllerHandle, existed: bool, handler: NodeHandler) -> bool:
     """`/admin/reassign_partitions` and `/admin/preferred_replica_election` act on creation only:
     re-run the handler iff the znode was absent at the last check (an exists watch was armed);
     otherwise only re-arm the watch."""

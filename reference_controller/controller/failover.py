@@ -16,8 +16,6 @@ The exact order of KafkaController.scala@2.5.1 L217-269 (spec §2.2):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from reference_controller import zkdata as zd
 from reference_controller.controller import leader_elections
 from reference_controller.controller import reassignment as reassign
@@ -50,17 +48,15 @@ from reference_controller.controller.events import (
     ElectionTrigger,
     ElectionType,
 )
-
-if TYPE_CHECKING:
-    from reference_controller.controller.core import KafkaController
+from reference_controller.controller.ports import ControllerHandle
 
 AUTO_REBALANCE_TASK = "auto-leader-rebalance-task"
 FIRST_AUTO_REBALANCE_DELAY_MS = 5000
 
 
-def on_controller_failover(ctl: KafkaController) -> None:
+def on_controller_failover(ctl: ControllerHandle) -> None:
     ctx = ctl.context
-    ctl.failover_started = True
+    ctl.context.controllership.failover_started = True
     ctl.emit([BecameController(ctx.epoch, ctx.epoch_zk_version)])
     ctl.log.info("Registering handlers")
     for child_handler in CHILD_HANDLERS:
@@ -97,13 +93,13 @@ def on_controller_failover(ctl: KafkaController) -> None:
         )
 
 
-def _delete_all_children(ctl: KafkaController, parent: str) -> None:
+def _delete_all_children(ctl: ControllerHandle, parent: str) -> None:
     """`deleteLogDirEventNotifications` / `deleteIsrChangeNotifications` (getChildren arms the watch)."""
     children = zkc.get_sorted_children(ctl.zk, parent)
     zkc.delete_paths(ctl.zk, [f"{parent}/{c}" for c in children], ctl.context.epoch_zk_version)
 
 
-def initialize_controller_context(ctl: KafkaController) -> None:
+def initialize_controller_context(ctl: ControllerHandle) -> None:
     ctx = ctl.context
     ctx.set_live_broker_and_epochs(zkc.get_all_broker_and_epochs(ctl.zk))
     ctl.log.info("Initialized broker epochs cache: %s", dict(sorted(ctx.live_broker_epochs.items())))
@@ -123,7 +119,7 @@ def initialize_controller_context(ctl: KafkaController) -> None:
     ctl.log.info("Current list of topics in the cluster: %s", sorted(ctx.all_topics))
 
 
-def fetch_topic_deletions_in_progress(ctl: KafkaController) -> tuple[set[str], set[str]]:
+def fetch_topic_deletions_in_progress(ctl: ControllerHandle) -> tuple[set[str], set[str]]:
     ctx = ctl.context
     to_delete = set(zkc.get_topic_deletions(ctl.zk))
     with_offline = {
@@ -138,7 +134,7 @@ def fetch_topic_deletions_in_progress(ctl: KafkaController) -> tuple[set[str], s
     return to_delete, ineligible
 
 
-def on_controller_resignation(ctl: KafkaController) -> None:
+def on_controller_resignation(ctl: ControllerHandle) -> None:
     """Drop every controller handler, stop timers and channels, reset the context."""
     ctl.log.debug("Resigning")
     ctx = ctl.context
@@ -154,7 +150,7 @@ def on_controller_resignation(ctl: KafkaController) -> None:
     ctl.partition_state_machine.shutdown()
     ctl.batch.clear()
     ctx.reset_context()
-    if ctl.failover_started:
-        ctl.failover_started = False
+    if ctl.context.controllership.failover_started:
+        ctl.context.controllership.failover_started = False
         ctl.emit([CancelScheduled(None), Resigned()])
     ctl.log.info("Resigned")

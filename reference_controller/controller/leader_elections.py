@@ -11,7 +11,6 @@ partition (0 = elected).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
@@ -37,17 +36,14 @@ from reference_controller.controller.events import (
     ElectionType,
     ReplicaLeaderElection,
 )
-from reference_controller.controller.ports import ControllerMovedError
+from reference_controller.controller.ports import ControllerHandle, ControllerMovedError
 from reference_controller.controller.state_change_log import StateChangeFailedException
 from reference_controller.zkdata import NO_LEADER, LeaderAndIsr
-
-if TYPE_CHECKING:
-    from reference_controller.controller.core import KafkaController
 
 Outcome = LeaderAndIsr | Exception
 
 
-def process_replica_leader_election(ctl: KafkaController, event: ReplicaLeaderElection) -> None:
+def process_replica_leader_election(ctl: ControllerHandle, event: ReplicaLeaderElection) -> None:
     if not ctl.is_active:
         if event.reply is not None:
             event.reply(dict.fromkeys(event.partitions or (), NOT_CONTROLLER))
@@ -66,7 +62,7 @@ def process_replica_leader_election(ctl: KafkaController, event: ReplicaLeaderEl
 
 
 def _elect(
-    ctl: KafkaController, partitions: list[TopicPartition], kind: ElectionType, trigger: ElectionTrigger
+    ctl: ControllerHandle, partitions: list[TopicPartition], kind: ElectionType, trigger: ElectionTrigger
 ) -> dict[TopicPartition, int]:
     ctx = ctl.context
     known_set = set(ctx.all_partitions())
@@ -107,7 +103,7 @@ def _elect(
     return codes
 
 
-def _needs_election(ctl: KafkaController, tp: TopicPartition, kind: ElectionType) -> bool:
+def _needs_election(ctl: ControllerHandle, tp: TopicPartition, kind: ElectionType) -> bool:
     info = ctl.context.partition_leadership_info.get(tp)
     leader = info.leader_and_isr.leader if info is not None else NO_LEADER
     if kind == ElectionType.PREFERRED:
@@ -116,7 +112,7 @@ def _needs_election(ctl: KafkaController, tp: TopicPartition, kind: ElectionType
 
 
 def on_replica_election(
-    ctl: KafkaController, partitions: Iterable[TopicPartition], kind: ElectionType, trigger: ElectionTrigger
+    ctl: ControllerHandle, partitions: Iterable[TopicPartition], kind: ElectionType, trigger: ElectionTrigger
 ) -> dict[TopicPartition, Outcome]:
     partitions = list(partitions)
     ctl.log.info(
@@ -155,7 +151,7 @@ def on_replica_election(
 
 
 def remove_partitions_from_preferred_replica_election(
-    ctl: KafkaController, partitions: list[TopicPartition], auto: bool
+    ctl: ControllerHandle, partitions: list[TopicPartition], auto: bool
 ) -> None:
     ctx = ctl.context
     for tp in partitions:
@@ -182,7 +178,7 @@ def remove_partitions_from_preferred_replica_election(
         ctl.enqueue(ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED))
 
 
-def fetch_pending_preferred_replica_elections(ctl: KafkaController) -> list[TopicPartition]:
+def fetch_pending_preferred_replica_elections(ctl: ControllerHandle) -> list[TopicPartition]:
     ctx = ctl.context
     undergoing = zkc.get_preferred_replica_election(ctl.zk)
     completed: list[TopicPartition] = []
@@ -206,7 +202,7 @@ def fetch_pending_preferred_replica_elections(ctl: KafkaController) -> list[Topi
 
 
 # ---- auto rebalance ---------------------------------------------------------------------------
-def process_auto_preferred_replica_leader_election(ctl: KafkaController) -> None:
+def process_auto_preferred_replica_leader_election(ctl: ControllerHandle) -> None:
     if not ctl.is_active:
         return
     try:
@@ -224,7 +220,7 @@ def process_auto_preferred_replica_leader_election(ctl: KafkaController) -> None
         )
 
 
-def check_and_trigger_auto_leader_rebalance(ctl: KafkaController) -> None:
+def check_and_trigger_auto_leader_rebalance(ctl: ControllerHandle) -> None:
     ctx = ctl.context
     tdm = ctl.topic_deletion_manager
     assignments = {
@@ -249,14 +245,14 @@ def check_and_trigger_auto_leader_rebalance(ctl: KafkaController) -> None:
 
 
 # ---- unclean leader election enable ------------------------------------------------------------
-def process_unclean_leader_election_enable(ctl: KafkaController) -> None:
+def process_unclean_leader_election_enable(ctl: ControllerHandle) -> None:
     if not ctl.is_active:
         return
     ctl.log.info("Unclean leader election has been enabled by default")
     ctl.partition_state_machine.trigger_online_partition_state_change()
 
 
-def process_topic_unclean_leader_election_enable(ctl: KafkaController, topic: str) -> None:
+def process_topic_unclean_leader_election_enable(ctl: ControllerHandle, topic: str) -> None:
     if not ctl.is_active:
         return
     ctl.log.info("Unclean leader election has been enabled for topic %s", topic)

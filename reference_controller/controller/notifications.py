@@ -8,8 +8,6 @@ UpdateMetadata response handlers (KAFKA_STORAGE_ERROR marks replicas offline).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from reference_controller import zkdata as zd
 from reference_controller.controller import brokers
 from reference_controller.controller import zk_client as zkc
@@ -27,17 +25,15 @@ from reference_controller.controller.events import (
     LeaderAndIsrResponseReceived,
     UpdateMetadataResponseReceived,
 )
+from reference_controller.controller.ports import ControllerHandle
 from reference_controller.errors import MalformedZnodeError
 
-if TYPE_CHECKING:
-    from reference_controller.controller.core import KafkaController
 
-
-def _notification_names(ctl: KafkaController, parent: str, prefix: str) -> list[str]:
+def _notification_names(ctl: ControllerHandle, parent: str, prefix: str) -> list[str]:
     return [c for c in zkc.get_sorted_children(ctl.zk, parent) if c.startswith(prefix)]
 
 
-def process_isr_change_notification(ctl: KafkaController) -> None:
+def process_isr_change_notification(ctl: ControllerHandle) -> None:
     if not ctl.is_active:
         return
     names = _notification_names(ctl, zd.ISR_CHANGE_NOTIFICATION, zd.ISR_CHANGE_PREFIX)
@@ -64,7 +60,7 @@ def process_isr_change_notification(ctl: KafkaController) -> None:
         zkc.delete_paths(ctl.zk, [zd.isr_change_path(n) for n in names], ctl.context.epoch_zk_version)
 
 
-def process_log_dir_event_notification(ctl: KafkaController) -> None:
+def process_log_dir_event_notification(ctl: ControllerHandle) -> None:
     if not ctl.is_active:
         return
     names = _notification_names(ctl, zd.LOG_DIR_EVENT_NOTIFICATION, zd.LOG_DIR_EVENT_PREFIX)
@@ -84,14 +80,14 @@ def process_log_dir_event_notification(ctl: KafkaController) -> None:
         zkc.delete_paths(ctl.zk, [zd.log_dir_event_path(n) for n in names], ctl.context.epoch_zk_version)
 
 
-def on_broker_log_dir_failure(ctl: KafkaController, broker_ids: list[int]) -> None:
+def on_broker_log_dir_failure(ctl: ControllerHandle, broker_ids: list[int]) -> None:
     """Probe every replica on the brokers with LeaderAndIsr (→ OnlineReplica)."""
     ctl.log.info("Handling log directory failure for brokers %s", ",".join(str(b) for b in broker_ids))
     replicas = ctl.context.replicas_on_brokers(broker_ids)
     ctl.replica_state_machine.handle_state_changes(replicas, ReplicaState.OnlineReplica)
 
 
-def process_leader_and_isr_response(ctl: KafkaController, event: LeaderAndIsrResponseReceived) -> None:
+def process_leader_and_isr_response(ctl: ControllerHandle, event: LeaderAndIsrResponseReceived) -> None:
     if not ctl.is_active:
         return
     if event.error_code != 0:
@@ -111,7 +107,7 @@ def process_leader_and_isr_response(ctl: KafkaController, event: LeaderAndIsrRes
         brokers.on_replicas_become_offline(ctl, [replica_of(tp, event.broker_id) for tp in new_offline])
 
 
-def process_update_metadata_response(ctl: KafkaController, event: UpdateMetadataResponseReceived) -> None:
+def process_update_metadata_response(ctl: ControllerHandle, event: UpdateMetadataResponseReceived) -> None:
     if ctl.is_active and event.error_code != 0:
         ctl.state_change_log.error(
             f"Received error {ERROR_NAMES.get(event.error_code, event.error_code)} in "

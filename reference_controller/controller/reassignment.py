@@ -9,7 +9,6 @@ reassigning partition (PartitionReassignmentIsrChange), broker startup, controll
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
@@ -29,12 +28,9 @@ from reference_controller.controller.decisions import reassignment as plan
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import ZkPartitionReassignment
 from reference_controller.controller.partition_state_machine import lai_str
-from reference_controller.controller.ports import ControllerMovedError, ZkCode
+from reference_controller.controller.ports import ControllerHandle, ControllerMovedError, ZkCode
 from reference_controller.controller.state_change_log import IllegalStateException, StateChangeFailedException
 from reference_controller.zkdata import LeaderIsrAndControllerEpoch, ReplicaAssignment
-
-if TYPE_CHECKING:
-    from reference_controller.controller.core import KafkaController
 
 
 def _ra_str(a: ReplicaAssignment) -> str:
@@ -44,7 +40,7 @@ def _ra_str(a: ReplicaAssignment) -> str:
     )
 
 
-def process_zk_partition_reassignment(ctl: KafkaController) -> set[TopicPartition]:
+def process_zk_partition_reassignment(ctl: ControllerHandle) -> set[TopicPartition]:
     """Only when active and the znode exists (the exists call re-arms the creation watch)."""
     if not (ctl.is_active and ctl.register_node_handler(PARTITION_REASSIGNMENT_HANDLER, check_exists=True)):
         return set()
@@ -68,7 +64,7 @@ def process_zk_partition_reassignment(ctl: KafkaController) -> set[TopicPartitio
 
 
 def maybe_trigger_partition_reassignment(
-    ctl: KafkaController, reassignments: Mapping[TopicPartition, ReplicaAssignment]
+    ctl: ControllerHandle, reassignments: Mapping[TopicPartition, ReplicaAssignment]
 ) -> dict[TopicPartition, int]:
     results: dict[TopicPartition, int] = {}
     for tp, reassignment in reassignments.items():
@@ -95,7 +91,7 @@ def maybe_trigger_partition_reassignment(
 
 
 def on_partition_reassignment(
-    ctl: KafkaController, tp: TopicPartition, reassignment: ReplicaAssignment
+    ctl: ControllerHandle, tp: TopicPartition, reassignment: ReplicaAssignment
 ) -> None:
     """U1–U3, then Phase A (A1, A2) or Phase B (B1–B8); see `decisions.reassignment`."""
     ctl.topic_deletion_manager.mark_topic_ineligible_for_deletion({tp[0]}, "topic reassignment in progress")
@@ -120,7 +116,7 @@ def on_partition_reassignment(
 
 
 def update_current_reassignment(
-    ctl: KafkaController, tp: TopicPartition, reassignment: ReplicaAssignment
+    ctl: ControllerHandle, tp: TopicPartition, reassignment: ReplicaAssignment
 ) -> None:
     current = ctl.context.partition_full_replica_assignment(tp)
     if current != reassignment:
@@ -134,7 +130,9 @@ def update_current_reassignment(
     ctl.context.partitions_being_reassigned.add(tp)
 
 
-def is_reassignment_complete(ctl: KafkaController, tp: TopicPartition, assignment: ReplicaAssignment) -> bool:
+def is_reassignment_complete(
+    ctl: ControllerHandle, tp: TopicPartition, assignment: ReplicaAssignment
+) -> bool:
     if not assignment.is_being_reassigned:
         return True
     state = zkc.get_topic_partition_states(ctl.zk, [tp]).get(tp)
@@ -142,7 +140,7 @@ def is_reassignment_complete(ctl: KafkaController, tp: TopicPartition, assignmen
 
 
 def move_reassigned_partition_leader_if_required(
-    ctl: KafkaController, tp: TopicPartition, new_assignment: ReplicaAssignment
+    ctl: ControllerHandle, tp: TopicPartition, new_assignment: ReplicaAssignment
 ) -> None:
     replicas = new_assignment.replicas
     leader = ctl.context.partition_leadership_info[tp].leader_and_isr.leader
@@ -181,7 +179,7 @@ def move_reassigned_partition_leader_if_required(
 
 
 def stop_removed_replicas_of_reassigned_partition(
-    ctl: KafkaController, tp: TopicPartition, removed: tuple[int, ...]
+    ctl: ControllerHandle, tp: TopicPartition, removed: tuple[int, ...]
 ) -> None:
     replicas = [replica_of(tp, r) for r in removed]
     rsm = ctl.replica_state_machine
@@ -195,7 +193,7 @@ def stop_removed_replicas_of_reassigned_partition(
 
 
 def update_replica_assignment_for_partition(
-    ctl: KafkaController, tp: TopicPartition, assignment: ReplicaAssignment
+    ctl: ControllerHandle, tp: TopicPartition, assignment: ReplicaAssignment
 ) -> None:
     topic_assignment = ctl.context.partition_full_replica_assignment_for_topic(tp[0])
     topic_assignment[tp[1]] = assignment
@@ -209,7 +207,7 @@ def update_replica_assignment_for_partition(
 
 
 def update_leader_epoch_and_send_request(
-    ctl: KafkaController, tp: TopicPartition, assignment: ReplicaAssignment
+    ctl: ControllerHandle, tp: TopicPartition, assignment: ReplicaAssignment
 ) -> None:
     updated = update_leader_epoch(ctl, tp)
     if updated is None:
@@ -231,7 +229,7 @@ def update_leader_epoch_and_send_request(
     )
 
 
-def update_leader_epoch(ctl: KafkaController, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
+def update_leader_epoch(ctl: ControllerHandle, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
     """Re-read the state znode and write it back with leader_epoch + 1 (retry on BADVERSION)."""
     ctx = ctl.context
     while True:
@@ -264,7 +262,7 @@ def update_leader_epoch(ctl: KafkaController, tp: TopicPartition) -> LeaderIsrAn
 
 
 def remove_partition_from_reassigning_partitions(
-    ctl: KafkaController, tp: TopicPartition, assignment: ReplicaAssignment
+    ctl: ControllerHandle, tp: TopicPartition, assignment: ReplicaAssignment
 ) -> None:
     if tp not in ctl.context.partitions_being_reassigned:
         raise StateChangeFailedException(
@@ -278,7 +276,7 @@ def remove_partition_from_reassigning_partitions(
 
 
 def maybe_remove_from_zk_reassignment(
-    ctl: KafkaController, should_remove: Callable[[TopicPartition, list[int]], bool]
+    ctl: ControllerHandle, should_remove: Callable[[TopicPartition, list[int]], bool]
 ) -> None:
     """Rewrite `/admin/reassign_partitions` without the matching entries; delete it when empty and
     re-enqueue ZkPartitionReassignment to re-arm the creation watch."""
@@ -300,7 +298,7 @@ def maybe_remove_from_zk_reassignment(
 
 
 def maybe_resume_reassignments(
-    ctl: KafkaController, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]
+    ctl: ControllerHandle, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]
 ) -> None:
     for tp in sorted(ctl.context.partitions_being_reassigned):
         assignment = ctl.context.partition_full_replica_assignment(tp)
@@ -308,7 +306,7 @@ def maybe_resume_reassignments(
             on_partition_reassignment(ctl, tp, assignment)
 
 
-def process_partition_reassignment_isr_change(ctl: KafkaController, tp: TopicPartition) -> None:
+def process_partition_reassignment_isr_change(ctl: ControllerHandle, tp: TopicPartition) -> None:
     if not ctl.is_active or tp not in ctl.context.partitions_being_reassigned:
         return
     reassignment = ctl.context.partition_full_replica_assignment(tp)
@@ -321,7 +319,7 @@ def process_partition_reassignment_isr_change(ctl: KafkaController, tp: TopicPar
         on_partition_reassignment(ctl, tp, reassignment)
 
 
-def initialize_partition_reassignments(ctl: KafkaController) -> None:
+def initialize_partition_reassignments(ctl: ControllerHandle) -> None:
     """Failover: ZK reassignments first; then resume the rest (recovered from the topic znodes)."""
     resumed = process_zk_partition_reassignment(ctl)
     maybe_resume_reassignments(ctl, lambda tp, _a: tp not in resumed)

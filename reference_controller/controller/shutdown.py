@@ -9,8 +9,6 @@ from the ISR of the partitions it follows, and answer with the replicated partit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from reference_controller.controller.common import (
     BROKER_NOT_AVAILABLE,
     STALE_BROKER_EPOCH,
@@ -22,11 +20,8 @@ from reference_controller.controller.context import TopicPartition, replica_of
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import ControlledShutdown, ControlledShutdownResult
-from reference_controller.controller.ports import ControllerMovedError
+from reference_controller.controller.ports import ControllerHandle, ControllerMovedError
 from reference_controller.errors import ReferenceControllerError
-
-if TYPE_CHECKING:
-    from reference_controller.controller.core import KafkaController
 
 UNKNOWN_BROKER_EPOCH = -1
 
@@ -37,7 +32,7 @@ class ControlledShutdownRejected(ReferenceControllerError):
         self.error_code = error_code
 
 
-def process_controlled_shutdown(ctl: KafkaController, event: ControlledShutdown) -> None:
+def process_controlled_shutdown(ctl: ControllerHandle, event: ControlledShutdown) -> None:
     try:
         remaining = do_controlled_shutdown(ctl, event.broker_id, event.broker_epoch)
     except ControlledShutdownRejected as exc:
@@ -52,7 +47,7 @@ def process_controlled_shutdown(ctl: KafkaController, event: ControlledShutdown)
         event.reply(ControlledShutdownResult(0, tuple(remaining)))
 
 
-def do_controlled_shutdown(ctl: KafkaController, broker_id: int, broker_epoch: int) -> list[TopicPartition]:
+def do_controlled_shutdown(ctl: ControllerHandle, broker_id: int, broker_epoch: int) -> list[TopicPartition]:
     if not ctl.is_active:
         raise ControlledShutdownRejected(
             STALE_CONTROLLER_EPOCH, "Controller moved to another broker. Aborting controlled shutdown"

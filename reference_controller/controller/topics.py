@@ -10,7 +10,6 @@ client the TopicDeletionManager writes through (spec §5.2, §6.9).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
@@ -26,13 +25,11 @@ from reference_controller.controller.context import TopicPartition, replica_of
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import TopicDeletionStopReplicaResponseReceived
+from reference_controller.controller.ports import ControllerHandle
 from reference_controller.zkdata import ReplicaAssignment
 
-if TYPE_CHECKING:
-    from reference_controller.controller.core import KafkaController
 
-
-def process_topic_change(ctl: KafkaController) -> None:
+def process_topic_change(ctl: ControllerHandle) -> None:
     if not ctl.is_active:
         return
     ctx = ctl.context
@@ -57,7 +54,7 @@ def process_topic_change(ctl: KafkaController) -> None:
         on_new_partition_creation(ctl, list(added))
 
 
-def on_new_partition_creation(ctl: KafkaController, partitions: Sequence[TopicPartition]) -> None:
+def on_new_partition_creation(ctl: ControllerHandle, partitions: Sequence[TopicPartition]) -> None:
     ctl.log.info("New partition creation callback for %s", tps(partitions))
     psm, rsm = ctl.partition_state_machine, ctl.replica_state_machine
     replicas = ctl.context.replicas_for_partition(partitions)
@@ -71,7 +68,7 @@ def on_new_partition_creation(ctl: KafkaController, partitions: Sequence[TopicPa
     rsm.handle_state_changes(replicas, ReplicaState.OnlineReplica)
 
 
-def process_partition_modifications(ctl: KafkaController, topic: str) -> None:
+def process_partition_modifications(ctl: ControllerHandle, topic: str) -> None:
     if not ctl.is_active:
         return
     ctx = ctl.context
@@ -95,7 +92,7 @@ def process_partition_modifications(ctl: KafkaController, topic: str) -> None:
 
 
 def _restore_partition_replica_assignment(
-    ctl: KafkaController, topic: str, assignment: Mapping[TopicPartition, ReplicaAssignment]
+    ctl: ControllerHandle, topic: str, assignment: Mapping[TopicPartition, ReplicaAssignment]
 ) -> None:
     ctl.log.info("Restoring the partition replica assignment for topic %s", topic)
     existing = set(ctl.zk.get_children(zd.topic_partitions_path(topic)) or [])
@@ -107,7 +104,7 @@ def _restore_partition_replica_assignment(
         raise zkc.ZkOperationError(zd.topic_path(topic), result.code)
 
 
-def process_topic_deletion(ctl: KafkaController) -> None:
+def process_topic_deletion(ctl: ControllerHandle) -> None:
     if not ctl.is_active:
         return
     ctx = ctl.context
@@ -132,12 +129,12 @@ def process_topic_deletion(ctl: KafkaController) -> None:
         _delete_topic_deletions(ctl, sorted(to_delete))
 
 
-def _delete_topic_deletions(ctl: KafkaController, topics: Sequence[str]) -> None:
+def _delete_topic_deletions(ctl: ControllerHandle, topics: Sequence[str]) -> None:
     zkc.delete_paths(ctl.zk, [zd.delete_topic_path(t) for t in topics], ctl.context.epoch_zk_version)
 
 
 def process_topic_deletion_stop_replica_response(
-    ctl: KafkaController, event: TopicDeletionStopReplicaResponseReceived
+    ctl: ControllerHandle, event: TopicDeletionStopReplicaResponseReceived
 ) -> None:
     if not ctl.is_active:
         return
@@ -166,7 +163,7 @@ def process_topic_deletion_stop_replica_response(
 class ControllerDeletionClient:
     """Kafka's `ControllerDeletionClient`: the writes and requests of topic deletion."""
 
-    def __init__(self, ctl: KafkaController) -> None:
+    def __init__(self, ctl: ControllerHandle) -> None:
         self.ctl = ctl
 
     def delete_topic(self, topic: str) -> None:

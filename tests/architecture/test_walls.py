@@ -54,6 +54,12 @@ WALLS = (
         exempt=("reference_controller/controller/driver",),
     ),
     Wall(
+        "the controller's handlers use the ControllerHandle port, never the core that calls them",
+        "reference_controller/controller",
+        ("reference_controller.controller.core",),
+        exempt=("reference_controller/controller/core.py", "reference_controller/controller/driver"),
+    ),
+    Wall(
         "chaos checkers never import the implementation under test",
         "chaos/checkers",
         ("reference_controller",),

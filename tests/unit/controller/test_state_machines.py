@@ -32,7 +32,7 @@ def bare_controller() -> KafkaController:
     ctl = KafkaController(make_config(1), MemoryZooKeeper().client(), ManualClock(), 0)
     ctx = ctl.context
     ctx.epoch = 3
-    ctl.active_controller_id = 1
+    ctl.context.controllership.active_controller_id = 1
     for b in (1, 2):
         ctx.live_brokers[b] = broker_info(b)
         ctx.live_broker_epochs[b] = 10 + b

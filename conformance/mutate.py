@@ -84,6 +84,13 @@ class Killer:
     behaviour_ids: tuple[str, ...]
     reason: str | None
     fails_unmutated: bool = False
+    #: ``--recheck`` re-runs the check on the mutant: False = it passed there (an environmental or
+    #: flaky failure, e.g. a port taken by another run), None = not re-run
+    reproduced: bool | None = None
+
+    @property
+    def counts(self) -> bool:
+        return not self.fails_unmutated and self.reproduced is not False
 
 
 @dataclass(frozen=True)
@@ -176,6 +183,7 @@ def node_env(tree: Path) -> dict[str, str]:
     """Environment of the checks and (inherited) of every node they spawn: the copy first."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KZK_RUN_ID", "KZK_RUN_STARTED")}
     env["PYTHONPATH"] = str(tree)
+    env["KZK_LAUNCHER"] = "process"  # nodes as local processes of the copy (an image has its own code)
     env.setdefault("KZK_SPEC_DIR", str(catalogue.spec_dir()))
     return env
 
@@ -314,7 +322,7 @@ def run_mutant(mutant: Mutant, scratch: Path, args: argparse.Namespace, flaky: s
             keyword=args.keyword,
         )
         killers = failing_checks(results, flaky)
-        real = [k for k in killers if not k.fails_unmutated]
+        real = [k for k in killers if k.counts]
         status: Status = "timeout" if rc is None else ("killed" if real else "survived")
         return _result(
             mutant,
@@ -373,13 +381,17 @@ def _killers_text(r: MutantResult, limit: int = 4) -> str:
         return "killed by timeout (hang)"
     if r.status != "killed":
         return r.status.upper()
-    names = [
-        f"{k.test.split('::')[-1]} [{','.join(k.behaviour_ids)}]"
-        + (" (fails unmutated)" if k.fails_unmutated else "")
-        for k in r.killed_by
-    ]
+    names = [f"{k.test.split('::')[-1]} [{','.join(k.behaviour_ids)}]{_flag(k)}" for k in r.killed_by]
     more = f" +{len(names) - limit} more" if len(names) > limit else ""
     return "; ".join(names[:limit]) + more
+
+
+def _flag(k: Killer) -> str:
+    if k.fails_unmutated:
+        return " (fails unmutated: not counted)"
+    if k.reproduced is False:
+        return " (did not reproduce: not counted)"
+    return " (confirmed)" if k.reproduced else ""
 
 
 def render_markdown(results: list[MutantResult], totals: dict[str, Any]) -> str:
@@ -584,41 +596,65 @@ def merged(before: Path, now: list[MutantResult], current: list[Mutant]) -> list
     return [v for _, v in sorted({**old, **fresh}.items())]
 
 
+def _rerun(tree: Path, tests: Sequence[str], runs: Path, args: argparse.Namespace) -> set[str]:
+    """Tests of ``tests`` that do not pass when re-run in ``tree``."""
+    shutil.rmtree(runs, ignore_errors=True)
+    rc, _ = run_checks(
+        tree, (), runs, workers=args.numprocesses, timeout_s=args.timeout_s, stop_first=False, tests=tests
+    )
+    return _not_passing(runs) | (set(tests) if rc is None else set())
+
+
 def recheck(args: argparse.Namespace) -> list[MutantResult]:
-    """Re-run every killing check of ``<out>/mutation.json`` on an unmutated copy; a kill by a check
-    that does not pass unmutated is flagged, and a mutant killed only by such checks survives."""
+    """Confirm the kills of ``<out>/mutation.json``: every killing check is re-run on an unmutated
+    copy (a check that does not pass there proves nothing) and on its mutant again (a failure that
+    does not reproduce was environmental or flaky); a mutant left without a confirmed killer survives."""
     results = _load_results(args.out / "mutation.json")
+    mutants = {m.name: m for m in load_mutants(args.mutants_dir)}
     tests = sorted({k.test for r in results for k in r.killed_by})
     scratch = scratch_parent()
     try:
-        tree = copy_tree(scratch / "recheck" / "repo")
-        runs = args.out / "runs" / "_recheck"
-        shutil.rmtree(runs, ignore_errors=True)
-        rc, _ = run_checks(
-            tree,
-            (),
-            runs,
-            workers=args.numprocesses,
-            timeout_s=args.timeout_s * 3,
-            stop_first=False,
-            tests=tests,
+        bad = _rerun(copy_tree(scratch / "unmutated" / "repo"), tests, args.out / "runs" / "_recheck", args)
+        print(
+            f"recheck: {len(tests)} killing check(s) re-run unmutated; not passing: {sorted(bad) or 'none'}"
         )
-        bad = _not_passing(runs) | (set(tests) if rc is None else set())
+        out = []
+        for r in results:
+            mine = [k.test for k in r.killed_by if k.test not in bad]
+            if r.status != "killed" or not mine or r.name not in mutants:
+                out.append(reflag(r, bad, None))
+                continue
+            tree = copy_tree(scratch / r.name / "repo")
+            problem = apply_patch(mutants[r.name].path, tree)
+            failing = set() if problem else _rerun(tree, mine, args.out / "runs" / f"_recheck-{r.name}", args)
+            shutil.rmtree(tree.parent, ignore_errors=True)
+            out.append(reflag(r, bad, failing))
+            print(f"recheck {r.name}: reproduced {sorted(failing) or 'nothing'}", flush=True)
+        return out
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print(
-        f"recheck: {len(tests)} killing check(s) re-run unmutated; not passing there: {sorted(bad) or 'none'}"
-    )
-    return [reflag(r, bad) for r in results]
 
 
-def reflag(r: MutantResult, bad: set[str]) -> MutantResult:
+def reflag(r: MutantResult, bad: set[str], reproduced: set[str] | None = None) -> MutantResult:
+    """``r`` with its killers flagged: failing unmutated (``bad``), and reproduced on a re-run of the
+    mutant (``reproduced``: the checks that failed again; ``None`` = not re-run)."""
     killers = tuple(
-        Killer(k.test, k.behaviour_ids, k.reason, k.fails_unmutated or k.test in bad) for k in r.killed_by
+        Killer(
+            k.test,
+            k.behaviour_ids,
+            k.reason,
+            k.fails_unmutated or k.test in bad,
+            k.reproduced if reproduced is None or k.test in bad else k.test in reproduced,
+        )
+        for k in r.killed_by
     )
-    real = [k for k in killers if not k.fails_unmutated]
+    real = [k for k in killers if k.counts]
     status: Status = "survived" if r.status == "killed" and not real else r.status
-    detail = "killed only by checks that do not pass unmutated" if status != r.status else r.detail
+    detail = (
+        "no kill confirmed (the killing checks fail unmutated or passed again)"
+        if status != r.status
+        else r.detail
+    )
     return MutantResult(
         r.name,
         r.breaks,

@@ -319,6 +319,12 @@ def test_a_kill_only_by_checks_failing_unmutated_is_a_survivor() -> None:
     only_flaky = reflag(_result("m1", "killed", (flaky,)), {"t.py::flaky"})
     assert only_flaky.status == "survived"
     assert only_flaky.killed_by[0].fails_unmutated is True
+    not_again = reflag(_result("m5", "killed", (real,)), set(), set())
+    assert not_again.status == "survived"
+    assert not_again.killed_by[0].reproduced is False
+    again = reflag(_result("m6", "killed", (real,)), set(), {"t.py::real"})
+    assert again.status == "killed"
+    assert again.killed_by[0].reproduced is True
     both = reflag(_result("m2", "killed", (flaky, real)), {"t.py::flaky"})
     assert both.status == "killed"
     assert both.caught_by_expected_id is True

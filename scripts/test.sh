@@ -1,33 +1,83 @@
 #!/usr/bin/env bash
-# README command B: the project's own tests — lint, types, the conformance suite against the
-# reference target, then unit and integration tests (real ZooKeeper, real reference nodes).
-# KZK_SKIP_CONFORMANCE=1 skips the conformance run (e.g. when iterating on unit tests).
+# README command B: the project's own tests, every layer, on a fresh machine (as root):
+#   set-up (ZooKeeper, Java, venv with every extra, Docker engine + offline images, Allure,
+#   chromium), lint, types, the conformance suite against the reference target (process
+#   launcher), the pytest suite (unit, integration, chaos, containers, reports), a chaos smoke
+#   (a few runs of each scenario), and the conformance suite through the docker launcher.
+# Environment:
+#   KZK_SKIP_CONFORMANCE=1  skip both conformance runs (e.g. when iterating on unit tests)
+#   KZK_SKIP_DOCKER=1       skip Docker set-up and the docker-launcher conformance run
+#                           (the container tests then skip with that reason)
+#   KZK_RESULTS_DIR=DIR     where results go (default results/)
+# Extra arguments go to the pytest run. Exit code: the first failing stage's, 0 when all pass.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+results="${KZK_RESULTS_DIR:-results}"
+mkdir -p "$results"
+started=$(date +%s)
+stage() { echo; echo "== $1 ($(($(date +%s) - started)) s) =="; }
+
+stage "set-up"
 bash scripts/setup.sh
+bash scripts/setup_reports.sh
+docker_ok=0
+if [ "${KZK_SKIP_DOCKER:-0}" != 1 ]; then
+  if bash scripts/setup_docker.sh; then
+    docker_ok=1
+  else
+    echo "Docker engine unavailable: the container tests will be skipped with that reason" >&2
+  fi
+fi
 py=.venv/bin/python
-echo "== lint (ruff) =="
+
+stage "lint (ruff)"
 "$py" -m ruff check .
 "$py" -m ruff format --check .
-echo "== types (mypy --strict) =="
+stage "types (mypy --strict)"
 "$py" -m mypy .
+
+status=0
+record() {  # record NAME RC: remember the first failure, keep going so every stage reports
+  if [ "$2" != 0 ]; then
+    echo "stage failed: $1 (exit $2)" >&2
+    [ "$status" != 0 ] || status=$2
+  fi
+}
 set +e
-if [ "${KZK_SKIP_CONFORMANCE:-0}" != 1 ]; then
-  echo "== conformance suite against the reference target (README command A's job) =="
-  "$py" -m conformance -n 2 --results-dir "${KZK_RESULTS_DIR:-results}/conformance"
-  conformance_rc=$?
-else
-  conformance_rc=0
+
+if [ "$docker_ok" = 1 ]; then
+  stage "container images (built offline, cached by content hash)"
+  "$py" -m fixtures.cli build-images
+  record "build-images" $?
 fi
-echo "== tests (pytest, xdist) =="
+
+if [ "${KZK_SKIP_CONFORMANCE:-0}" != 1 ]; then
+  stage "conformance suite against the reference target, process launcher (README command A's job)"
+  "$py" -m conformance -n 2 --results-dir "$results/conformance"
+  record "conformance (process)" $?
+fi
+
+stage "tests (pytest, xdist: unit, integration, chaos, containers, reports)"
 "$py" -m pytest tests -n 2 -p no:cacheprovider "$@"
 rc=$?
-set -e
-# Exit code 5 = no tests collected (a narrowed selection); not a failure of the kit.
+# Exit code 5 = no tests collected (a narrowed selection given as arguments); not a failure.
 if [ "$rc" = 5 ]; then echo "pytest: no tests selected"; rc=0; fi
-if [ "$conformance_rc" != 0 ]; then
-  echo "conformance suite failed (exit $conformance_rc): see the matrix above" >&2
-  exit "$conformance_rc"
+record "pytest" $rc
+
+stage "chaos smoke (every scenario, a few runs each)"
+"$py" -m chaos run --scenario all --runs 12 --parallel 2 --seed 20261123 --no-progress \
+  --out "$results/chaos-smoke"
+record "chaos smoke" $?
+
+if [ "$docker_ok" = 1 ] && [ "${KZK_SKIP_CONFORMANCE:-0}" != 1 ]; then
+  stage "conformance suite through the docker launcher (ZooKeeper and nodes as containers)"
+  "$py" -m conformance -n 2 --launcher docker --results-dir "$results/conformance-docker"
+  record "conformance (docker)" $?
 fi
-exit "$rc"
+
+stage "done"
+if [ "$status" != 0 ]; then
+  echo "FAILED: see the stage marked 'stage failed' above" >&2
+fi
+exit "$status"

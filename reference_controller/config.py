@@ -272,11 +272,6 @@ class KafkaConfig:
     unknown_keys: tuple[str, ...] = ()
 
     # --------------------------------------------------------------------------------------
-    @property
-    def zookeeper_chroot(self) -> str:
-        slash = self.zookeeper_connect.find("/")
-        return self.zookeeper_connect[slash:] if slash >= 0 else ""
-
     def listener(self, name: str) -> Listener:
         for listener in self.listeners:
             if listener.name == name:

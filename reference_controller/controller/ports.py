@@ -215,13 +215,3 @@ class ControllerHandle(Protocol):
 
 class Clock(Protocol):
     def now_ms(self) -> int: ...
-
-
-@dataclass
-class ManualClock:
-    """A clock for tests and transcripts."""
-
-    now: int = 1_600_000_000_000
-
-    def now_ms(self) -> int:
-        return self.now

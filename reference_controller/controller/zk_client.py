@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from reference_controller import zkdata as zd
 from reference_controller.controller.ports import (
-    CheckOp,
     ControllerMovedError,
     CreateOp,
     DataResult,
@@ -375,7 +374,3 @@ def get_topic_config(zk: ZkPort, topic: str) -> dict[str, str]:
 
 def read_notifications(zk: ZkPort, parent: str, names: Sequence[str]) -> list[DataResult]:
     return zk.get_data([f"{parent}/{n}" for n in names])
-
-
-def check_op(epoch_zk_version: int) -> CheckOp:
-    return CheckOp(zd.CONTROLLER_EPOCH, epoch_zk_version)

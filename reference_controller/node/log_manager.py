@@ -200,9 +200,6 @@ class LogManager:
             )
 
     # -- logs ----------------------------------------------------------------------------------
-    def get_log(self, tp: TopicPartition) -> Log | None:
-        return self.logs.get(tp)
-
     def next_log_dirs(self) -> list[Path]:
         """Online log dirs, least-loaded first (fewest partitions; ties: earlier `log.dirs` entry)."""
         counts = dict.fromkeys(self.live_log_dirs, 0)

@@ -23,7 +23,6 @@ import asyncio
 import base64
 import contextlib
 import logging
-import threading
 import time
 import uuid
 from typing import Any
@@ -312,8 +311,3 @@ class KafkaNode:
 def _close_zookeeper(zk: KazooClient) -> None:
     zk.stop()
     zk.close()
-
-
-def live_threads() -> list[str]:
-    """Threads other than the main one (for the exit check: none may be left behind)."""
-    return [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]

@@ -60,6 +60,12 @@ WALLS = (
         exempt=("reference_controller/controller/core.py", "reference_controller/controller/driver"),
     ),
     Wall(
+        "the product never imports its test doubles (the in-memory ZooKeeper, the manual clock)",
+        "reference_controller",
+        ("reference_controller.testing",),
+        exempt=("reference_controller/testing",),
+    ),
+    Wall(
         "chaos checkers never import the implementation under test",
         "chaos/checkers",
         ("reference_controller",),

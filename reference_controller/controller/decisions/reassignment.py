@@ -66,22 +66,3 @@ def unneeded_replicas(current: ReplicaAssignment, new: ReplicaAssignment) -> tup
 def completed(assignment: ReplicaAssignment) -> ReplicaAssignment:
     """B2: RS = TRS, AR = RR = []."""
     return ReplicaAssignment(assignment.target_replicas)
-
-
-def validate_replicas(
-    current: ReplicaAssignment, replicas: Sequence[int], live_broker_ids: Collection[int]
-) -> str | None:
-    """`validateReplicas` of the API path: an INVALID_REPLICA_ASSIGNMENT message or None."""
-    if not replicas:
-        return "Empty replica list specified in partition reassignment."
-    if len(set(replicas)) != len(replicas):
-        return f"Duplicate replica ids in partition reassignment replica list: {list(replicas)}"
-    if any(r < 0 for r in replicas):
-        return f"Invalid broker id in replica list: {list(replicas)}"
-    adding = current.reassign_to(replicas).adding
-    if not set(adding) <= set(live_broker_ids):
-        return (
-            "Replica assignment has brokers that are not alive. Replica list: "
-            f"{list(adding)}, live broker list: {sorted(live_broker_ids)}"
-        )
-    return None

@@ -29,7 +29,6 @@ from reference_controller.controller.events import (
     Reelect,
     TopicChange,
 )
-from reference_controller.controller.memory_zk import MemoryZkClient, MemoryZooKeeper
 from reference_controller.controller.ports import (
     ChildHandler,
     ControllerMovedError,
@@ -43,6 +42,7 @@ from reference_controller.controller.ports import (
     ZkOp,
     ZkPort,
 )
+from reference_controller.testing.memory_zk import MemoryZkClient, MemoryZooKeeper
 from tests.integration.controller.helpers import EventSink
 
 pytestmark = pytest.mark.integration

@@ -27,8 +27,9 @@ from reference_controller.controller.events import (
     Startup,
     TopicDeletionStopReplicaResponseReceived,
 )
-from reference_controller.controller.memory_zk import MemoryZkClient, MemoryZooKeeper
-from reference_controller.controller.ports import CreateOp, ManualClock, SetDataOp
+from reference_controller.controller.ports import CreateOp, SetDataOp
+from reference_controller.testing.clock import ManualClock
+from reference_controller.testing.memory_zk import MemoryZkClient, MemoryZooKeeper
 from reference_controller.zkdata import BrokerInfo, EndPoint, LeaderAndIsr
 
 

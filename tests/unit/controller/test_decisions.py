@@ -126,17 +126,6 @@ def test_reassignment_completion() -> None:
     assert plan.is_reassignment_complete(ReplicaAssignment((1,)), None)
 
 
-def test_api_validation_messages() -> None:
-    current = ReplicaAssignment((1,))
-    assert (
-        plan.validate_replicas(current, [], {1}) == "Empty replica list specified in partition reassignment."
-    )
-    assert plan.validate_replicas(current, [2, 2], {1, 2}) is not None
-    assert plan.validate_replicas(current, [-1], {1}) is not None
-    assert plan.validate_replicas(current, [3], {1}) is not None
-    assert plan.validate_replicas(current, [1], {1}) is None
-
-
 @given(
     st.lists(st.integers(0, 9), min_size=1, max_size=5, unique=True),
     st.lists(st.integers(0, 9), min_size=1, max_size=5, unique=True),

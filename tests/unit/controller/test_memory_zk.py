@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from reference_controller.controller.events import BrokerChange, ControllerChange, Reelect
-from reference_controller.controller.memory_zk import MemoryZooKeeper
 from reference_controller.controller.ports import (
     CheckOp,
     ChildHandler,
@@ -16,6 +15,7 @@ from reference_controller.controller.ports import (
     SetDataOp,
     ZkCode,
 )
+from reference_controller.testing.memory_zk import MemoryZooKeeper
 
 pytestmark = pytest.mark.unit
 

@@ -16,9 +16,9 @@ from reference_controller.controller.decisions.states import (
     PartitionState,
     ReplicaState,
 )
-from reference_controller.controller.memory_zk import MemoryZooKeeper
-from reference_controller.controller.ports import ManualClock
 from reference_controller.logutil import STATE_CHANGE_LOGGER, TRACE, KafkaLayout
+from reference_controller.testing.clock import ManualClock
+from reference_controller.testing.memory_zk import MemoryZooKeeper
 from reference_controller.zkdata import ReplicaAssignment
 from tests.unit.controller.harness import broker_info, make_config
 

@@ -20,14 +20,15 @@ from reference_controller.controller.context import ControllerContext, replica_o
 from reference_controller.controller.core import KafkaController
 from reference_controller.controller.decisions.states import ReplicaState
 from reference_controller.controller.events import TopicDeletionStopReplicaResponseReceived
-from reference_controller.controller.memory_zk import MemoryZooKeeper
-from reference_controller.controller.ports import CreateOp, ManualClock
+from reference_controller.controller.ports import CreateOp
 from reference_controller.controller.request_batch import (
     BrokerEndPointNotAvailableError,
     ControllerBrokerRequestBatch,
     IllegalBatchStateError,
 )
 from reference_controller.controller.state_change_log import StateChangeLogger
+from reference_controller.testing.clock import ManualClock
+from reference_controller.testing.memory_zk import MemoryZooKeeper
 from reference_controller.zkdata import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndControllerEpoch
 from tests.unit.controller.harness import Cluster, leader_and_isr_requests, make_config
 

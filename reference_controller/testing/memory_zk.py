@@ -1,4 +1,4 @@
-"""An in-memory model of a ZooKeeper ensemble implementing `ZkPort` (ring: driver for tests).
+"""An in-memory model of a ZooKeeper ensemble implementing `ZkPort` (ring: test support — a driver for tests).
 
 `MemoryZooKeeper` is the ensemble (one tree, one zxid counter, a transaction history);
 `MemoryZkClient` is one session on it and implements `ZkPort`, so unit tests can run several
@@ -30,13 +30,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from reference_controller.controller.memory_zk_client import (
-    NODE_CHILDREN_CHANGED,
-    NODE_CREATED,
-    NODE_DATA_CHANGED,
-    NODE_DELETED,
-    MemoryZkClient,
-)
 from reference_controller.controller.ports import (
     CheckOp,
     CreateOp,
@@ -46,6 +39,13 @@ from reference_controller.controller.ports import (
     Stat,
     ZkCode,
     ZkOp,
+)
+from reference_controller.testing.memory_zk_client import (
+    NODE_CHILDREN_CHANGED,
+    NODE_CREATED,
+    NODE_DATA_CHANGED,
+    NODE_DELETED,
+    MemoryZkClient,
 )
 
 __all__ = [

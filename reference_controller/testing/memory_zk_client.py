@@ -1,5 +1,6 @@
-"""One session on the in-memory ZooKeeper model: `MemoryZkClient` implements `ZkPort` (ring: driver
-for tests). Split out of `memory_zk` (which re-exports it); semantics are documented there."""
+"""One session on the in-memory ZooKeeper model: `MemoryZkClient` implements `ZkPort` (ring: test
+support — a driver for tests). Split out of `memory_zk` (which re-exports it); semantics are
+documented there."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from reference_controller.controller.ports import (
 from reference_controller.zkdata import CONTROLLER_EPOCH
 
 if TYPE_CHECKING:
-    from reference_controller.controller.memory_zk import MemoryZooKeeper
+    from reference_controller.testing.memory_zk import MemoryZooKeeper
 
 NODE_CREATED = "NodeCreated"
 NODE_DELETED = "NodeDeleted"

@@ -247,7 +247,9 @@ def test_undecodable_frames_are_journalled_raw_and_forwarded_as_if_no_proxy(
     assert "need 50 bytes" in (raws[0].decode_error or "")
     errors = [getattr(journal.reply_to(r), "err", None) for r in raws]
     assert errors == [-5, -6], "MARSHALLINGERROR, UNIMPLEMENTED"
-    assert [r.name for r in journal.requests() if r.op is not None] == ["exists", "exists", "exists"]
+    # the last exists may or may not reach the proxy before ZooKeeper's close does: not asserted
+    before_close = [r.name for r in journal.requests() if r.op is not None and r.seq < raws[1].seq]
+    assert before_close == ["exists", "exists"]
 
 
 @pytest.mark.integration

@@ -73,11 +73,19 @@ def test_stale_controller_writes_fail_and_it_resigns(cluster_factory: ClusterFac
             cluster, "stale", 0, lambda s: s["leader"] == 3, "new controller 3 elects leader 3", deadline_s=15
         )
         mark = len(cluster.history())
+        zmark = cluster.zk_journal(1).mark()
     finally:
         cluster.resume(1)
-    # evidence: node 1 is running again and serving the new controller (a topic with its only
-    # replica on 1 is created and 1 answers its requests); its ZooKeeper session received the
-    # notifications of 2's expiry and of the controller move before the new topic's
+    # evidence: the old controller handled its queued events. ZooKeeper delivered 2's expiry
+    # (child event) before the /controller deletion; Kafka handles the controller change by reading
+    # /controller (maybeResign) after the broker change: a request on /controller from node 1 after
+    # it resumed, answered. Then a topic on node 1 is created and served (node 1 runs again).
+    zj = cluster.zk_journal(1)
+    wait_for(
+        lambda: [r for r in zj.requests(path="/controller", since=zmark) if zj.reply_to(r) is not None],
+        cluster.deadline(15),
+        lambda: f"old controller 1 reading /controller after it resumed:\n{zj.dump(zmark)}",
+    )
     settle(cluster, 1)
     later = cluster.history()[mark:]
     by_old = [

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -117,7 +118,8 @@ class _Progress:
         if enabled:
             from tqdm import tqdm  # type: ignore[import-untyped]  # noqa: PLC0415
 
-            self.bar = tqdm(total=total, unit="run", dynamic_ncols=True, file=sys.stderr)
+            size = shutil.get_terminal_size((100, 24))  # a pty without a size says 0 x 0
+            self.bar = tqdm(total=total, unit="run", ncols=size.columns, nrows=size.lines, file=sys.stderr)
 
     def __call__(self, done: dict[str, Any], campaign: CampaignResult) -> None:
         counts = campaign.counts

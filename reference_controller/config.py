@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from reference_controller.errors import ConfigError, ReferenceControllerError
 
@@ -302,62 +302,16 @@ class KafkaConfig:
 
     @staticmethod
     def from_properties(props: Mapping[str, str]) -> KafkaConfig:
+        """Validate `props` once, in Kafka's order of concerns: ZooKeeper, listeners, log dirs,
+        the session timeout and protocol version, then the remaining settings (each bad value is a
+        `ConfigError` naming its key)."""
         r = _Reader(props)
-        zk = r.required("zookeeper.connect")
-        if not re.fullmatch(r"[^,/\s]+(,[^,/\s]+)*(/[^\s]*)?", zk):
-            raise ConfigError("zookeeper.connect", f"{zk!r} is not host:port[,host:port...][/chroot]")
-        listeners = parse_listeners("listeners", r.get("listeners", "PLAINTEXT://:9092"))
-        # An empty host means "all interfaces" in Kafka; this kit binds to loopback by default.
-        listeners = tuple(Listener(lst.name, lst.host or "127.0.0.1", lst.port) for lst in listeners)
-        advertised_text = r.get("advertised.listeners", "")
-        advertised = (
-            parse_listeners("advertised.listeners", advertised_text) if advertised_text else listeners
-        )
-        advertised = tuple(Listener(a.name, a.host or "127.0.0.1", a.port) for a in advertised)
-        proto_map = parse_protocol_map(
-            "listener.security.protocol.map", r.get("listener.security.protocol.map", _DEFAULT_PROTOCOL_MAP)
-        )
-        for lst in listeners:
-            if lst.name not in proto_map:
-                raise ConfigError(
-                    "listener.security.protocol.map",
-                    f"listener {lst.name} has no security protocol; add {lst.name}:PLAINTEXT",
-                )
-            if proto_map[lst.name] != "PLAINTEXT":
-                raise ConfigError(
-                    "listener.security.protocol.map",
-                    f"listener {lst.name} uses {proto_map[lst.name]}; "
-                    "the reference node speaks PLAINTEXT only",
-                )
-        names = {lst.name for lst in listeners}
-        for a in advertised:
-            if a.name not in names:
-                raise ConfigError("advertised.listeners", f"{a.name} is not one of listeners {sorted(names)}")
-        inter = r.get("inter.broker.listener.name", "").upper()
-        if not inter:
-            inter = "PLAINTEXT"
-        if inter not in names:
-            raise ConfigError(
-                "inter.broker.listener.name", f"{inter} is not one of listeners {sorted(names)}"
-            )
-        control = r.get("control.plane.listener.name", "").upper() or None
-        if control is not None and control not in names:
-            raise ConfigError(
-                "control.plane.listener.name", f"{control} is not one of listeners {sorted(names)}"
-            )
-        if control is not None and control == inter:
-            raise ConfigError("control.plane.listener.name", "must differ from inter.broker.listener.name")
-        log_dirs_text = r.get("log.dirs", "") or r.get("log.dir", "/tmp/kafka-logs")
-        log_dirs = tuple(Path(p.strip()) for p in log_dirs_text.split(",") if p.strip())
-        if not log_dirs:
-            raise ConfigError("log.dirs", "at least one directory is required")
+        zk = _zookeeper_connect(r)
+        listeners, advertised, proto_map = _listeners(r)
+        inter, control = _listener_names(r, {lst.name for lst in listeners})
+        log_dirs = _log_dirs(r)
         session_ms = r.integer("zookeeper.session.timeout.ms", 18000, minimum=1)
-        try:
-            ibp = InterBrokerProtocolVersion.parse(r.get("inter.broker.protocol.version", "2.5"))
-        except ValueError as exc:
-            raise ConfigError("inter.broker.protocol.version", str(exc)) from exc
-        if ibp.ordinal > InterBrokerProtocolVersion.parse("2.5").ordinal:  # pragma: no cover
-            raise ConfigError("inter.broker.protocol.version", "versions after 2.5 are not supported")
+        ibp = _inter_broker_protocol_version(r)
         config = KafkaConfig(
             broker_id=r.integer("broker.id", -1, minimum=-1),
             zookeeper_connect=zk,
@@ -367,49 +321,137 @@ class KafkaConfig:
             inter_broker_listener_name=inter,
             control_plane_listener_name=control,
             log_dirs=log_dirs,
-            broker_rack=r.get("broker.rack", "") or None,
-            delete_topic_enable=r.boolean("delete.topic.enable", True),
-            auto_leader_rebalance_enable=r.boolean("auto.leader.rebalance.enable", True),
-            leader_imbalance_check_interval_seconds=r.integer(
-                "leader.imbalance.check.interval.seconds", 300, minimum=1, kind=LONG_RANGE
-            ),
-            leader_imbalance_per_broker_percentage=r.integer(
-                "leader.imbalance.per.broker.percentage", 10, minimum=0
-            ),
-            unclean_leader_election_enable=r.boolean("unclean.leader.election.enable", False),
-            num_partitions=r.integer("num.partitions", 1, minimum=1),
-            default_replication_factor=r.integer("default.replication.factor", 1, minimum=1),
-            zookeeper_session_timeout_ms=session_ms,
-            zookeeper_connection_timeout_ms=r.integer(
-                "zookeeper.connection.timeout.ms", session_ms, minimum=1
-            ),
-            replica_lag_time_max_ms=r.integer("replica.lag.time.max.ms", 30000, minimum=1, kind=LONG_RANGE),
-            replica_fetch_wait_max_ms=r.integer("replica.fetch.wait.max.ms", 500, minimum=0),
-            replica_fetch_backoff_ms=r.integer("replica.fetch.backoff.ms", 1000, minimum=0),
-            controlled_shutdown_enable=r.boolean("controlled.shutdown.enable", True),
-            controlled_shutdown_max_retries=r.integer("controlled.shutdown.max.retries", 3, minimum=0),
-            controlled_shutdown_retry_backoff_ms=r.integer(
-                "controlled.shutdown.retry.backoff.ms", 5000, minimum=0, kind=LONG_RANGE
-            ),
-            controller_socket_timeout_ms=r.integer("controller.socket.timeout.ms", 30000, minimum=1),
-            request_timeout_ms=r.integer("request.timeout.ms", 30000, minimum=1),
+            **_controller_settings(r, session_ms),
             inter_broker_protocol_version=ibp,
-            log_segment_delete_delay_ms=r.integer(
-                "log.segment.delete.delay.ms", 60000, minimum=0, kind=LONG_RANGE
-            ),
-            reference_controller_enable=r.boolean("reference.controller.enable", True),
-            reference_controller_zk_batch_writes=r.boolean("reference.controller.zk.batch.writes", False),
-            reference_isr_change_propagation_blackout_ms=r.integer(
-                "reference.isr.change.propagation.blackout.ms", 5000, minimum=0, kind=LONG_RANGE
-            ),
-            reference_isr_change_propagation_interval_ms=r.integer(
-                "reference.isr.change.propagation.interval.ms", 60000, minimum=0, kind=LONG_RANGE
-            ),
+            **_node_settings(r),
             unknown_keys=(),
         )
-        if config.default_replication_factor < 1:  # pragma: no cover - guarded by minimum
-            raise ConfigError("default.replication.factor", "must be >= 1")
         return _with_unknown(config, r.unknown())
+
+
+def _zookeeper_connect(r: _Reader) -> str:
+    zk = r.required("zookeeper.connect")
+    if not re.fullmatch(r"[^,/\s]+(,[^,/\s]+)*(/[^\s]*)?", zk):
+        raise ConfigError("zookeeper.connect", f"{zk!r} is not host:port[,host:port...][/chroot]")
+    return zk
+
+
+def _on_loopback(listeners: tuple[Listener, ...]) -> tuple[Listener, ...]:
+    """An empty host means "all interfaces" in Kafka; this kit binds to loopback by default."""
+    return tuple(Listener(lst.name, lst.host or "127.0.0.1", lst.port) for lst in listeners)
+
+
+def _listeners(r: _Reader) -> tuple[tuple[Listener, ...], tuple[Listener, ...], dict[str, str]]:
+    """`listeners`, `advertised.listeners` (default: the listeners) and the protocol map; every
+    listener must be PLAINTEXT and every advertised one must be a listener."""
+    listeners = _on_loopback(parse_listeners("listeners", r.get("listeners", "PLAINTEXT://:9092")))
+    advertised_text = r.get("advertised.listeners", "")
+    advertised = _on_loopback(
+        parse_listeners("advertised.listeners", advertised_text) if advertised_text else listeners
+    )
+    proto_map = parse_protocol_map(
+        "listener.security.protocol.map", r.get("listener.security.protocol.map", _DEFAULT_PROTOCOL_MAP)
+    )
+    for lst in listeners:
+        _check_plaintext(lst, proto_map)
+    names = {lst.name for lst in listeners}
+    for a in advertised:
+        if a.name not in names:
+            raise ConfigError("advertised.listeners", f"{a.name} is not one of listeners {sorted(names)}")
+    return listeners, advertised, proto_map
+
+
+def _check_plaintext(lst: Listener, proto_map: Mapping[str, str]) -> None:
+    if lst.name not in proto_map:
+        raise ConfigError(
+            "listener.security.protocol.map",
+            f"listener {lst.name} has no security protocol; add {lst.name}:PLAINTEXT",
+        )
+    if proto_map[lst.name] != "PLAINTEXT":
+        raise ConfigError(
+            "listener.security.protocol.map",
+            f"listener {lst.name} uses {proto_map[lst.name]}; the reference node speaks PLAINTEXT only",
+        )
+
+
+def _listener_names(r: _Reader, names: set[str]) -> tuple[str, str | None]:
+    """`inter.broker.listener.name` (default PLAINTEXT) and the optional, distinct
+    `control.plane.listener.name`, both among the listeners."""
+    inter = r.get("inter.broker.listener.name", "").upper() or "PLAINTEXT"
+    if inter not in names:
+        raise ConfigError("inter.broker.listener.name", f"{inter} is not one of listeners {sorted(names)}")
+    control = r.get("control.plane.listener.name", "").upper() or None
+    if control is not None and control not in names:
+        raise ConfigError("control.plane.listener.name", f"{control} is not one of listeners {sorted(names)}")
+    if control is not None and control == inter:
+        raise ConfigError("control.plane.listener.name", "must differ from inter.broker.listener.name")
+    return inter, control
+
+
+def _log_dirs(r: _Reader) -> tuple[Path, ...]:
+    log_dirs_text = r.get("log.dirs", "") or r.get("log.dir", "/tmp/kafka-logs")
+    log_dirs = tuple(Path(p.strip()) for p in log_dirs_text.split(",") if p.strip())
+    if not log_dirs:
+        raise ConfigError("log.dirs", "at least one directory is required")
+    return log_dirs
+
+
+def _inter_broker_protocol_version(r: _Reader) -> InterBrokerProtocolVersion:
+    """Versions after 2.5 are unknown to `parse`, so they fail here with the known list."""
+    try:
+        return InterBrokerProtocolVersion.parse(r.get("inter.broker.protocol.version", "2.5"))
+    except ValueError as exc:
+        raise ConfigError("inter.broker.protocol.version", str(exc)) from exc
+
+
+def _controller_settings(r: _Reader, session_ms: int) -> dict[str, Any]:
+    """Rack, topic defaults, elections, ZooKeeper timeouts, replication and controlled shutdown
+    (read in this order, so the first bad value reported is the same as before the split)."""
+    return {
+        "broker_rack": r.get("broker.rack", "") or None,
+        "delete_topic_enable": r.boolean("delete.topic.enable", True),
+        "auto_leader_rebalance_enable": r.boolean("auto.leader.rebalance.enable", True),
+        "leader_imbalance_check_interval_seconds": r.integer(
+            "leader.imbalance.check.interval.seconds", 300, minimum=1, kind=LONG_RANGE
+        ),
+        "leader_imbalance_per_broker_percentage": r.integer(
+            "leader.imbalance.per.broker.percentage", 10, minimum=0
+        ),
+        "unclean_leader_election_enable": r.boolean("unclean.leader.election.enable", False),
+        "num_partitions": r.integer("num.partitions", 1, minimum=1),
+        "default_replication_factor": r.integer("default.replication.factor", 1, minimum=1),
+        "zookeeper_session_timeout_ms": session_ms,
+        "zookeeper_connection_timeout_ms": r.integer(
+            "zookeeper.connection.timeout.ms", session_ms, minimum=1
+        ),
+        "replica_lag_time_max_ms": r.integer("replica.lag.time.max.ms", 30000, minimum=1, kind=LONG_RANGE),
+        "replica_fetch_wait_max_ms": r.integer("replica.fetch.wait.max.ms", 500, minimum=0),
+        "replica_fetch_backoff_ms": r.integer("replica.fetch.backoff.ms", 1000, minimum=0),
+        "controlled_shutdown_enable": r.boolean("controlled.shutdown.enable", True),
+        "controlled_shutdown_max_retries": r.integer("controlled.shutdown.max.retries", 3, minimum=0),
+        "controlled_shutdown_retry_backoff_ms": r.integer(
+            "controlled.shutdown.retry.backoff.ms", 5000, minimum=0, kind=LONG_RANGE
+        ),
+        "controller_socket_timeout_ms": r.integer("controller.socket.timeout.ms", 30000, minimum=1),
+        "request_timeout_ms": r.integer("request.timeout.ms", 30000, minimum=1),
+    }
+
+
+def _node_settings(r: _Reader) -> dict[str, Any]:
+    """Log deletion and this kit's own `reference.*` switches."""
+    return {
+        "log_segment_delete_delay_ms": r.integer(
+            "log.segment.delete.delay.ms", 60000, minimum=0, kind=LONG_RANGE
+        ),
+        "reference_controller_enable": r.boolean("reference.controller.enable", True),
+        "reference_controller_zk_batch_writes": r.boolean("reference.controller.zk.batch.writes", False),
+        "reference_isr_change_propagation_blackout_ms": r.integer(
+            "reference.isr.change.propagation.blackout.ms", 5000, minimum=0, kind=LONG_RANGE
+        ),
+        "reference_isr_change_propagation_interval_ms": r.integer(
+            "reference.isr.change.propagation.interval.ms", 60000, minimum=0, kind=LONG_RANGE
+        ),
+    }
 
 
 def _with_unknown(config: KafkaConfig, unknown: tuple[str, ...]) -> KafkaConfig:

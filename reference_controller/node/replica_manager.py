@@ -27,10 +27,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 from reference_controller.logutil import STATE_CHANGE_LOGGER, trace
 from reference_controller.node.admin import topic_name_error
+from reference_controller.node.leader_epoch import EpochCheck, leader_epoch_check
 from reference_controller.node.log_dir_failure import KAFKA_STORAGE_ERROR, KafkaStorageError
 from reference_controller.node.log_manager import LogManager
 from reference_controller.node.metadata_cache import BrokerEndpoints, MetadataCache, PartitionState
@@ -62,6 +64,15 @@ class FetcherPort(Protocol):
         """Fetch `tp` from leader id (value[0]) at leader epoch value[1]."""
 
     def remove_partitions(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+
+@dataclass(frozen=True)
+class _RequestIds:
+    """Who sent a LeaderAndIsr request: every state-change log line names them."""
+
+    correlation_id: int
+    controller_id: int
+    controller_epoch: int
 
 
 class ReplicaManager:
@@ -102,15 +113,23 @@ class ReplicaManager:
         states: list[LeaderAndIsrPartitionState],
         leaders: list[LiveLeader],
     ) -> tuple[int, dict[TopicPartition, int]]:
-        """Returns (top-level error, per-partition errors) as `becomeLeaderOrFollower` does."""
-        sc = self.state_change
+        """Returns (top-level error, per-partition errors) as `becomeLeaderOrFollower` does.
+
+        1. Trace every partition state received.
+        2. A request from an older controller epoch is refused whole (STALE_CONTROLLER_EPOCH).
+        3. Admit each partition (legal name, online log dir, newer leader epoch, a replica here).
+        4. Make each admitted partition leader or follower (a storage error takes it offline).
+        5. Move the fetchers: none for leaders, one per follower (not while shutting down).
+        6. Drop the placeholders a refused partition left, and checkpoint.
+        """
+        ids = _RequestIds(correlation_id, controller_id, controller_epoch)
         for st in states:
-            sc.trace(
+            self.state_change.trace(
                 f"Received LeaderAndIsr request {st} correlation id {correlation_id} from controller "
                 f"{controller_id} epoch {controller_epoch}"
             )
         if controller_epoch < self.controller_epoch:
-            sc.warn(
+            self.state_change.warn(
                 f"Ignoring LeaderAndIsr request from controller {controller_id} with correlation id "
                 f"{correlation_id} since its controller epoch {controller_epoch} is old. "
                 f"Latest known controller epoch is {self.controller_epoch}"
@@ -118,73 +137,94 @@ class ReplicaManager:
             return STALE_CONTROLLER_EPOCH, {st.tp: STALE_CONTROLLER_EPOCH for st in states}
         self.controller_epoch = controller_epoch
         errors: dict[TopicPartition, int] = {}
-        accepted: list[LeaderAndIsrPartitionState] = []
-        for st in states:
-            prefix = (
-                f"Ignoring LeaderAndIsr request from controller {controller_id} with correlation id "
-                f"{correlation_id} epoch {controller_epoch} for partition {st.topic}-{st.partition}"
-            )
-            if (illegal := topic_name_error(st.topic)) is not None:
-                sc.warn(f"{prefix} as the topic name is illegal: {illegal}")
-                errors[st.tp] = INVALID_TOPIC_EXCEPTION
-                continue
-            if st.tp in self.offline_partitions:
-                sc.warn(f"{prefix} as the local replica for the partition is in an offline log directory")
-                errors[st.tp] = KAFKA_STORAGE_ERROR
-                continue
-            partition = self.partitions.setdefault(st.tp, Partition(st.tp, self.broker_id))
-            if st.leader_epoch > partition.leader_epoch:
-                if self.broker_id in st.replicas:
-                    accepted.append(st)
-                else:
-                    sc.warn(
-                        f"{prefix} as itself is not in assigned replica list "
-                        f"{','.join(map(str, st.replicas))}"
-                    )
-                    errors[st.tp] = UNKNOWN_TOPIC_OR_PARTITION
-            elif st.leader_epoch < partition.leader_epoch:
+        accepted = [st for st in states if self._admit(st, ids, errors)]
+        accepted = [st for st in accepted if self._become_leader_or_follower(st, ids, errors)]
+        self._update_fetchers(accepted, leaders, ids)
+        self._drop_placeholders(states)
+        self.log_manager.checkpoint()
+        return NONE, errors
+
+    def _admit(
+        self, st: LeaderAndIsrPartitionState, ids: _RequestIds, errors: dict[TopicPartition, int]
+    ) -> bool:
+        """Step 3 for one partition: True if admitted, else its error recorded and logged."""
+        sc = self.state_change
+        prefix = (
+            f"Ignoring LeaderAndIsr request from controller {ids.controller_id} with correlation id "
+            f"{ids.correlation_id} epoch {ids.controller_epoch} for partition {st.topic}-{st.partition}"
+        )
+        if (illegal := topic_name_error(st.topic)) is not None:
+            sc.warn(f"{prefix} as the topic name is illegal: {illegal}")
+            errors[st.tp] = INVALID_TOPIC_EXCEPTION
+            return False
+        if st.tp in self.offline_partitions:
+            sc.warn(f"{prefix} as the local replica for the partition is in an offline log directory")
+            errors[st.tp] = KAFKA_STORAGE_ERROR
+            return False
+        partition = self.partitions.setdefault(st.tp, Partition(st.tp, self.broker_id))
+        match leader_epoch_check(st.leader_epoch, partition.leader_epoch, self.broker_id in st.replicas):
+            case EpochCheck.ACCEPT:
+                return True
+            case EpochCheck.NOT_A_REPLICA:
+                sc.warn(
+                    f"{prefix} as itself is not in assigned replica list {','.join(map(str, st.replicas))}"
+                )
+                errors[st.tp] = UNKNOWN_TOPIC_OR_PARTITION
+            case EpochCheck.OLDER:
                 sc.warn(
                     f"{prefix} since its associated leader epoch {st.leader_epoch} is smaller than the "
                     f"current leader epoch {partition.leader_epoch}"
                 )
                 errors[st.tp] = STALE_CONTROLLER_EPOCH
-            else:
+            case EpochCheck.SAME:
                 sc.debug(
                     f"{prefix} since its associated leader epoch {st.leader_epoch} matches the "
                     "current leader epoch"
                 )
                 errors[st.tp] = STALE_CONTROLLER_EPOCH
-        for st in list(accepted):
-            role = "leader" if st.leader == self.broker_id else "follower"
-            try:
-                if role == "leader":
-                    self._make_leader(st, correlation_id, controller_id, controller_epoch)
-                else:
-                    self._make_follower(st, correlation_id, controller_id, controller_epoch)
-            except KafkaStorageError as exc:
-                sc.error(
-                    f"Skipped the become-{role} state change with correlation id {correlation_id} from "
-                    f"controller {controller_id} epoch {controller_epoch} for partition "
-                    f"{st.topic}-{st.partition} (last update controller epoch {st.controller_epoch}) since "
-                    f"the replica for the partition is offline due to disk error {exc}"
-                )
-                accepted.remove(st)
-                self.mark_partitions_offline([st.tp])
-                errors[st.tp] = KAFKA_STORAGE_ERROR
-                continue
-            errors[st.tp] = NONE
+        return False
+
+    def _become_leader_or_follower(
+        self, st: LeaderAndIsrPartitionState, ids: _RequestIds, errors: dict[TopicPartition, int]
+    ) -> bool:
+        """Step 4 for one admitted partition: True if it took its role; a storage error takes the
+        partition offline instead."""
+        role = "leader" if st.leader == self.broker_id else "follower"
+        try:
+            if role == "leader":
+                self._make_leader(st, ids.correlation_id, ids.controller_id, ids.controller_epoch)
+            else:
+                self._make_follower(st, ids.correlation_id, ids.controller_id, ids.controller_epoch)
+        except KafkaStorageError as exc:
+            self.state_change.error(
+                f"Skipped the become-{role} state change with correlation id {ids.correlation_id} from "
+                f"controller {ids.controller_id} epoch {ids.controller_epoch} for partition "
+                f"{st.topic}-{st.partition} (last update controller epoch {st.controller_epoch}) since "
+                f"the replica for the partition is offline due to disk error {exc}"
+            )
+            self.mark_partitions_offline([st.tp])
+            errors[st.tp] = KAFKA_STORAGE_ERROR
+            return False
+        errors[st.tp] = NONE
+        return True
+
+    def _update_fetchers(
+        self, accepted: list[LeaderAndIsrPartitionState], leaders: list[LiveLeader], ids: _RequestIds
+    ) -> None:
+        """Step 5."""
         followers = {st.tp: (st.leader, st.leader_epoch) for st in accepted if st.leader != self.broker_id}
         self.fetcher.remove_partitions(st.tp for st in accepted if st.leader == self.broker_id)
         if followers and self.is_shutting_down:
-            self._skip_adding_fetchers(accepted, correlation_id, controller_id, controller_epoch)
+            self._skip_adding_fetchers(accepted, ids.correlation_id, ids.controller_id, ids.controller_epoch)
         elif followers:
             self.fetcher.add_partitions(followers, leaders)
-        for tp in {st.tp for st in states} - self.offline_partitions:  # drop placeholders without a log
+
+    def _drop_placeholders(self, states: list[LeaderAndIsrPartitionState]) -> None:
+        """Step 6: a partition created only to be refused holds no log and no leader epoch."""
+        for tp in {st.tp for st in states} - self.offline_partitions:
             placeholder = self.partitions.get(tp)  # none for a rejected illegal name
             if placeholder is not None and tp not in self.log_manager.logs and placeholder.leader_epoch < 0:
                 del self.partitions[tp]
-        self.log_manager.checkpoint()
-        return NONE, errors
 
     def _apply(self, p: Partition, st: LeaderAndIsrPartitionState) -> None:
         p.controller_epoch = st.controller_epoch

@@ -114,6 +114,8 @@ def _int(path: str, data: bytes | None, value: Any, what: str) -> int:
 
 
 def _int_list(path: str, data: bytes | None, value: Any, what: str) -> list[int]:
+    if type(value) is list and all(type(v) is int for v in value):
+        return value  # the common case in one pass; anything else is checked (and named) below
     if not isinstance(value, list):
         raise MalformedZnodeError(path, data, f"{what} must be a list of integers, got {value!r}")
     return [_int(path, data, v, what) for v in value]

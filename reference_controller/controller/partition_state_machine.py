@@ -142,15 +142,17 @@ class PartitionStateMachine:
                 self._log_invalid_transition(tp, target)
         if target == P.OnlinePartition:
             return self._to_online(valid, strategy)
+        traced = self.scl.trace_enabled
         for tp in valid:
-            suffix = ""
-            if target == P.NewPartition:
-                suffix = " with assigned replicas " + ",".join(
-                    str(r) for r in ctx.partition_replica_assignment(tp)
+            if traced:
+                suffix = ""
+                if target == P.NewPartition:
+                    suffix = " with assigned replicas " + ",".join(
+                        str(r) for r in ctx.partition_replica_assignment(tp)
+                    )
+                self.scl.trace(
+                    f"Changed partition {tp_str(tp)} state from {ctx.partition_state(tp)} to {target}{suffix}"
                 )
-            self.scl.trace(
-                f"Changed partition {tp_str(tp)} state from {ctx.partition_state(tp)} to {target}{suffix}"
-            )
             ctx.partition_states[tp] = target
         return {}
 
@@ -160,12 +162,14 @@ class PartitionStateMachine:
         ctx = self.context
         uninitialized = [tp for tp in valid if ctx.partition_state(tp) == P.NewPartition]
         to_elect = [tp for tp in valid if ctx.partition_state(tp) in (P.OfflinePartition, P.OnlinePartition)]
+        traced = self.scl.trace_enabled
         for tp in self._initialize_leader_and_isr_for_partitions(uninitialized):
-            lai = ctx.partition_leadership_info[tp].leader_and_isr
-            self.scl.trace(
-                f"Changed partition {tp_str(tp)} from {ctx.partition_state(tp)} to OnlinePartition "
-                f"with state {lai_str(lai)}"
-            )
+            if traced:
+                lai = ctx.partition_leadership_info[tp].leader_and_isr
+                self.scl.trace(
+                    f"Changed partition {tp_str(tp)} from {ctx.partition_state(tp)} to OnlinePartition "
+                    f"with state {lai_str(lai)}"
+                )
             ctx.partition_states[tp] = P.OnlinePartition
         if not to_elect:
             return {}
@@ -174,10 +178,11 @@ class PartitionStateMachine:
         results = self._elect_leader_for_partitions(to_elect, strategy)
         for tp, outcome in results.items():
             if isinstance(outcome, LeaderAndIsr):
-                self.scl.trace(
-                    f"Changed partition {tp_str(tp)} from {ctx.partition_state(tp)} to OnlinePartition "
-                    f"with state {lai_str(outcome)}"
-                )
+                if traced:
+                    self.scl.trace(
+                        f"Changed partition {tp_str(tp)} from {ctx.partition_state(tp)} to OnlinePartition "
+                        f"with state {lai_str(outcome)}"
+                    )
                 ctx.partition_states[tp] = P.OnlinePartition
         return results
 

@@ -291,10 +291,11 @@ class ReplicaStateMachine:
     def _log_successful_transition(
         self, replica: PartitionAndReplica, current: ReplicaState, target: ReplicaState
     ) -> None:
-        self.scl.trace(
-            f"Changed state of replica {replica.replica} for partition {tp_str(replica.topic_partition)} "
-            f"from {current} to {target}"
-        )
+        if self.scl.trace_enabled:
+            self.scl.trace(
+                f"Changed state of replica {replica.replica} for partition "
+                f"{tp_str(replica.topic_partition)} from {current} to {target}"
+            )
 
     def _log_invalid_transition(self, replica: PartitionAndReplica, target: ReplicaState) -> None:
         current = self.context.replica_state(replica)

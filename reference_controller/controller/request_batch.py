@@ -70,6 +70,14 @@ class ControllerBrokerRequestBatch:
         self.stop_replica: dict[int, list[_StopReplicaInfo]] = {}
         self.update_metadata_brokers: set[int] = set()
         self.update_metadata_partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
+        # Per-batch memos (speed only, never what is recorded): the LeaderAndIsr state last built
+        # for (partition, isNew) with the inputs it came from, and the inputs of each recorded
+        # UpdateMetadata state. An add whose inputs equal the memo's records an equal state.
+        self._lai_memo: dict[
+            tuple[TopicPartition, bool],
+            tuple[LeaderIsrAndControllerEpoch, ReplicaAssignment, LeaderAndIsrPartitionState],
+        ] = {}
+        self._um_inputs: dict[TopicPartition, tuple[object, ...]] = {}
 
     def is_empty(self) -> bool:
         return not (self.leader_and_isr or self.stop_replica or self.update_metadata_brokers)
@@ -85,6 +93,8 @@ class ControllerBrokerRequestBatch:
         self.stop_replica.clear()
         self.update_metadata_brokers.clear()
         self.update_metadata_partitions.clear()
+        self._lai_memo.clear()
+        self._um_inputs.clear()
 
     # ---- adding ---------------------------------------------------------------------------
     def add_leader_and_isr_request_for_brokers(
@@ -95,28 +105,47 @@ class ControllerBrokerRequestBatch:
         assignment: ReplicaAssignment,
         is_new: bool,
     ) -> None:
-        lai = leader_isr.leader_and_isr
         for broker_id in broker_ids:
             if broker_id < 0:
                 continue
-            states = self.leader_and_isr.setdefault(broker_id, {})
-            already_new = tp in states and states[tp].is_new
-            states[tp] = LeaderAndIsrPartitionState(
-                topic=tp[0],
-                partition=tp[1],
-                controller_epoch=leader_isr.controller_epoch,
-                leader=lai.leader,
-                leader_epoch=lai.leader_epoch,
-                isr=tuple(lai.isr),
-                zk_version=lai.zk_version,
-                replicas=tuple(assignment.replicas),
-                adding_replicas=tuple(assignment.adding),
-                removing_replicas=tuple(assignment.removing),
-                is_new=is_new or already_new,
+            states = self.leader_and_isr.get(broker_id)
+            if states is None:
+                states = self.leader_and_isr[broker_id] = {}
+            previous = states.get(tp)
+            states[tp] = self._lai_state(
+                tp, leader_isr, assignment, is_new or (previous is not None and previous.is_new)
             )
-        self.add_update_metadata_request_for_brokers(
-            sorted(self.context.live_or_shutting_down_broker_ids), [tp]
+        # addUpdateMetadataRequestForBrokers(liveOrShuttingDownBrokerIds, Set(tp))
+        self.update_metadata_brokers.update(b for b in self.context.live_brokers if b >= 0)
+        self._add_update_metadata_partition(tp)
+
+    def _lai_state(
+        self,
+        tp: TopicPartition,
+        leader_isr: LeaderIsrAndControllerEpoch,
+        assignment: ReplicaAssignment,
+        is_new: bool,
+    ) -> LeaderAndIsrPartitionState:
+        """The partition's LeaderAndIsr state; one object shared by all replicas of one add."""
+        memo = self._lai_memo.get((tp, is_new))
+        if memo is not None and memo[0] is leader_isr and memo[1] is assignment:
+            return memo[2]
+        lai = leader_isr.leader_and_isr
+        state = LeaderAndIsrPartitionState(
+            topic=tp[0],
+            partition=tp[1],
+            controller_epoch=leader_isr.controller_epoch,
+            leader=lai.leader,
+            leader_epoch=lai.leader_epoch,
+            isr=tuple(lai.isr),
+            zk_version=lai.zk_version,
+            replicas=tuple(assignment.replicas),
+            adding_replicas=tuple(assignment.adding),
+            removing_replicas=tuple(assignment.removing),
+            is_new=is_new,
         )
+        self._lai_memo[(tp, is_new)] = (leader_isr, assignment, state)
+        return state
 
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool
@@ -143,6 +172,11 @@ class ControllerBrokerRequestBatch:
         lai = info.leader_and_isr
         replicas = ctx.partition_replica_assignment(tp)
         being_deleted = tp[0] in ctx.topics_to_be_deleted
+        offline = tuple(r for r in replicas if not ctx.is_replica_online(r, tp))
+        inputs = (info, replicas, being_deleted, offline)
+        if self._um_inputs.get(tp) == inputs:
+            return  # Kafka overwrites with an equal state: the recorded one stands
+        self._um_inputs[tp] = inputs
         self.update_metadata_partitions[tp] = UpdateMetadataPartitionState(
             topic=tp[0],
             partition=tp[1],
@@ -152,7 +186,7 @@ class ControllerBrokerRequestBatch:
             isr=tuple(lai.isr),
             zk_version=0 if being_deleted else lai.zk_version,
             replicas=tuple(replicas),
-            offline_replicas=tuple(r for r in replicas if not ctx.is_replica_online(r, tp)),
+            offline_replicas=offline,
         )
 
     # ---- sending --------------------------------------------------------------------------
@@ -198,7 +232,7 @@ class ControllerBrokerRequestBatch:
         effects: list[Effect] = []
         for broker in self._reachable(self.leader_and_isr):
             states = self.leader_and_isr[broker]
-            for tp, state in states.items():
+            for tp, state in states.items() if self.state_change_log.trace_enabled else ():
                 kind = "become-leader" if broker == state.leader else "become-follower"
                 self.state_change_log.trace(
                     f"Sending {kind} LeaderAndIsr request {_lai_state_str(state)} to broker {broker} "
@@ -229,7 +263,8 @@ class ControllerBrokerRequestBatch:
         return tuple(leaders)
 
     def _update_metadata_requests(self, controller_epoch: int) -> list[Effect]:
-        for tp, state in self.update_metadata_partitions.items():
+        traced = self.update_metadata_partitions.items() if self.state_change_log.trace_enabled else ()
+        for tp, state in traced:
             self.state_change_log.trace(
                 f"Sending UpdateMetadata request {_um_state_str(state)} to brokers "
                 f"{_set_str(self.update_metadata_brokers)} for partition {tp_str(tp)}"

@@ -71,6 +71,11 @@ class StateChangeLogger:
     def prefix(self) -> str:
         return f"[Controller id={self.controller_id} epoch={self._epoch()}] "
 
+    @property
+    def trace_enabled(self) -> bool:
+        """Whether TRACE lines are written: callers skip formatting them when not."""
+        return self.logger.isEnabledFor(TRACE)
+
     def trace(self, message: str) -> None:
         if self.logger.isEnabledFor(TRACE):
             self.logger.log(TRACE, self.prefix + message)

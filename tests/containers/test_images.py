@@ -36,11 +36,10 @@ def test_changed_node_source_changes_the_node_tag_and_only_that_is_rebuilt(
 ) -> None:
     before = images.ensure_node_image()
     repo = tmp_path / "repo"
-    shutil.copytree(
-        images._REPO_ROOT / "reference_controller",
-        repo / "reference_controller",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
+    for package in images._node_packages():  # reference_controller and what it imports (kafkawire)
+        shutil.copytree(
+            images._REPO_ROOT / package, repo / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     monkeypatch.setattr(images, "_REPO_ROOT", repo)
     same = images.ensure_node_image()
     assert same.tag == before.tag, "the tag must depend on content, not on where the sources are"

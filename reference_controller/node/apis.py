@@ -15,6 +15,7 @@ from typing import Any
 
 from kio.index import load_response_schema
 
+from kafkawire.framing import build
 from reference_controller.node import apis_admin
 from reference_controller.node.context import NodeContext
 from reference_controller.node.journal import journal_brokers
@@ -22,7 +23,7 @@ from reference_controller.node.metadata_cache import brokers_from_request, parti
 from reference_controller.node.partition import leader_and_isr_states, live_leaders, stop_replica_partitions
 from reference_controller.node.protocol import CloseConnection, RequestContext
 from reference_controller.node.replica_manager import STALE_BROKER_EPOCH
-from reference_controller.node.wire import build, has_field, ms, nested
+from reference_controller.node.wire import has_field, ms, nested
 
 log = logging.getLogger("kafka.server.KafkaApis")
 

@@ -18,6 +18,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kio.index import load_response_schema
 
+from kafkawire.framing import build
 from reference_controller import zkdata
 from reference_controller.node import admin
 from reference_controller.node.admin import AdminError
@@ -28,7 +29,7 @@ from reference_controller.node.placement import (
     assign_replicas_to_brokers,
 )
 from reference_controller.node.protocol import RequestContext
-from reference_controller.node.wire import build, ms, nested
+from reference_controller.node.wire import ms, nested
 from reference_controller.zkdata import ReplicaAssignment
 
 REQUEST_TIMED_OUT, NOT_CONTROLLER, INVALID_REQUEST, TOPIC_DELETION_DISABLED = 7, 41, 42, 73

@@ -17,10 +17,11 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kio.index import load_request_schema
 
+from kafkawire.framing import FrameError, build
 from reference_controller import zkdata
 from reference_controller.config import KafkaConfig
 from reference_controller.errors import MalformedZnodeError
-from reference_controller.node.wire import FrameError, KafkaClient, build
+from reference_controller.node.wire import KafkaClient
 
 log = logging.getLogger("kafka.server.KafkaServer")
 

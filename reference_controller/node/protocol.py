@@ -28,15 +28,8 @@ from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 
-from reference_controller.node.wire import (
-    MAX_REQUEST_BYTES,
-    FrameError,
-    build,
-    decode,
-    encode_response,
-    nested,
-    read_frame,
-)
+from kafkawire.framing import MAX_REQUEST_BYTES, FrameError, build, decode, encode_response, read_frame
+from reference_controller.node.wire import nested
 
 log = logging.getLogger("kafka.network.Processor")
 API_VERSIONS_KEY = 18

@@ -66,6 +66,11 @@ WALLS = (
         exempt=("reference_controller/testing",),
     ),
     Wall(
+        "the wire layer is shared by the reference and the probes, so it imports neither",
+        "kafkawire",
+        ("reference_controller", "fixtures", "conformance", "chaos", "pytest"),
+    ),
+    Wall(
         "chaos checkers never import the implementation under test",
         "chaos/checkers",
         ("reference_controller",),

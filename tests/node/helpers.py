@@ -18,8 +18,9 @@ from typing import Any, TypeVar
 from kazoo.client import KazooClient
 from kio.index import load_request_schema
 
+from kafkawire.framing import build
 from reference_controller import zkdata
-from reference_controller.node.wire import KafkaClient, build, nested
+from reference_controller.node.wire import KafkaClient, nested
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
+from kafkawire.framing import build
 from reference_controller import zkdata
-from reference_controller.node.wire import build, nested
+from reference_controller.node.wire import nested
 from tests.node.helpers import (
     NodeFactory,
     NodeProcess,

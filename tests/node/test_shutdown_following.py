@@ -21,9 +21,9 @@ import pytest
 from kazoo.client import KazooClient
 from kio.index import load_response_schema
 
+from kafkawire.framing import build
 from reference_controller import zkdata
 from reference_controller.node.protocol import CloseConnection, KafkaProtocolServer, RequestContext
-from reference_controller.node.wire import build
 from reference_controller.zkdata import BrokerInfo, EndPoint
 from tests.node.helpers import (
     NodeFactory,

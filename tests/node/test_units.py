@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from kio.index import load_request_schema
 
+from kafkawire.framing import build, read_frame
 from reference_controller.config import KafkaConfig
 from reference_controller.node.apis import SUPPORTED_VERSIONS
 from reference_controller.node.log_manager import LogDirError, LogManager
@@ -19,7 +20,7 @@ from reference_controller.node.partition import LeaderAndIsrPartitionState, Live
 from reference_controller.node.placement import PlacementError, assign_replicas_to_brokers
 from reference_controller.node.protocol import KafkaProtocolServer, RequestContext
 from reference_controller.node.replica_manager import ReplicaManager
-from reference_controller.node.wire import KafkaClient, build, read_frame
+from reference_controller.node.wire import KafkaClient
 
 pytestmark = pytest.mark.unit
 

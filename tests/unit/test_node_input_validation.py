@@ -14,13 +14,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kio.index import load_request_schema
 
+from kafkawire.framing import build
 from reference_controller.config import INT_RANGE, LONG_RANGE, ConfigFileError, KafkaConfig, properties_text
 from reference_controller.errors import ConfigError
 from reference_controller.node.admin import topic_name_error
 from reference_controller.node.apis_admin import MAX_PARTITIONS, fit_message
 from reference_controller.node.log_manager import IllegalLogPath, partition_dir
 from reference_controller.node.protocol import null_field
-from reference_controller.node.wire import build, nested
+from reference_controller.node.wire import nested
 
 pytestmark = pytest.mark.unit
 BASE = {"zookeeper.connect": "127.0.0.1:2181", "broker.id": "1"}

@@ -3,8 +3,8 @@
 Encodes the core's version-independent `LeaderAndIsrRequest` / `UpdateMetadataRequest` /
 `StopReplicaRequest` effects at the version `inter.broker.protocol.version` selects
 (ControllerChannelManager.scala@2.5.1 L440-571: LeaderAndIsr v0–4, UpdateMetadata v0–6,
-StopReplica v0–2), frames them (int32 size, request header v1, or v2 for flexible versions) and
-decodes the responses. No sockets here: `channel.py` does the I/O.
+StopReplica v0–2), frames them with `kafkawire.framing` (int32 size, request header v1, or v2 for
+flexible versions) and decodes the responses. No sockets here: `channel.py` does the I/O.
 
 Version shapes (clients/src/main/resources/common/message/*.json@2.5.1):
 
@@ -24,14 +24,11 @@ The client id is the controller's broker id (`config.brokerId.toString`, Control
 from __future__ import annotations
 
 import importlib
-import io
-import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kio.serial import entity_reader, entity_writer
-
+from kafkawire import framing
 from reference_controller.controller.driver import DriverError
 from reference_controller.controller.effects import (
     BrokerRequest,
@@ -207,18 +204,7 @@ def to_kio(request: BrokerRequest, version: int) -> Any:
 
 def encode_frame(payload: Any, correlation_id: int, client_id: str) -> bytes:
     """Size-prefixed request: header (v1, or v2 for flexible versions) + body."""
-    header_type = payload.__header_schema__
-    header = header_type(
-        request_api_key=payload.__api_key__,
-        request_api_version=payload.__version__,
-        correlation_id=correlation_id,
-        client_id=client_id,
-    )
-    buf = io.BytesIO()
-    entity_writer(header_type)(buf, header)
-    entity_writer(type(payload))(buf, payload)
-    body = buf.getvalue()
-    return struct.pack(">i", len(body)) + body
+    return framing.encode_request(type(payload), correlation_id, client_id, payload)
 
 
 @dataclass(frozen=True)
@@ -229,38 +215,10 @@ class DecodedResponse:
 
 def decode_response(api_key: int, version: int, body: bytes) -> DecodedResponse:
     """Decode a response body (without its size prefix) with kio."""
-    response_type = schema(api_key, version, "response")
-    payload_type = next(
-        v for k, v in vars(response_type).items() if k.endswith("Response") and hasattr(v, "__api_key__")
-    )
-    header, offset = entity_reader(payload_type.__header_schema__)(body, 0)
-    payload, _ = entity_reader(payload_type)(body, offset)
+    header, payload = framing.decode_response(body, api_key, version)
     return DecodedResponse(int(header.correlation_id), payload)
 
 
-def decode_request(body: bytes) -> tuple[Any, Any]:
-    """Server side (tests, tools): (header, payload) of a request body without its size prefix."""
-    api_key, version = struct.unpack(">hh", body[:4])
-    request_type = schema(api_key, version, "request")
-    payload_type = next(
-        v for k, v in vars(request_type).items() if k.endswith("Request") and hasattr(v, "__api_key__")
-    )
-    header, offset = entity_reader(payload_type.__header_schema__)(body, 0)
-    payload, _ = entity_reader(payload_type)(body, offset)
-    return header, payload
-
-
-def encode_response(api_key: int, version: int, correlation_id: int, payload: Any) -> bytes:
-    """Server side (tests, tools): a size-prefixed response frame."""
-    header_type = payload.__header_schema__
-    buf = io.BytesIO()
-    entity_writer(header_type)(buf, header_type(correlation_id=correlation_id))
-    entity_writer(type(payload))(buf, payload)
-    body = buf.getvalue()
-    return struct.pack(">i", len(body)) + body
-
-
-# ---- responses → events ------------------------------------------------------------------------
 def response_event(request: BrokerRequest, response: Any) -> ControllerEvent | None:
     """The event the controller processes for a response (ControllerChannelManager callbacks)."""
     error = int(response.error_code)

@@ -11,6 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkawire import framing
 from reference_controller.controller.driver import wire
 
 
@@ -81,14 +82,14 @@ class FakeBroker:
         try:
             while True:
                 (size,) = struct.unpack(">i", self._read(conn, 4))
-                header, payload = wire.decode_request(self._read(conn, size))
+                header, payload = framing.decode_request(self._read(conn, size))
                 api_key, version = int(header.request_api_key), int(header.request_api_version)
                 with self._lock:
                     self.received.append(
                         Received(api_key, version, int(header.correlation_id), header.client_id, payload)
                     )
                 response = self._response(api_key, version, payload)
-                conn.sendall(wire.encode_response(api_key, version, int(header.correlation_id), response))
+                conn.sendall(framing.encode_response(type(response), int(header.correlation_id), response))
         except (OSError, struct.error):
             return
 

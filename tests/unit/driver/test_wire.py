@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
+from kafkawire import framing
 from reference_controller.config import InterBrokerProtocolVersion
 from reference_controller.controller.driver import wire
 from reference_controller.controller.effects import (
@@ -81,7 +82,7 @@ def roundtrip(request: Any, version: int) -> tuple[Any, Any]:
     frame = wire.encode_frame(wire.to_kio(request, version), correlation_id=17, client_id="1")
     (size,) = struct.unpack(">i", frame[:4])
     assert size == len(frame) - 4
-    header, payload = wire.decode_request(frame[4:])
+    header, payload = framing.decode_request(frame[4:])
     assert (header.request_api_key, header.request_api_version) == (wire.api_key_of(request), version)
     assert (header.correlation_id, header.client_id) == (17, "1")
     return header, payload
@@ -221,7 +222,8 @@ def response_for(request: Any, version: int, error_: int, partition_error_: int)
 @pytest.mark.parametrize(("request_", "version"), [(LAI, 4), (LAI, 0), (um_request(custom=True), 6), (SR, 2)])
 def test_responses_decode_into_the_events_the_core_expects(request_: Any, version: int) -> None:
     api_key = wire.api_key_of(request_)
-    frame = wire.encode_response(api_key, version, 99, response_for(request_, version, 0, 11))
+    response = response_for(request_, version, 0, 11)
+    frame = framing.encode_response(type(response), 99, response)
     decoded = wire.decode_response(api_key, version, frame[4:])
     assert decoded.correlation_id == 99
     event = wire.response_event(request_, decoded.body)

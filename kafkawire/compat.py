@@ -1,8 +1,10 @@
-"""A fix applied to kio 0.5.0's decoder at import: unknown tagged fields are skipped (ring: drivers).
+"""A fix applied to kio 0.5.0's decoder at import: unknown tagged fields are skipped (ring: wire).
 
 KIP-482 says a receiver must ignore tagged fields it does not know; kio 0.5.0 raises KeyError on
 them instead. librdkafka 2.16 sends one (tag 0, empty) in its Metadata v9 request, so without
-this the reference node could not talk to confluent-kafka. The patched reader is kio's own
+this the reference node could not talk to confluent-kafka. `kafkawire.framing` imports this
+module, so every process that decodes through the wire layer (node, controller channel, probes)
+gets the fix. The patched reader is kio's own
 `_read_compiled` with the unknown-tag branch added; nothing else changes.
 """
 
@@ -13,7 +15,7 @@ from typing import Any
 from kio.serial import _parse, readers
 from kio.serial._shared import NullableEntityMarker
 
-_PATCHED = "_reference_node_tolerant"
+_PATCHED = "_kafkawire_tolerant"
 
 
 def _read_compiled(buffer: Any, offset: int, schema: Any) -> tuple[Any, int]:

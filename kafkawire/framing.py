@@ -1,0 +1,148 @@
+"""Kafka frames and headers with kio 0.5.0: the one framing layer (ring: wire).
+
+A Kafka message on the wire is an int32 size followed by a header and a body; the header's version
+follows the body's (request header v1, or v2 for flexible versions; response header v0 or v1).
+kio generates one dataclass per message version; `build` fills one from keyword arguments and
+silently drops the fields that version does not have, so callers are written once for every
+version. Importing this module installs `kafkawire.compat` (kio's tagged-field fix), so every
+process that decodes through it decodes the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import io
+import struct
+from typing import Any, TypeVar
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+
+from kafkawire import compat
+
+T = TypeVar("T")
+
+MAX_REQUEST_BYTES = 104857600  # socket.request.max.bytes default
+SIZE = struct.Struct(">i")
+_API_KEY_AND_VERSION = struct.Struct(">hh")
+
+compat.install()  # idempotent; explicit so that the import above is not an unused one
+
+
+class FrameError(Exception):
+    """A frame could not be read: bad size prefix or truncated body."""
+
+
+def build(cls: type[T], **values: Any) -> T:
+    """Instantiate a kio dataclass, dropping fields that this version does not define."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    for name, value in values.items():
+        fld = fields.get(name)
+        if fld is None:
+            continue
+        kwargs[name] = _coerce(fld.metadata.get("kafka_type"), value)
+    return cls(**kwargs)
+
+
+def _coerce(kafka_type: object, value: Any) -> Any:
+    if kafka_type == "error_code" and not isinstance(value, ErrorCode):
+        return ErrorCode(int(value))
+    if kafka_type in ("timedelta_i32", "timedelta_i64") and isinstance(value, int):
+        return datetime.timedelta(milliseconds=value)
+    return value
+
+
+def encode(schema: type[Any], obj: Any) -> bytes:
+    out = io.BytesIO()
+    entity_writer(schema)(out, obj)
+    return out.getvalue()
+
+
+def frame(payload: bytes) -> bytes:
+    """`payload` with its int32 size prefix."""
+    return SIZE.pack(len(payload)) + payload
+
+
+def encode_request(schema: type[Any], correlation_id: int, client_id: str | None, body: Any) -> bytes:
+    """A size-prefixed request frame: the header version `schema` declares, then `body`."""
+    header_cls = schema.__header_schema__
+    header = build(
+        header_cls,
+        request_api_key=schema.__api_key__,
+        request_api_version=schema.__version__,
+        correlation_id=correlation_id,
+        client_id=client_id,
+    )
+    return frame(encode(header_cls, header) + encode(schema, body))
+
+
+def encode_response(schema: type[Any], correlation_id: int, body: Any) -> bytes:
+    """A size-prefixed response frame: the header version `schema` declares, then `body`."""
+    header_cls = schema.__header_schema__
+    header = build(header_cls, correlation_id=correlation_id)
+    return frame(encode(header_cls, header) + encode(schema, body))
+
+
+def decode(schema: type[Any], payload: bytes, offset: int = 0) -> tuple[Any, int]:
+    """(entity, bytes used) of one `schema` entity at `offset`."""
+    obj, size = entity_reader(schema)(payload, offset)
+    return obj, size
+
+
+def decode_request(body: bytes) -> tuple[Any, Any]:
+    """(header, request) of one request frame body (without its size prefix)."""
+    api_key, version = _API_KEY_AND_VERSION.unpack_from(body)
+    schema = load_request_schema(api_key, version)
+    header, used = decode(schema.__header_schema__, body)
+    request, _ = decode(schema, body, used)
+    return header, request
+
+
+def decode_response(body: bytes, api_key: int, version: int) -> tuple[Any, Any]:
+    """(header, response) of one response frame body for a request of `api_key` / `version`."""
+    schema = load_response_schema(api_key, version)
+    header, used = decode(schema.__header_schema__, body)
+    response, _ = decode(schema, body, used)
+    return header, response
+
+
+async def read_frame(reader: asyncio.StreamReader, max_bytes: int = MAX_REQUEST_BYTES) -> bytes | None:
+    """One size-prefixed frame; None on a clean end of stream, FrameError on a bad prefix."""
+    try:
+        prefix = await reader.readexactly(4)
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial:
+            return None
+        raise FrameError(f"truncated size prefix ({len(exc.partial)} bytes)") from None
+    (size,) = SIZE.unpack(prefix)
+    if size < 0 or size > max_bytes:
+        raise FrameError(f"invalid frame size {size} (socket.request.max.bytes={max_bytes})")
+    try:
+        return await reader.readexactly(size)
+    except asyncio.IncompleteReadError as exc:
+        raise FrameError(f"truncated frame: {len(exc.partial)} of {size} bytes") from None
+
+
+class FrameSplitter:
+    """Incremental splitter of a byte stream into frame bodies (for proxies that see raw bytes)."""
+
+    def __init__(self, max_bytes: int = MAX_REQUEST_BYTES) -> None:
+        self._buf = bytearray()
+        self._max_bytes = max_bytes
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        out: list[bytes] = []
+        while len(self._buf) >= 4:
+            size = SIZE.unpack_from(self._buf)[0]
+            if size < 0 or size > self._max_bytes:
+                raise ValueError(f"bad frame size {size}")
+            if len(self._buf) < 4 + size:
+                break
+            out.append(bytes(self._buf[4 : 4 + size]))
+            del self._buf[: 4 + size]
+        return out

@@ -1,0 +1,131 @@
+"""A reassignment entry stranded by a topic deletion (Kafka 2.5.1) against ``admin_znodes_cleaned``.
+
+The logs are hand-made after chaos run partition-00001-s2001 (campaign seed 2000): ``t0-0`` is
+being reassigned [3, 1] → [2, 3] while broker 3 is cut off; ``t0`` is deleted (halted: reassignment
+in progress); broker 1 and then broker 3 re-register, ``onBrokerStartup`` resumes the deletion
+(KafkaController.scala@2.5.1 L370-378, TopicDeletionManager.scala L134-142) and it completes.
+Kafka leaves ``t0-0`` in ``/admin/reassign_partitions`` until the next controller failover.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from chaos.checkers.liveness import admin_znodes_cleaned
+from chaos.checkers.stranded import REASSIGN_PARTITIONS, stranded_reassignments
+from fixtures.probes import TopicPartition
+from tests.chaos.checkers.builders import (
+    ADMIN,
+    SESSION_A,
+    SESSION_B,
+    Log,
+    create,
+    delete,
+    final_state,
+    history_of,
+    set_data,
+    state_data,
+    state_path,
+    topic_data,
+)
+
+pytestmark = [pytest.mark.unit, pytest.mark.chaos]
+
+T0_0 = TopicPartition("t0", 0)
+
+
+def reassign_data(entries: Mapping[tuple[str, int], Sequence[int]]) -> bytes:
+    parts = [{"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in entries.items()]
+    return json.dumps({"version": 1, "partitions": parts}, separators=(",", ":")).encode()
+
+
+def delete_topic(log: Log, topic: str, partitions: int) -> None:
+    """``completeDeleteTopic``: the topic's znodes recursively, then the deletion request."""
+    for p in range(partitions):
+        log.fenced(SESSION_A, delete(state_path(topic, p)))
+        log.fenced(SESSION_A, delete(f"/brokers/topics/{topic}/partitions/{p}"))
+    log.fenced(SESSION_A, delete(f"/brokers/topics/{topic}/partitions"))
+    log.fenced(SESSION_A, delete(f"/brokers/topics/{topic}"))
+    log.fenced(SESSION_A, delete(f"/admin/delete_topics/{topic}"))
+
+
+def reassigned_then_deleted(*, started: bool = True) -> Log:
+    """t0-0 reassigned to [2, 3] (U1 written by the controller when ``started``), t0 deleted."""
+    log = Log()
+    log.elect(SESSION_A, 2)
+    log.create_topic(ADMIN, "t0", {0: [3, 1], 1: [1, 2]})
+    log.set_state(SESSION_A, "t0", 0, state_data(3, 0, [3, 1]))
+    log.set_state(SESSION_A, "t0", 1, state_data(1, 0, [1, 2]))
+    log.write(ADMIN, create(REASSIGN_PARTITIONS, reassign_data({("t0", 0): [2, 3]})))
+    if started:
+        u1 = topic_data({0: [2, 3, 1], 1: [1, 2]}, adding={0: [2]})
+        log.fenced(SESSION_A, set_data("/brokers/topics/t0", u1, 1))
+    log.write(ADMIN, create("/admin/delete_topics/t0"))
+    delete_topic(log, "t0", 2)
+    return log
+
+
+HISTORY = history_of(
+    ("client-1", "reassign", {"topic": "t0", "assignment": {"0": [2, 3]}}, "ok"),
+    ("client-0", "delete_topic", {"topic": "t0"}, "ok"),
+).ops
+LEFT = {T0_0: (2, 3)}
+
+
+def test_an_entry_stranded_by_a_deletion_mid_reassignment_is_what_kafka_leaves() -> None:
+    log = reassigned_then_deleted()
+    assert set(stranded_reassignments(log.records)) == {T0_0}
+    state = dataclasses.replace(final_state(), reassign_partitions=LEFT)
+    v = admin_znodes_cleaned(HISTORY, log.records, state)
+    assert v.validity == "valid", v.message
+    assert "t0-0" in v.message
+    assert "stranded" in v.message
+
+
+@pytest.mark.parametrize("partitions", [{0: [1]}, {0: [1, 2], 1: [2, 3]}], ids=["smaller", "as-large"])
+def test_the_entry_stays_when_the_name_is_created_again(partitions: dict[int, list[int]]) -> None:
+    log = reassigned_then_deleted()
+    log.create_topic(ADMIN, "t0", partitions)
+    state = dataclasses.replace(final_state({"t0": partitions}), reassign_partitions=LEFT)
+    assert admin_znodes_cleaned(HISTORY, log.records, state).validity == "valid"
+
+
+def test_a_controller_failover_after_the_deletion_must_clean_the_entry() -> None:
+    log = reassigned_then_deleted()
+    log.elect(SESSION_B, 1)  # initializePartitionReassignments re-reads the znode
+    assert stranded_reassignments(log.records) == {}
+    state = dataclasses.replace(final_state(), reassign_partitions=LEFT)
+    v = admin_znodes_cleaned(HISTORY, log.records, state)
+    assert v.validity == "invalid"
+    assert v.evidence[0]["path"] == REASSIGN_PARTITIONS
+
+
+def test_an_entry_the_controller_had_not_started_must_be_removed() -> None:
+    """Not yet processed when the topic went: ``processZkPartitionReassignment`` later finds the
+    partition unknown and removes it (KafkaController.scala@2.5.1 L1541-1546, L662-668)."""
+    log = reassigned_then_deleted(started=False)
+    state = dataclasses.replace(final_state(), reassign_partitions=LEFT)
+    assert admin_znodes_cleaned(HISTORY, log.records, state).validity == "invalid"
+
+
+def test_a_stranded_entry_does_not_excuse_another_pending_one() -> None:
+    log = reassigned_then_deleted()
+    left = {**LEFT, TopicPartition("t1", 0): (1, 2)}
+    state = dataclasses.replace(final_state(), reassign_partitions=left)
+    assert admin_znodes_cleaned(HISTORY, log.records, state).validity == "invalid"
+
+
+def test_rewriting_the_znode_without_the_entry_unstrands_it() -> None:
+    log = reassigned_then_deleted()
+    log.fenced(SESSION_A, set_data(REASSIGN_PARTITIONS, reassign_data({("t1", 0): [1, 2]}), 1))
+    assert stranded_reassignments(log.records) == {}
+
+
+def test_without_a_transaction_log_a_deleted_topics_entry_is_unknown_and_others_invalid() -> None:
+    state = dataclasses.replace(final_state(), reassign_partitions=LEFT)
+    assert admin_znodes_cleaned(HISTORY, None, state).validity == "unknown"
+    assert admin_znodes_cleaned([], None, state).validity == "invalid"

@@ -115,6 +115,7 @@ class Counters:
     events_started: int = 0
     events_done: int = 0
     last_done_at: float = 0.0  # wall clock when the last event finished
+    cpu_s: float = 0.0  # CPU time of the event thread inside `process` (less load-sensitive than wall)
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0.0))
 
     def reset(self) -> None:
@@ -338,6 +339,7 @@ class Bench:
 
             def timed(event: ControllerEvent) -> Any:
                 c.events_started += 1
+                cpu = time.thread_time()
                 _ACCT.counters, _ACCT.stack, _ACCT.last = c, ["core_other"], time.perf_counter()
                 try:
                     if bench.profiler is not None:
@@ -345,6 +347,7 @@ class Bench:
                     return process(event)
                 finally:
                     c.seconds["core_other"] += time.perf_counter() - _ACCT.last
+                    c.cpu_s += time.thread_time() - cpu
                     _ACCT.counters = None
                     c.events_done += 1
                     c.last_done_at = time.time()
@@ -597,7 +600,8 @@ class Run:
             f"{s['zk_read']:.2f} s, writes {snap.writes} ({snap.multis} multis) in {s['zk_write']:.2f} s, "
             f"JSON decode {s['json_decode']:.2f} s, encode {s['json_encode']:.2f} s, request building "
             f"{s['requests']:.2f} s ({snap.requests} requests), other core {s['core_other']:.2f} s, "
-            f"events {snap.events_done}; load {_load(row.load)}",
+            f"events {snap.events_done}; event-thread CPU {snap.cpu_s:.2f} s "
+            f"({snap.cpu_s / max(1, partitions) * 1000:.3f} s per 1k); load {_load(row.load)}",
             flush=True,
         )
         return row

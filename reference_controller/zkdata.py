@@ -113,8 +113,11 @@ def _int(path: str, data: bytes | None, value: Any, what: str) -> int:
     return value
 
 
+_INT_ONLY = frozenset({int})
+
+
 def _int_list(path: str, data: bytes | None, value: Any, what: str) -> list[int]:
-    if type(value) is list and all(type(v) is int for v in value):
+    if type(value) is list and set(map(type, value)) <= _INT_ONLY:
         return value  # the common case in one pass; anything else is checked (and named) below
     if not isinstance(value, list):
         raise MalformedZnodeError(path, data, f"{what} must be a list of integers, got {value!r}")

@@ -116,7 +116,9 @@ class ControllerBrokerRequestBatch:
                 tp, leader_isr, assignment, is_new or (previous is not None and previous.is_new)
             )
         # addUpdateMetadataRequestForBrokers(liveOrShuttingDownBrokerIds, Set(tp))
-        self.update_metadata_brokers.update(b for b in self.context.live_brokers if b >= 0)
+        live = self.context.live_brokers
+        if not self.update_metadata_brokers.issuperset(live):
+            self.update_metadata_brokers.update(b for b in live if b >= 0)
         self._add_update_metadata_partition(tp)
 
     def _lai_state(

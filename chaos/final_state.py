@@ -24,13 +24,12 @@ from chaos.checkers import LIVENESS_CHECKERS
 from chaos.checkers.final_state import (
     BrokerMetadata,
     FinalState,
+    fetch_broker_metadata,
     journals_from_requests,
-    metadata_from_view,
     read_zookeeper_state,
 )
 from chaos.history import Op
 from chaos.links import ChaosCluster
-from fixtures.probes.client_metadata import fetch_metadata
 from fixtures.probes.txnrecords import TxnRecord
 
 __all__ = ["Quiescence", "build_final_state", "heal_problem", "quiesce"]
@@ -77,7 +76,8 @@ def _metadata(
     for bid in sorted(live):
         try:
             host, port = cluster.endpoint(bid)
-            out[bid] = metadata_from_view(fetch_metadata(f"{host}:{port}", timeout_s=timeout_s))
+            # that broker's own view: a client library may answer from any broker it knows
+            out[bid] = fetch_broker_metadata(host, port, timeout_s=timeout_s)
         except Exception:
             out[bid] = None
     return out

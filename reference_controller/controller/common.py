@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from kafkawire.errors import Errors
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
 from reference_controller.controller.context import TopicPartition
@@ -30,29 +31,19 @@ from reference_controller.controller.events import (
 )
 from reference_controller.controller.ports import ChildHandler, ControllerHandle, NodeHandler
 
-# Kafka error codes the controller answers with.
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-UNKNOWN_TOPIC_OR_PARTITION = 3
-BROKER_NOT_AVAILABLE = 8
-STALE_CONTROLLER_EPOCH = 11
-INVALID_TOPIC_EXCEPTION = 17
-NOT_CONTROLLER = 41
-KAFKA_STORAGE_ERROR = 56
-STALE_BROKER_EPOCH = 77
-PREFERRED_LEADER_NOT_AVAILABLE = 80
-ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
-ELECTION_NOT_NEEDED = 84
-NO_REASSIGNMENT_IN_PROGRESS = 85
+# The error names the controller's response logs spell out (any other code is logged as its number).
 ERROR_NAMES = {
-    0: "NONE",
-    -1: "UNKNOWN_SERVER_ERROR",
-    3: "UNKNOWN_TOPIC_OR_PARTITION",
-    8: "BROKER_NOT_AVAILABLE",
-    11: "STALE_CONTROLLER_EPOCH",
-    41: "NOT_CONTROLLER",
-    56: "KAFKA_STORAGE_ERROR",
-    77: "STALE_BROKER_EPOCH",
+    e.value: e.name
+    for e in (
+        Errors.NONE,
+        Errors.UNKNOWN_SERVER_ERROR,
+        Errors.UNKNOWN_TOPIC_OR_PARTITION,
+        Errors.BROKER_NOT_AVAILABLE,
+        Errors.STALE_CONTROLLER_EPOCH,
+        Errors.NOT_CONTROLLER,
+        Errors.KAFKA_STORAGE_ERROR,
+        Errors.STALE_BROKER_EPOCH,
+    )
 }
 
 # ---- the handler table (spec §2.3) ----------------------------------------------------------

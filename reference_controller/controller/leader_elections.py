@@ -12,19 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kafkawire.errors import Errors
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
-from reference_controller.controller.common import (
-    ELECTION_NOT_NEEDED,
-    ELIGIBLE_LEADERS_NOT_AVAILABLE,
-    INVALID_TOPIC_EXCEPTION,
-    NOT_CONTROLLER,
-    PREFERRED_LEADER_NOT_AVAILABLE,
-    PREFERRED_REPLICA_ELECTION_HANDLER,
-    UNKNOWN_SERVER_ERROR,
-    UNKNOWN_TOPIC_OR_PARTITION,
-    tps,
-)
+from reference_controller.controller.common import PREFERRED_REPLICA_ELECTION_HANDLER, tps
 from reference_controller.controller.context import TopicPartition, tp_str
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions import rebalance
@@ -46,7 +37,7 @@ Outcome = LeaderAndIsr | Exception
 def process_replica_leader_election(ctl: ControllerHandle, event: ReplicaLeaderElection) -> None:
     if not ctl.is_active:
         if event.reply is not None:
-            event.reply(dict.fromkeys(event.partitions or (), NOT_CONTROLLER))
+            event.reply(dict.fromkeys(event.partitions or (), Errors.NOT_CONTROLLER))
         return
     admin = event.trigger == ElectionTrigger.ADMIN_CLIENT_TRIGGERED
     if not (admin or ctl.register_node_handler(PREFERRED_REPLICA_ELECTION_HANDLER, check_exists=True)):
@@ -91,15 +82,15 @@ def _elect(
     for tp, outcome in on_replica_election(ctl, electable, kind, trigger).items():
         if isinstance(outcome, StateChangeFailedException):
             codes[tp] = (
-                PREFERRED_LEADER_NOT_AVAILABLE
+                Errors.PREFERRED_LEADER_NOT_AVAILABLE
                 if kind == ElectionType.PREFERRED
-                else ELIGIBLE_LEADERS_NOT_AVAILABLE
+                else Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
             )
         else:
-            codes[tp] = UNKNOWN_SERVER_ERROR if isinstance(outcome, Exception) else 0
-    codes.update(dict.fromkeys((tp for tp in live if tp not in electable), ELECTION_NOT_NEEDED))
-    codes.update(dict.fromkeys(deleting, INVALID_TOPIC_EXCEPTION))
-    codes.update(dict.fromkeys(unknown, UNKNOWN_TOPIC_OR_PARTITION))
+            codes[tp] = Errors.UNKNOWN_SERVER_ERROR if isinstance(outcome, Exception) else 0
+    codes.update(dict.fromkeys((tp for tp in live if tp not in electable), Errors.ELECTION_NOT_NEEDED))
+    codes.update(dict.fromkeys(deleting, Errors.INVALID_TOPIC_EXCEPTION))
+    codes.update(dict.fromkeys(unknown, Errors.UNKNOWN_TOPIC_OR_PARTITION))
     return codes
 
 

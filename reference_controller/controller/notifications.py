@@ -8,12 +8,12 @@ UpdateMetadata response handlers (KAFKA_STORAGE_ERROR marks replicas offline).
 
 from __future__ import annotations
 
+from kafkawire.errors import Errors
 from reference_controller import zkdata as zd
 from reference_controller.controller import brokers
 from reference_controller.controller import zk_client as zkc
 from reference_controller.controller.common import (
     ERROR_NAMES,
-    KAFKA_STORAGE_ERROR,
     live_or_shutting_down,
     send_update_metadata_request,
     tps,
@@ -96,7 +96,7 @@ def process_leader_and_isr_response(ctl: ControllerHandle, event: LeaderAndIsrRe
             f"from broker {event.broker_id}"
         )
         return
-    offline = [tp for tp, code in event.partition_errors if code == KAFKA_STORAGE_ERROR]
+    offline = [tp for tp, code in event.partition_errors if code == Errors.KAFKA_STORAGE_ERROR]
     online = [tp for tp, code in event.partition_errors if code == 0]
     previous = ctl.context.replicas_on_offline_dirs.get(event.broker_id, set())
     current = (previous - set(online)) | set(offline)

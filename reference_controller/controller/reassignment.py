@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from kafkawire.errors import Errors
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
 from reference_controller.controller.common import (
-    NO_REASSIGNMENT_IN_PROGRESS,
     PARTITION_REASSIGNMENT_HANDLER,
-    UNKNOWN_SERVER_ERROR,
-    UNKNOWN_TOPIC_OR_PARTITION,
     csv,
     live_or_shutting_down,
     partition_reassignment_isr_change_handler,
@@ -49,7 +47,7 @@ def process_zk_partition_reassignment(ctl: ControllerHandle) -> set[TopicPartiti
     for tp, target in zkc.get_partition_reassignment(ctl.zk).items():
         built = plan.build_reassignment(ctl.context.partition_full_replica_assignment(tp), target)
         if built is None:
-            results[tp] = NO_REASSIGNMENT_IN_PROGRESS
+            results[tp] = Errors.NO_REASSIGNMENT_IN_PROGRESS
         else:
             to_reassign[tp] = built
     results.update(maybe_trigger_partition_reassignment(ctl, to_reassign))
@@ -70,9 +68,9 @@ def maybe_trigger_partition_reassignment(
     for tp, reassignment in reassignments.items():
         if ctl.topic_deletion_manager.is_topic_queued_up_for_deletion(tp[0]):
             ctl.log.info("Skipping reassignment of %s since the topic is currently being deleted", tp_str(tp))
-            results[tp] = UNKNOWN_TOPIC_OR_PARTITION
+            results[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
         elif not ctl.context.partition_replica_assignment(tp):
-            results[tp] = UNKNOWN_TOPIC_OR_PARTITION
+            results[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
         else:
             try:
                 on_partition_reassignment(ctl, tp, reassignment)
@@ -86,7 +84,7 @@ def maybe_trigger_partition_reassignment(
                 raise
             except Exception:
                 ctl.log.exception("Error completing reassignment of partition %s", tp_str(tp))
-                results[tp] = UNKNOWN_SERVER_ERROR
+                results[tp] = Errors.UNKNOWN_SERVER_ERROR
     return results
 
 

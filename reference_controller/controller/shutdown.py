@@ -9,13 +9,8 @@ from the ISR of the partitions it follows, and answer with the replicated partit
 
 from __future__ import annotations
 
-from reference_controller.controller.common import (
-    BROKER_NOT_AVAILABLE,
-    STALE_BROKER_EPOCH,
-    STALE_CONTROLLER_EPOCH,
-    UNKNOWN_SERVER_ERROR,
-    csv,
-)
+from kafkawire.errors import Errors
+from reference_controller.controller.common import csv
 from reference_controller.controller.context import TopicPartition, replica_of
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
@@ -38,11 +33,11 @@ def process_controlled_shutdown(ctl: ControllerHandle, event: ControlledShutdown
     except ControlledShutdownRejected as exc:
         event.reply(ControlledShutdownResult(exc.error_code))
     except ControllerMovedError:
-        event.reply(ControlledShutdownResult(STALE_CONTROLLER_EPOCH))
+        event.reply(ControlledShutdownResult(Errors.STALE_CONTROLLER_EPOCH))
         raise
     except Exception:
         ctl.log.exception("Error during controlled shutdown of broker %d", event.broker_id)
-        event.reply(ControlledShutdownResult(UNKNOWN_SERVER_ERROR))
+        event.reply(ControlledShutdownResult(Errors.UNKNOWN_SERVER_ERROR))
     else:
         event.reply(ControlledShutdownResult(0, tuple(remaining)))
 
@@ -50,7 +45,7 @@ def process_controlled_shutdown(ctl: ControllerHandle, event: ControlledShutdown
 def do_controlled_shutdown(ctl: ControllerHandle, broker_id: int, broker_epoch: int) -> list[TopicPartition]:
     if not ctl.is_active:
         raise ControlledShutdownRejected(
-            STALE_CONTROLLER_EPOCH, "Controller moved to another broker. Aborting controlled shutdown"
+            Errors.STALE_CONTROLLER_EPOCH, "Controller moved to another broker. Aborting controlled shutdown"
         )
     ctx = ctl.context
     if broker_epoch != UNKNOWN_BROKER_EPOCH and broker_id in ctx.live_broker_epochs:
@@ -61,10 +56,12 @@ def do_controlled_shutdown(ctl: ControllerHandle, broker_id: int, broker_epoch: 
                 f"{broker_id}. Current broker epoch is {cached}."
             )
             ctl.log.info(message)
-            raise ControlledShutdownRejected(STALE_BROKER_EPOCH, message)
+            raise ControlledShutdownRejected(Errors.STALE_BROKER_EPOCH, message)
     ctl.log.info("Shutting down broker %d", broker_id)
     if broker_id not in ctx.live_or_shutting_down_broker_ids:
-        raise ControlledShutdownRejected(BROKER_NOT_AVAILABLE, f"Broker id {broker_id} does not exist.")
+        raise ControlledShutdownRejected(
+            Errors.BROKER_NOT_AVAILABLE, f"Broker id {broker_id} does not exist."
+        )
     ctx.shutting_down_broker_ids.add(broker_id)
     ctl.log.debug("All shutting down brokers: %s", csv(sorted(ctx.shutting_down_broker_ids)))
     tdm = ctl.topic_deletion_manager

@@ -17,19 +17,12 @@ from collections.abc import Mapping, Sequence
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from kafkawire.errors import Errors
 from reference_controller import zkdata
 from reference_controller.zkdata import ReplicaAssignment
 
 log = logging.getLogger("kafka.zk.AdminZkClient")
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_TOPIC_EXCEPTION = 17
-TOPIC_ALREADY_EXISTS = 36
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-INVALID_REPLICA_ASSIGNMENT = 39
-INVALID_REQUEST = 42
-REASSIGNMENT_IN_PROGRESS = 60
 
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -44,18 +37,18 @@ class AdminError(Exception):
 def validate_topic_name(topic: str) -> None:
     """`Topic.validate`@2.5.1."""
     if not topic:
-        raise AdminError(INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+        raise AdminError(Errors.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
     if topic in (".", ".."):
-        raise AdminError(INVALID_TOPIC_EXCEPTION, 'Topic name cannot be "." or ".."')
+        raise AdminError(Errors.INVALID_TOPIC_EXCEPTION, 'Topic name cannot be "." or ".."')
     if len(topic) > MAX_NAME_LENGTH:
         raise AdminError(
-            INVALID_TOPIC_EXCEPTION,
+            Errors.INVALID_TOPIC_EXCEPTION,
             f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic "
             f"name: {topic}",
         )
     if not _LEGAL.match(topic):
         raise AdminError(
-            INVALID_TOPIC_EXCEPTION,
+            Errors.INVALID_TOPIC_EXCEPTION,
             f'Topic name "{topic}" is illegal, it contains a character other than ASCII alphanumerics, '
             "'.', '_' and '-'",
         )
@@ -78,28 +71,30 @@ def validate_topic_create(zk: KazooClient, topic: str, assignment: Mapping[int, 
     """`AdminZkClient.validateTopicCreate`@2.5.1 (LogConfig validation aside)."""
     validate_topic_name(topic)
     if zk.exists(zkdata.topic_path(topic)):
-        raise AdminError(TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
+        raise AdminError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
     if "." in topic or "_" in topic:
         all_topics = zk.get_children(zkdata.BROKER_TOPICS)
         if topic in all_topics:
-            raise AdminError(TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
+            raise AdminError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
         colliding = [t for t in all_topics if _collides(topic, t)]
         if colliding:
             raise AdminError(
-                INVALID_TOPIC_EXCEPTION,
+                Errors.INVALID_TOPIC_EXCEPTION,
                 f"Topic '{topic}' collides with existing topics: {', '.join(colliding)}",
             )
     if len({len(r) for r in assignment.values()}) != 1:
-        raise AdminError(INVALID_REPLICA_ASSIGNMENT, "All partitions should have the same number of replicas")
+        raise AdminError(
+            Errors.INVALID_REPLICA_ASSIGNMENT, "All partitions should have the same number of replicas"
+        )
     for replicas in assignment.values():
         if len(replicas) != len(set(replicas)):
             raise AdminError(
-                INVALID_REPLICA_ASSIGNMENT, f"Duplicate replica assignment found: {dict(assignment)}"
+                Errors.INVALID_REPLICA_ASSIGNMENT, f"Duplicate replica assignment found: {dict(assignment)}"
             )
     n = len(assignment)
     if sum(p for p in assignment if p >= 0) != n * (n - 1) // 2 or any(p < 0 for p in assignment):
         raise AdminError(
-            INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence"
+            Errors.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence"
         )
 
 
@@ -132,13 +127,13 @@ def create_topic_with_assignment(
     try:
         create_recursive(zk, zkdata.topic_path(topic), data)
     except NodeExistsError:
-        raise AdminError(TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.") from None
+        raise AdminError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.") from None
 
 
 def delete_topic(zk: KazooClient, topic: str) -> None:
     """`AdminZkClient.deleteTopic`; already marked for deletion counts as success (AdminManager)."""
     if not zk.exists(zkdata.topic_path(topic)):
-        raise AdminError(UNKNOWN_TOPIC_OR_PARTITION, f"Topic `{topic}` to delete does not exist")
+        raise AdminError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic `{topic}` to delete does not exist")
     try:
         create_recursive(zk, zkdata.delete_topic_path(topic), None)
     except NodeExistsError:
@@ -149,7 +144,7 @@ def read_assignment(zk: KazooClient, topic: str) -> tuple[dict[int, ReplicaAssig
     try:
         data, stat = zk.get(zkdata.topic_path(topic))
     except NoNodeError:
-        raise AdminError(UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.") from None
+        raise AdminError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.") from None
     return dict(zkdata.decode_topic(topic, data).partitions), int(stat.version)
 
 

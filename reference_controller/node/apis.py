@@ -15,6 +15,7 @@ from typing import Any
 
 from kio.index import load_response_schema
 
+from kafkawire.errors import Errors
 from kafkawire.framing import build
 from reference_controller.node import apis_admin
 from reference_controller.node.context import NodeContext
@@ -22,7 +23,6 @@ from reference_controller.node.journal import journal_brokers
 from reference_controller.node.metadata_cache import brokers_from_request, partition_states_from_request
 from reference_controller.node.partition import leader_and_isr_states, live_leaders, stop_replica_partitions
 from reference_controller.node.protocol import CloseConnection, RequestContext
-from reference_controller.node.replica_manager import STALE_BROKER_EPOCH
 from reference_controller.node.wire import has_field, ms, nested
 
 log = logging.getLogger("kafka.server.KafkaApis")
@@ -35,9 +35,6 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     CREATE_PARTITIONS: (0, 2),
 }  # fmt: skip
 
-UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_FOR_PARTITION = 3, 5, 6
-STALE_CONTROLLER_EPOCH, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH = 11, 74, 75
-INVALID_TOPIC_EXCEPTION, KAFKA_STORAGE_ERROR = 17, 56
 MAX_FETCH_WAIT_MS = 5000
 
 
@@ -104,9 +101,9 @@ class KafkaApis:
         cache = self.node.metadata_cache
         part_cls = nested(schema, "MetadataResponsePartition")
         if not cache.contains(name):
-            error = UNKNOWN_TOPIC_OR_PARTITION
+            error = Errors.UNKNOWN_TOPIC_OR_PARTITION
             if apis_admin.invalid_topic_name(name):
-                error = INVALID_TOPIC_EXCEPTION
+                error = Errors.INVALID_TOPIC_EXCEPTION
             return build(topic_cls, error_code=error, name=name, is_internal=False, partitions=())
         partitions = []
         for index, st in sorted(cache.partitions[name].items()):
@@ -114,7 +111,7 @@ class KafkaApis:
             partitions.append(
                 build(
                     part_cls,
-                    error_code=0 if leader_alive else LEADER_NOT_AVAILABLE,
+                    error_code=0 if leader_alive else Errors.LEADER_NOT_AVAILABLE,
                     partition_index=index,
                     leader_id=st.leader if leader_alive else -1,
                     leader_epoch=st.leader_epoch,
@@ -171,16 +168,16 @@ class KafkaApis:
 
     def _fetch_error(self, tp: tuple[str, int], current_leader_epoch: int) -> int:
         if tp in self.node.replica_manager.offline_partitions:
-            return KAFKA_STORAGE_ERROR
+            return Errors.KAFKA_STORAGE_ERROR
         p = self.node.replica_manager.partitions.get(tp)
         if p is None or tp not in self.node.replica_manager.log_manager.logs:
-            return UNKNOWN_TOPIC_OR_PARTITION
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
         if not p.is_leader:
-            return NOT_LEADER_FOR_PARTITION
+            return Errors.NOT_LEADER_FOR_PARTITION
         if current_leader_epoch >= 0 and current_leader_epoch < p.leader_epoch:
-            return FENCED_LEADER_EPOCH
+            return Errors.FENCED_LEADER_EPOCH
         if current_leader_epoch > p.leader_epoch:
-            return UNKNOWN_LEADER_EPOCH
+            return Errors.UNKNOWN_LEADER_EPOCH
         return 0
 
     # -- controller-facing ---------------------------------------------------------------------
@@ -224,8 +221,10 @@ class KafkaApis:
     async def handle_leader_and_isr(self, ctx: RequestContext, request: Any) -> Any:
         schema = self._schema(ctx)
         states = leader_and_isr_states(request)
+        error: int
+        errors: dict[tuple[str, int], int]
         if self._stale_broker_epoch("LeaderAndIsr", request):
-            error, errors = STALE_BROKER_EPOCH, {st.tp: STALE_BROKER_EPOCH for st in states}
+            error, errors = Errors.STALE_BROKER_EPOCH, {st.tp: Errors.STALE_BROKER_EPOCH for st in states}
         else:
             error, errors = self.node.replica_manager.become_leader_or_follower(
                 ctx.correlation_id,
@@ -265,8 +264,9 @@ class KafkaApis:
 
     async def handle_update_metadata(self, ctx: RequestContext, request: Any) -> Any:
         states = partition_states_from_request(request)
+        error: int
         if self._stale_broker_epoch("UpdateMetadata", request):
-            error = STALE_BROKER_EPOCH
+            error = Errors.STALE_BROKER_EPOCH
         else:
             error = self.node.replica_manager.maybe_update_metadata_cache(
                 ctx.correlation_id,
@@ -298,8 +298,10 @@ class KafkaApis:
         schema = self._schema(ctx)
         partitions = stop_replica_partitions(request)
         delete = bool(request.delete_partitions)
+        error: int
+        errors: dict[tuple[str, int], int]
         if self._stale_broker_epoch("StopReplica", request):
-            error, errors = STALE_BROKER_EPOCH, dict.fromkeys(partitions, STALE_BROKER_EPOCH)
+            error, errors = Errors.STALE_BROKER_EPOCH, dict.fromkeys(partitions, Errors.STALE_BROKER_EPOCH)
         else:
             error, errors = self.node.replica_manager.stop_replicas(
                 int(request.controller_epoch), delete, partitions
@@ -330,8 +332,9 @@ class KafkaApis:
         broker_epoch = int(request.broker_epoch) if has_field(request, "broker_epoch") else -1
         controller = self.node.controller
         remaining: tuple[tuple[str, int], ...] = ()
+        error: int
         if controller is None:
-            error = STALE_CONTROLLER_EPOCH
+            error = Errors.STALE_CONTROLLER_EPOCH
         else:
             timeout_s = self.node.config.request_timeout_ms / 1000
             result = await asyncio.to_thread(

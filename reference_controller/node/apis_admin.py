@@ -18,6 +18,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kio.index import load_response_schema
 
+from kafkawire.errors import Errors
 from kafkawire.framing import build
 from reference_controller import zkdata
 from reference_controller.node import admin
@@ -60,7 +61,7 @@ MAX_PARTITIONS = JUTE_MAX_BUFFER_BYTES // 7
 def check_partition_count(count: int) -> None:
     if count > MAX_PARTITIONS:
         raise AdminError(
-            admin.INVALID_PARTITIONS,
+            Errors.INVALID_PARTITIONS,
             f"Number of partitions {count} cannot fit in a topic znode: ZooKeeper's jute.maxbuffer "
             f"({JUTE_MAX_BUFFER_BYTES} bytes) holds at most {MAX_PARTITIONS} partitions.",
         )
@@ -241,21 +242,21 @@ class CreatePartitions(_AdminApi):
         name, count = str(topic.name), int(topic.count)
         check_partition_count(count)
         if zk.exists(zkdata.delete_topic_path(name)):
-            raise AdminError(admin.INVALID_TOPIC_EXCEPTION, "The topic is queued for deletion.")
+            raise AdminError(Errors.INVALID_TOPIC_EXCEPTION, "The topic is queued for deletion.")
         existing, _ = admin.read_assignment(zk, name)
         if any(a.is_being_reassigned for a in existing.values()):
             raise AdminError(
-                admin.REASSIGNMENT_IN_PROGRESS,
+                Errors.REASSIGNMENT_IN_PROGRESS,
                 f"A partition reassignment is in progress for the topic '{name}'.",
             )
         old = len(existing)
         if count < old:
             raise AdminError(
-                admin.INVALID_PARTITIONS,
+                Errors.INVALID_PARTITIONS,
                 f"Topic currently has {old} partitions, which is higher than the requested {count}.",
             )
         if count == old:
-            raise AdminError(admin.INVALID_PARTITIONS, f"Topic already has {old} partitions.")
+            raise AdminError(Errors.INVALID_PARTITIONS, f"Topic already has {old} partitions.")
         brokers = sorted(int(b) for b in zk.get_children(zkdata.BROKER_IDS))
         rf = len(existing[0].replicas) if 0 in existing else 0
         if topic.assignments is not None:
@@ -279,24 +280,24 @@ def _validate_new_assignment(
     unknown = sorted({b for r in proposed.values() for b in r} - set(brokers))
     if unknown:
         raise AdminError(
-            admin.INVALID_REPLICA_ASSIGNMENT,
+            Errors.INVALID_REPLICA_ASSIGNMENT,
             f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.",
         )
     if len(proposed) != increment:
         raise AdminError(
-            admin.INVALID_REPLICA_ASSIGNMENT,
+            Errors.INVALID_REPLICA_ASSIGNMENT,
             f"Increasing the number of partitions by {increment} but {len(proposed)} assignments provided.",
         )
     for p, replicas in proposed.items():
         if len(replicas) != len(set(replicas)):
             raise AdminError(
-                admin.INVALID_REPLICA_ASSIGNMENT,
+                Errors.INVALID_REPLICA_ASSIGNMENT,
                 f"Duplicate brokers not allowed in replica assignment: {', '.join(map(str, replicas))} "
                 f"for partition id {p}.",
             )
         if len(replicas) != rf:
             raise AdminError(
-                admin.INVALID_REPLICA_ASSIGNMENT,
+                Errors.INVALID_REPLICA_ASSIGNMENT,
                 f"Inconsistent replication factor between partitions, partition 0 has {rf} while partitions "
                 f"[{p}] have replication factors [{len(replicas)}], respectively.",
             )

@@ -40,7 +40,6 @@ if TYPE_CHECKING:  # replica_manager imports this module
 log = logging.getLogger("kafka.server.LogDirFailureChannel")
 rm_log = logging.getLogger("kafka.server.ReplicaManager")
 
-KAFKA_STORAGE_ERROR = 56
 HEALTH_CHECK_INTERVAL_S = 1.0
 PROBE_FILE = ".reference-health-check"
 

@@ -24,8 +24,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
+from kafkawire.errors import Errors
 
 
 class PlacementError(Exception):
@@ -52,12 +51,12 @@ def assign_replicas_to_brokers(
 ) -> dict[int, list[int]]:
     """Partition id → replicas, exactly as Kafka's rack-unaware assignment (brokers sorted by id)."""
     if n_partitions <= 0:
-        raise PlacementError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        raise PlacementError(Errors.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
     if replication_factor <= 0:
-        raise PlacementError(INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+        raise PlacementError(Errors.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
     if replication_factor > len(broker_ids):
         raise PlacementError(
-            INVALID_REPLICATION_FACTOR,
+            Errors.INVALID_REPLICATION_FACTOR,
             f"Replication factor: {replication_factor} larger than available brokers: {len(broker_ids)}.",
         )
     brokers = sorted(broker_ids)

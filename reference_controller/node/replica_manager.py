@@ -30,10 +30,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from kafkawire.errors import Errors
 from reference_controller.logutil import STATE_CHANGE_LOGGER, trace
 from reference_controller.node.admin import topic_name_error
 from reference_controller.node.leader_epoch import EpochCheck, leader_epoch_check
-from reference_controller.node.log_dir_failure import KAFKA_STORAGE_ERROR, KafkaStorageError
+from reference_controller.node.log_dir_failure import KafkaStorageError
 from reference_controller.node.log_manager import LogManager
 from reference_controller.node.metadata_cache import BrokerEndpoints, MetadataCache, PartitionState
 from reference_controller.node.partition import (
@@ -43,12 +44,6 @@ from reference_controller.node.partition import (
     Partition,
     TopicPartition,
 )
-
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-STALE_CONTROLLER_EPOCH = 11
-INVALID_TOPIC_EXCEPTION = 17
-STALE_BROKER_EPOCH = 77
 
 log = logging.getLogger("kafka.server.ReplicaManager")
 
@@ -134,7 +129,7 @@ class ReplicaManager:
                 f"{correlation_id} since its controller epoch {controller_epoch} is old. "
                 f"Latest known controller epoch is {self.controller_epoch}"
             )
-            return STALE_CONTROLLER_EPOCH, {st.tp: STALE_CONTROLLER_EPOCH for st in states}
+            return Errors.STALE_CONTROLLER_EPOCH, {st.tp: Errors.STALE_CONTROLLER_EPOCH for st in states}
         self.controller_epoch = controller_epoch
         errors: dict[TopicPartition, int] = {}
         accepted = [st for st in states if self._admit(st, ids, errors)]
@@ -142,7 +137,7 @@ class ReplicaManager:
         self._update_fetchers(accepted, leaders, ids)
         self._drop_placeholders(states)
         self.log_manager.checkpoint()
-        return NONE, errors
+        return Errors.NONE, errors
 
     def _admit(
         self, st: LeaderAndIsrPartitionState, ids: _RequestIds, errors: dict[TopicPartition, int]
@@ -155,11 +150,11 @@ class ReplicaManager:
         )
         if (illegal := topic_name_error(st.topic)) is not None:
             sc.warn(f"{prefix} as the topic name is illegal: {illegal}")
-            errors[st.tp] = INVALID_TOPIC_EXCEPTION
+            errors[st.tp] = Errors.INVALID_TOPIC_EXCEPTION
             return False
         if st.tp in self.offline_partitions:
             sc.warn(f"{prefix} as the local replica for the partition is in an offline log directory")
-            errors[st.tp] = KAFKA_STORAGE_ERROR
+            errors[st.tp] = Errors.KAFKA_STORAGE_ERROR
             return False
         partition = self.partitions.setdefault(st.tp, Partition(st.tp, self.broker_id))
         match leader_epoch_check(st.leader_epoch, partition.leader_epoch, self.broker_id in st.replicas):
@@ -169,19 +164,19 @@ class ReplicaManager:
                 sc.warn(
                     f"{prefix} as itself is not in assigned replica list {','.join(map(str, st.replicas))}"
                 )
-                errors[st.tp] = UNKNOWN_TOPIC_OR_PARTITION
+                errors[st.tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
             case EpochCheck.OLDER:
                 sc.warn(
                     f"{prefix} since its associated leader epoch {st.leader_epoch} is smaller than the "
                     f"current leader epoch {partition.leader_epoch}"
                 )
-                errors[st.tp] = STALE_CONTROLLER_EPOCH
+                errors[st.tp] = Errors.STALE_CONTROLLER_EPOCH
             case EpochCheck.SAME:
                 sc.debug(
                     f"{prefix} since its associated leader epoch {st.leader_epoch} matches the "
                     "current leader epoch"
                 )
-                errors[st.tp] = STALE_CONTROLLER_EPOCH
+                errors[st.tp] = Errors.STALE_CONTROLLER_EPOCH
         return False
 
     def _become_leader_or_follower(
@@ -203,9 +198,9 @@ class ReplicaManager:
                 f"the replica for the partition is offline due to disk error {exc}"
             )
             self.mark_partitions_offline([st.tp])
-            errors[st.tp] = KAFKA_STORAGE_ERROR
+            errors[st.tp] = Errors.KAFKA_STORAGE_ERROR
             return False
-        errors[st.tp] = NONE
+        errors[st.tp] = Errors.NONE
         return True
 
     def _update_fetchers(
@@ -316,7 +311,7 @@ class ReplicaManager:
                 f"Received stop replica request from an old controller epoch {controller_epoch}. "
                 f"Latest known controller epoch is {self.controller_epoch}"
             )
-            return STALE_CONTROLLER_EPOCH, {}
+            return Errors.STALE_CONTROLLER_EPOCH, {}
         self.controller_epoch = controller_epoch
         self.fetcher.remove_partitions(partitions)
         errors: dict[TopicPartition, int] = {}
@@ -331,11 +326,11 @@ class ReplicaManager:
                     f"Ignoring stop replica (delete={str(delete).lower()}) for partition {name} due to "
                     f"storage exception: {exc}"
                 )
-                errors[tp] = KAFKA_STORAGE_ERROR
+                errors[tp] = Errors.KAFKA_STORAGE_ERROR
                 continue
             sc.trace(f"Finished handling stop replica (delete={str(delete).lower()}) for partition {name}")
-            errors[tp] = NONE
-        return NONE, errors
+            errors[tp] = Errors.NONE
+        return Errors.NONE, errors
 
     def _delete_replica(self, tp: TopicPartition, name: str) -> None:
         if tp in self.offline_partitions:
@@ -369,7 +364,7 @@ class ReplicaManager:
                 f"{controller_id} with epoch {controller_epoch}. Latest known controller epoch is "
                 f"{self.controller_epoch}"
             )
-            return STALE_CONTROLLER_EPOCH
+            return Errors.STALE_CONTROLLER_EPOCH
         for tp, st in states:
             self.state_change.trace(
                 f"Cached leader info {_update_metadata_state(tp, st)} for partition {tp[0]}-{tp[1]} "
@@ -380,7 +375,7 @@ class ReplicaManager:
             )
         self.metadata_cache.update(controller_id, brokers, states)
         self.controller_epoch = controller_epoch
-        return NONE
+        return Errors.NONE
 
     # -- leader side of Fetch ------------------------------------------------------------------
     def record_follower_fetch(self, tp: TopicPartition, follower: int, fetch_offset: int) -> bool:

@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
+from kafkawire.errors import Errors
 from reference_controller.controller.effects import (
     AddBroker,
     BecameController,
@@ -49,8 +50,6 @@ from reference_controller.zkdata import BrokerInfo
 
 log = logging.getLogger("kafka.controller.ControllerEventManager")
 
-STALE_CONTROLLER_EPOCH = 11
-NOT_CONTROLLER = 41
 EVENT_THREAD_NAME = "controller-event-thread"
 
 
@@ -68,9 +67,9 @@ class EffectSink(Protocol):
 def preempt(event: ControllerEvent) -> None:
     """Answer an API event that will never be processed (Kafka's `ControllerEvent.preempt`)."""
     if isinstance(event, ControlledShutdown):
-        event.reply(ControlledShutdownResult(STALE_CONTROLLER_EPOCH))
+        event.reply(ControlledShutdownResult(Errors.STALE_CONTROLLER_EPOCH))
     elif isinstance(event, ReplicaLeaderElection) and event.reply is not None:
-        event.reply(dict.fromkeys(event.partitions or (), NOT_CONTROLLER))
+        event.reply(dict.fromkeys(event.partitions or (), Errors.NOT_CONTROLLER))
 
 
 class ControllerEventManager:

@@ -22,13 +22,11 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from kafkawire.errors import Errors
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.driver.channel import ControllerChannelManager
 from reference_controller.controller.driver.config_watcher import ConfigWatcher
-from reference_controller.controller.driver.event_manager import (
-    STALE_CONTROLLER_EPOCH,
-    ControllerEventManager,
-)
+from reference_controller.controller.driver.event_manager import ControllerEventManager
 from reference_controller.controller.driver.scheduler import ControllerScheduler
 from reference_controller.controller.driver.zk_driver import KazooZkPort
 from reference_controller.controller.effects import BrokerRequest, Effect
@@ -165,10 +163,10 @@ class ControllerService:
                 done.set()
 
         if self.events is None or self._stopped:
-            return ControlledShutdownResult(STALE_CONTROLLER_EPOCH)
+            return ControlledShutdownResult(Errors.STALE_CONTROLLER_EPOCH)
         self.events.put(ControlledShutdown(broker_id, broker_epoch, reply))
         if not done.wait(timeout_s):
-            return ControlledShutdownResult(STALE_CONTROLLER_EPOCH)
+            return ControlledShutdownResult(Errors.STALE_CONTROLLER_EPOCH)
         return answer[0]
 
     # ---- the event thread's view ------------------------------------------------------------------

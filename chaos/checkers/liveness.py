@@ -269,9 +269,17 @@ def admin_znodes_cleaned(
             )
         )
     for topic in sorted(f.delete_topics):
-        if _blocked_deletion(f, topic, registered) is None:
-            problems.append(f"/admin/delete_topics/{topic} left")
-            evidence.append(_znode(f"/admin/delete_topics/{topic}", "not cleaned"))
+        if _blocked_deletion(f, topic, registered) is not None:
+            continue
+        t = f.topics.get(topic)
+        down = set() if t is None else {r for rs in t.replicas.values() for r in rs} - f.live_brokers
+        if down:  # halted for offline replicas (TopicDeletionManager.scala@2.5.1 L291-317)
+            gaps.append(
+                f"/admin/delete_topics/{topic}: replicas on brokers {sorted(down)} not live after heal"
+            )
+            continue
+        problems.append(f"/admin/delete_topics/{topic} left")
+        evidence.append(_znode(f"/admin/delete_topics/{topic}", "not cleaned"))
     kept = f" but {_tps(stranded)}, stranded by topic deletion as in Kafka 2.5.1" if stranded else ""
     return _finish(name, problems, evidence, gaps, f"no admin znode left{kept}")
 

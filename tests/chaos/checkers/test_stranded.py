@@ -129,3 +129,19 @@ def test_without_a_transaction_log_a_deleted_topics_entry_is_unknown_and_others_
     state = dataclasses.replace(final_state(), reassign_partitions=LEFT)
     assert admin_znodes_cleaned(HISTORY, None, state).validity == "unknown"
     assert admin_znodes_cleaned([], None, state).validity == "invalid"
+
+
+def test_a_deletion_request_halted_by_a_broker_down_after_heal_is_unknown_not_invalid() -> None:
+    """Run composed-00014-s2014: broker 1 never came back, so Kafka keeps the deletion halted for
+    offline replicas (TopicDeletionManager.scala@2.5.1 L291-317) and its request znode with it."""
+    h = history_of(("client-1", "delete_topic", {"topic": "t1"}, "ok")).ops
+    log = Log()
+    log.write(0x55, create("/brokers/ids/1", None, ephemeral=True))
+    down = final_state(
+        {"t1": {0: [1, 2]}}, {("t1", 0): (2, 2, [2])}, live=(2, 3), delete_topics=frozenset({"t1"})
+    )
+    v = admin_znodes_cleaned(h, log.records, down)
+    assert v.validity == "unknown"
+    assert "not live after heal" in v.message
+    live = dataclasses.replace(down, live_brokers=frozenset({1, 2, 3}))
+    assert admin_znodes_cleaned(h, log.records, live).validity == "invalid"

@@ -596,13 +596,42 @@ def merged(before: Path, now: list[MutantResult], current: list[Mutant]) -> list
     return [v for _, v in sorted({**old, **fresh}.items())]
 
 
-def _rerun(tree: Path, tests: Sequence[str], runs: Path, args: argparse.Namespace) -> set[str]:
-    """Tests of ``tests`` that do not pass when re-run in ``tree``."""
+def collected(tree: Path) -> set[str]:
+    """Node ids of every check in ``tree`` (checks are renamed and removed while campaigns run)."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "conformance/checks",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=tree,
+        env=node_env(tree),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return {line.strip() for line in out.stdout.splitlines() if "::" in line}
+
+
+def _rerun(tree: Path, tests: Sequence[str], runs: Path, args: argparse.Namespace) -> set[str] | None:
+    """Tests of ``tests`` that do not pass when re-run in ``tree``; ``None`` if the run said nothing
+    (no test ran: usage error, collection error)."""
     shutil.rmtree(runs, ignore_errors=True)
     rc, _ = run_checks(
         tree, (), runs, workers=args.numprocesses, timeout_s=args.timeout_s, stop_first=False, tests=tests
     )
-    return _not_passing(runs) | (set(tests) if rc is None else set())
+    if rc is None:
+        return set(tests)
+    records = read_records(sorted(runs.glob("runs-*.jsonl")), strict=False)
+    if rc not in (0, 1) or not records:
+        return None
+    return _not_passing(runs)
 
 
 def recheck(args: argparse.Namespace) -> list[MutantResult]:
@@ -611,41 +640,50 @@ def recheck(args: argparse.Namespace) -> list[MutantResult]:
     does not reproduce was environmental or flaky); a mutant left without a confirmed killer survives."""
     results = _load_results(args.out / "mutation.json")
     mutants = {m.name: m for m in load_mutants(args.mutants_dir)}
-    tests = sorted({k.test for r in results for k in r.killed_by})
     scratch = scratch_parent()
     try:
-        bad = _rerun(copy_tree(scratch / "unmutated" / "repo"), tests, args.out / "runs" / "_recheck", args)
+        unmutated = copy_tree(scratch / "unmutated" / "repo")
+        exists = collected(unmutated)
+        named = {k.test for r in results for k in r.killed_by}
+        tests, gone = sorted(named & exists), sorted(named - exists)
+        bad = _rerun(unmutated, tests, args.out / "runs" / "_recheck", args) if tests else set()
+        if bad is None:
+            raise MutantError("recheck: the unmutated re-run ran no test; see runs/_recheck/pytest.log")
         print(
             f"recheck: {len(tests)} killing check(s) re-run unmutated; not passing: {sorted(bad) or 'none'}"
         )
+        print(f"recheck: killing checks that no longer exist (not re-run): {gone or 'none'}", flush=True)
         out = []
         for r in results:
-            mine = [k.test for k in r.killed_by if k.test not in bad]
+            mine = [k.test for k in r.killed_by if k.test not in bad and k.test in exists]
             if r.status != "killed" or not mine or r.name not in mutants:
                 out.append(reflag(r, bad, None))
                 continue
             tree = copy_tree(scratch / r.name / "repo")
             problem = apply_patch(mutants[r.name].path, tree)
-            failing = set() if problem else _rerun(tree, mine, args.out / "runs" / f"_recheck-{r.name}", args)
+            failing = None if problem else _rerun(tree, mine, args.out / "runs" / f"_recheck-{r.name}", args)
             shutil.rmtree(tree.parent, ignore_errors=True)
-            out.append(reflag(r, bad, failing))
-            print(f"recheck {r.name}: reproduced {sorted(failing) or 'nothing'}", flush=True)
+            out.append(reflag(r, bad, failing, rerun=set(mine)))
+            print(f"recheck {r.name}: reproduced {sorted(failing or ()) or 'nothing'}", flush=True)
         return out
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def reflag(r: MutantResult, bad: set[str], reproduced: set[str] | None = None) -> MutantResult:
+def reflag(
+    r: MutantResult, bad: set[str], reproduced: set[str] | None = None, *, rerun: set[str] | None = None
+) -> MutantResult:
     """``r`` with its killers flagged: failing unmutated (``bad``), and reproduced on a re-run of the
-    mutant (``reproduced``: the checks that failed again; ``None`` = not re-run)."""
+    mutant (``reproduced``: the checks that failed again, among those re-run (``rerun``, default:
+    all); ``None`` = not re-run)."""
+
+    def again(k: Killer) -> bool | None:
+        if reproduced is None or k.test in bad or (rerun is not None and k.test not in rerun):
+            return k.reproduced
+        return k.test in reproduced
+
     killers = tuple(
-        Killer(
-            k.test,
-            k.behaviour_ids,
-            k.reason,
-            k.fails_unmutated or k.test in bad,
-            k.reproduced if reproduced is None or k.test in bad else k.test in reproduced,
-        )
+        Killer(k.test, k.behaviour_ids, k.reason, k.fails_unmutated or k.test in bad, again(k))
         for k in r.killed_by
     )
     real = [k for k in killers if k.counts]

@@ -1,13 +1,18 @@
 """Entries Kafka 2.5.1 leaves in ``/admin/reassign_partitions`` after deleting their topic
 (decisions ring, pure).
 
-A topic whose deletion is requested while one of its partitions is being reassigned is only
-*halted* ("topic reassignment in progress", ``TopicDeletionManager.markTopicIneligibleForDeletion``
-@2.5.1 L170-177). The halt is not kept apart from the other reasons: a broker hosting a replica of
-the topic that (re)registers makes ``KafkaController.onBrokerStartup`` (@2.5.1 L370-378) call
-``resumeDeletionForTopics`` (``TopicDeletionManager`` L134-142), which clears the topic from
-``topicsIneligibleForDeletion`` whatever the reason, so the deletion runs to
-``completeDeleteTopic`` (L240-250) while the reassignment is still pending. Neither that nor
+Kafka 2.5.1 deletes a topic while one of its partitions is still being reassigned in two ways:
+
+- the *first* deletion request is not halted at all: ``processTopicDeletion``
+  (KafkaController.scala@2.5.1 L1510-1518) calls ``markTopicIneligibleForDeletion`` before
+  ``enqueueTopicsForDeletion``, and the former only halts topics already queued
+  (``topicsToBeDeleted & topics``, TopicDeletionManager.scala@2.5.1 L170-177), so the enqueue's
+  ``resumeDeletions`` finds the topic eligible (L121-126, L221-225) and starts deleting it;
+- a halt set later ("topic reassignment in progress" from ``onPartitionReassignment`` L557, or
+  "offline replicas") is lifted whatever its reason when a broker hosting a replica (re)registers:
+  ``onBrokerStartup`` (L370-378) calls ``resumeDeletionForTopics`` (TopicDeletionManager L134-142).
+
+Either way the deletion runs to ``completeDeleteTopic`` (L240-250). Neither that nor
 ``ControllerContext.removeTopic`` (@2.5.1 L276-283) touches ``partitionsBeingReassigned`` or the
 znode; only reassignment completion (``removePartitionFromReassigningPartitions``,
 KafkaController L918-928) removes an entry, and it never comes for a deleted partition. The

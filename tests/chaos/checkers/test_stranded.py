@@ -1,9 +1,10 @@
 """A reassignment entry stranded by a topic deletion (Kafka 2.5.1) against ``admin_znodes_cleaned``.
 
 The logs are hand-made after chaos run partition-00001-s2001 (campaign seed 2000): ``t0-0`` is
-being reassigned [3, 1] → [2, 3] while broker 3 is cut off; ``t0`` is deleted (halted: reassignment
-in progress); broker 1 and then broker 3 re-register, ``onBrokerStartup`` resumes the deletion
-(KafkaController.scala@2.5.1 L370-378, TopicDeletionManager.scala L134-142) and it completes.
+being reassigned [3, 1] → [2, 3] while broker 3 is cut off; ``t0``'s deletion starts at once (a
+first request is not halted, see :mod:`chaos.checkers.stranded`), halts for offline replicas and
+for the reassignment (re-run on broker startup), and ``onBrokerStartup`` resumes it each time
+(KafkaController.scala@2.5.1 L370-378, TopicDeletionManager.scala L134-142) until it completes.
 Kafka leaves ``t0-0`` in ``/admin/reassign_partitions`` until the next controller failover.
 """
 
@@ -53,8 +54,9 @@ def delete_topic(log: Log, topic: str, partitions: int) -> None:
     log.fenced(SESSION_A, delete(f"/admin/delete_topics/{topic}"))
 
 
-def reassigned_then_deleted(*, started: bool = True) -> Log:
-    """t0-0 reassigned to [2, 3] (U1 written by the controller when ``started``), t0 deleted."""
+def reassigned_then_deleted(*, started: bool = True, resumed: bool = True) -> Log:
+    """t0-0 reassigned to [2, 3] (U1 written by the controller when ``started``), t0 deleted
+    (after broker 1, a replica host, registered again when ``resumed``)."""
     log = Log()
     log.elect(SESSION_A, 2)
     log.create_topic(ADMIN, "t0", {0: [3, 1], 1: [1, 2]})
@@ -65,6 +67,8 @@ def reassigned_then_deleted(*, started: bool = True) -> Log:
         u1 = topic_data({0: [2, 3, 1], 1: [1, 2]}, adding={0: [2]})
         log.fenced(SESSION_A, set_data("/brokers/topics/t0", u1, 1))
     log.write(ADMIN, create("/admin/delete_topics/t0"))
+    if resumed:
+        log.write(0x55, create("/brokers/ids/1", None, ephemeral=True))
     delete_topic(log, "t0", 2)
     return log
 
@@ -110,6 +114,16 @@ def test_an_entry_the_controller_had_not_started_must_be_removed() -> None:
     log = reassigned_then_deleted(started=False)
     state = dataclasses.replace(final_state(), reassign_partitions=LEFT)
     assert admin_znodes_cleaned(HISTORY, log.records, state).validity == "invalid"
+
+
+def test_a_first_deletion_request_is_not_halted_by_the_reassignment() -> None:
+    """Run zk-session-00013-s2013: no broker registered between the request and the deletion;
+    Kafka 2.5.1 does not halt a first request (KafkaController L1510-1518 marks before it
+    enqueues; TopicDeletionManager L170-177 only halts queued topics)."""
+    log = reassigned_then_deleted(resumed=False)
+    assert set(stranded_reassignments(log.records)) == {T0_0}
+    state = dataclasses.replace(final_state(), reassign_partitions=LEFT)
+    assert admin_znodes_cleaned(HISTORY, log.records, state).validity == "valid"
 
 
 def test_a_stranded_entry_does_not_excuse_another_pending_one() -> None:

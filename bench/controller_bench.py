@@ -161,10 +161,27 @@ def charged(category: str) -> Iterator[None]:
 
 
 def _charging(category: str, fn: Callable[..., T]) -> Callable[..., T]:
+    """`charged(category)` around `fn`, without contextlib (this wrapper runs ~40k times per 10k
+    failover; the context manager's own cost was ~10 % of the profiled window)."""
+    acct = _ACCT
+    clock = time.perf_counter
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
-        with charged(category):
+        c = acct.counters
+        if c is None:
             return fn(*args, **kwargs)
+        stack, seconds = acct.stack, c.seconds
+        now = clock()
+        seconds[stack[-1]] += now - acct.last
+        stack.append(category)
+        acct.last = now
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            now = clock()
+            seconds[stack.pop()] += now - acct.last
+            acct.last = now
 
     return wrapper
 

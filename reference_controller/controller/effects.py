@@ -12,32 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader
 from reference_controller.controller.events import ControllerEvent
 from reference_controller.zkdata import BrokerInfo
 
 TopicPartition = tuple[str, int]
-
-
-@dataclass(frozen=True)
-class LeaderAndIsrPartitionState:
-    topic: str
-    partition: int
-    controller_epoch: int  # the epoch stored with the leadership decision
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    zk_version: int
-    replicas: tuple[int, ...]
-    adding_replicas: tuple[int, ...]
-    removing_replicas: tuple[int, ...]
-    is_new: bool
-
-
-@dataclass(frozen=True)
-class LiveLeader:
-    broker_id: int
-    host: str
-    port: int
 
 
 @dataclass(frozen=True)

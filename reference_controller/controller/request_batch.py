@@ -21,12 +21,11 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader
 from reference_controller.controller.context import ControllerContext, TopicPartition, tp_str
 from reference_controller.controller.effects import (
     Effect,
-    LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
-    LiveLeader,
     SendRequest,
     StopReplicaRequest,
     UpdateMetadataPartitionState,
@@ -237,7 +236,7 @@ class ControllerBrokerRequestBatch:
             for tp, state in states.items() if self.state_change_log.trace_enabled else ():
                 kind = "become-leader" if broker == state.leader else "become-follower"
                 self.state_change_log.trace(
-                    f"Sending {kind} LeaderAndIsr request {_lai_state_str(state)} to broker {broker} "
+                    f"Sending {kind} LeaderAndIsr request {state} to broker {broker} "
                     f"for partition {tp_str(tp)}"
                 )
             request = LeaderAndIsrRequest(
@@ -314,16 +313,6 @@ class ControllerBrokerRequestBatch:
 
 def _set_str(values: Iterable[int]) -> str:
     return "Set(" + ", ".join(str(v) for v in sorted(values)) + ")"
-
-
-def _lai_state_str(s: LeaderAndIsrPartitionState) -> str:
-    return (
-        f"LeaderAndIsrPartitionState(topicName='{s.topic}', partitionIndex={s.partition}, "
-        f"controllerEpoch={s.controller_epoch}, leader={s.leader}, leaderEpoch={s.leader_epoch}, "
-        f"isr={list(s.isr)}, zkVersion={s.zk_version}, replicas={list(s.replicas)}, "
-        f"addingReplicas={list(s.adding_replicas)}, removingReplicas={list(s.removing_replicas)}, "
-        f"isNew={str(s.is_new).lower()})"
-    )
 
 
 def _um_state_str(s: UpdateMetadataPartitionState) -> str:

@@ -243,8 +243,8 @@ class KafkaApis:
                 "isr": list(st.isr),
                 "zk_version": st.zk_version,
                 "replicas": list(st.replicas),
-                "adding": list(st.adding),
-                "removing": list(st.removing),
+                "adding": list(st.adding_replicas),
+                "removing": list(st.removing_replicas),
                 "is_new": st.is_new,
                 "error_code": errors.get(st.tp, 0),
             }

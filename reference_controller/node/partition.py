@@ -12,46 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader
+
 TopicPartition = tuple[str, int]
-
-
-@dataclass(frozen=True)
-class LeaderAndIsrPartitionState:
-    topic: str
-    partition: int
-    controller_epoch: int
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    zk_version: int
-    replicas: tuple[int, ...]
-    adding: tuple[int, ...] = ()
-    removing: tuple[int, ...] = ()
-    is_new: bool = False
-
-    @property
-    def tp(self) -> TopicPartition:
-        return (self.topic, self.partition)
-
-    def __str__(self) -> str:
-        def lst(v: tuple[int, ...]) -> str:
-            return "[" + ", ".join(str(x) for x in v) + "]"
-
-        return (
-            f"LeaderAndIsrPartitionState(topicName='{self.topic}', partitionIndex={self.partition}, "
-            f"controllerEpoch={self.controller_epoch}, leader={self.leader}, "
-            f"leaderEpoch={self.leader_epoch}, "
-            f"isr={lst(self.isr)}, zkVersion={self.zk_version}, replicas={lst(self.replicas)}, "
-            f"addingReplicas={lst(self.adding)}, removingReplicas={lst(self.removing)}, "
-            f"isNew={str(self.is_new).lower()})"
-        )
-
-
-@dataclass(frozen=True)
-class LiveLeader:
-    broker_id: int
-    host: str
-    port: int
 
 
 def leader_and_isr_states(request: Any) -> list[LeaderAndIsrPartitionState]:
@@ -70,8 +33,8 @@ def leader_and_isr_states(request: Any) -> list[LeaderAndIsrPartitionState]:
             isr=tuple(int(r) for r in p.isr),
             zk_version=int(p.partition_epoch),
             replicas=tuple(int(r) for r in p.replicas),
-            adding=tuple(int(r) for r in getattr(p, "adding_replicas", ()) or ()),
-            removing=tuple(int(r) for r in getattr(p, "removing_replicas", ()) or ()),
+            adding_replicas=tuple(int(r) for r in getattr(p, "adding_replicas", ()) or ()),
+            removing_replicas=tuple(int(r) for r in getattr(p, "removing_replicas", ()) or ()),
             is_new=bool(getattr(p, "is_new", False)),
         )
         for topic, p in raw

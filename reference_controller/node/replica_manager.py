@@ -31,19 +31,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kafkawire.errors import Errors
+from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader
 from reference_controller.logutil import STATE_CHANGE_LOGGER, trace
 from reference_controller.node.admin import topic_name_error
 from reference_controller.node.leader_epoch import EpochCheck, leader_epoch_check
 from reference_controller.node.log_dir_failure import KafkaStorageError
 from reference_controller.node.log_manager import LogManager
 from reference_controller.node.metadata_cache import BrokerEndpoints, MetadataCache, PartitionState
-from reference_controller.node.partition import (
-    FollowerState,
-    LeaderAndIsrPartitionState,
-    LiveLeader,
-    Partition,
-    TopicPartition,
-)
+from reference_controller.node.partition import FollowerState, Partition, TopicPartition
 
 log = logging.getLogger("kafka.server.ReplicaManager")
 
@@ -223,7 +218,7 @@ class ReplicaManager:
 
     def _apply(self, p: Partition, st: LeaderAndIsrPartitionState) -> None:
         p.controller_epoch = st.controller_epoch
-        p.replicas, p.adding, p.removing = st.replicas, st.adding, st.removing
+        p.replicas, p.adding, p.removing = st.replicas, st.adding_replicas, st.removing_replicas
         p.leader, p.leader_epoch, p.zk_version = st.leader, st.leader_epoch, st.zk_version
         self.log_manager.get_or_create_log(st.tp, st.is_new)
 

@@ -12,11 +12,12 @@ import pytest
 from kio.index import load_request_schema
 
 from kafkawire.framing import build, read_frame
+from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader
 from reference_controller.config import KafkaConfig
 from reference_controller.node.apis import SUPPORTED_VERSIONS
 from reference_controller.node.log_manager import LogDirError, LogManager
 from reference_controller.node.metadata_cache import BrokerEndpoints, MetadataCache, PartitionState
-from reference_controller.node.partition import LeaderAndIsrPartitionState, LiveLeader, TopicPartition
+from reference_controller.node.partition import TopicPartition
 from reference_controller.node.placement import PlacementError, assign_replicas_to_brokers
 from reference_controller.node.protocol import KafkaProtocolServer, RequestContext
 from reference_controller.node.replica_manager import ReplicaManager

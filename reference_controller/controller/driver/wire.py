@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkawire import framing
+from kafkawire.states import LeaderAndIsrPartitionState
 from reference_controller.controller.driver import DriverError
 from reference_controller.controller.effects import (
     BrokerRequest,
-    LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     StopReplicaRequest,
     UpdateMetadataPartitionState,

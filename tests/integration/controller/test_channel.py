@@ -8,12 +8,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from kafkawire.states import LeaderAndIsrPartitionState
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.driver import wire
 from reference_controller.controller.driver.channel import ControllerChannelManager
 from reference_controller.controller.effects import (
     BrokerRequest,
-    LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     StopReplicaRequest,
     UpdateMetadataRequest,

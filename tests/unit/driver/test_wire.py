@@ -15,12 +15,11 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkawire import framing
+from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader
 from reference_controller.config import InterBrokerProtocolVersion
 from reference_controller.controller.driver import wire
 from reference_controller.controller.effects import (
-    LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
-    LiveLeader,
     StopReplicaRequest,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,

@@ -16,6 +16,8 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -90,6 +92,33 @@ def check_master(master: str | None, timeout_s: float = 5.0) -> None:
     )
 
 
+@contextmanager
+def _jvm_stderr(into: Path) -> Iterator[None]:
+    """While the JVM is launched, fd 2 goes to ``into``: the launcher's stack traces and warnings
+    stay out of the terminal (the JVM keeps that file as its stderr), and a failure can quote them."""
+    if os.environ.get("KZK_REPORTS_SPARK_LOG"):  # the user wants to see Spark's log
+        yield
+        return
+    saved = os.dup(2)
+    with into.open("wb") as fh:
+        os.dup2(fh.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def _launcher_error(log: Path) -> str | None:
+    """The launcher's own message, e.g. ``SparkException: Master must either be yarn or …``."""
+    text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+    for line in text.splitlines():
+        m = re.search(r"(\w+(?:Exception|Error)): (.+)", line)
+        if m and not line.startswith("WARNING"):
+            return f"{m.group(1)}: {m.group(2)}"[:400]
+    return None
+
+
 def explain(exc: BaseException) -> str:
     """The first line that says what went wrong, from a Py4J / PySpark / Spark error."""
     java = getattr(exc, "java_exception", None)
@@ -138,10 +167,13 @@ def start(
             )
         if master:
             builder = builder.master(master)
+        jvm_log = Path(tmp, "jvm-stderr.log")
         try:
-            spark = builder.getOrCreate()
+            with _jvm_stderr(jvm_log):
+                spark = builder.getOrCreate()
         except Exception as exc:
             where = master or os.environ.get("MASTER") or "local[*]"
-            raise EnvironmentProblem(f"Spark could not start with master {where}: {explain(exc)}") from exc
+            why = _launcher_error(jvm_log) or explain(exc)
+            raise EnvironmentProblem(f"Spark could not start with master {where}: {why}") from exc
     spark.sparkContext.setLogLevel(os.environ.get("KZK_REPORTS_SPARK_LOG", "fatal").upper())
     return spark

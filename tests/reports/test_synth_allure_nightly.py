@@ -135,7 +135,7 @@ def test_nightly_with_a_failing_runner_still_reports_kept_records(tmp_path: Path
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1800,  # a ceiling: the report's JVM is slow on a loaded 2-core machine
         cwd=ROOT,
         check=False,
     )

@@ -155,9 +155,13 @@ def reassignments_completed(
     f, registered = final_state, _registered(final_state, txn_records)
     problems: list[str] = []
     evidence: list[dict[str, Any]] = []
+    gaps: list[str] = []
     for topic, t in sorted(f.topics.items()):
         for p in sorted(set(t.adding) | set(t.removing)):
             if not t.being_reassigned(p) or not set(t.adding.get(p, ())) <= registered:
+                continue
+            if down := _reassignment_needs_down_broker(f, topic, p):
+                gaps.append(f"{topic}-{p} still reassigning: {down}")
                 continue
             problems.append(
                 f"{topic}-{p} still reassigning (adding {list(t.adding.get(p, ()))}, "
@@ -185,7 +189,17 @@ def reassignments_completed(
                 f"not target {list(target)}"
             )
             evidence.append(op_evidence(op.invoke, f"target of {tp.topic}-{tp.partition} not reached"))
-    return _finish(name, problems, evidence, [], f"{len(acked)} acknowledged reassignment(s) complete")
+    return _finish(name, problems, evidence, gaps, f"{len(acked)} acknowledged reassignment(s) complete")
+
+
+def _reassignment_needs_down_broker(f: FinalState, topic: str, partition: int) -> str | None:
+    """Why a pending reassignment cannot complete yet: without a live leader no adding replica can
+    join the ISR (a topic queued for deletion gets no new leader: ``triggerOnlineStateChangeForPartitions``
+    skips it, PartitionStateMachine.scala@2.5.1 L66-71)."""
+    state = f.partition_states.get(TopicPartition(topic, partition))
+    if state is not None and state.leader not in f.live_brokers:
+        return f"leader {state.leader} not live after heal"
+    return None
 
 
 def _blocked_deletion(f: FinalState, topic: str, registered: set[int]) -> str | None:

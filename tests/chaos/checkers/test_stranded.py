@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from chaos.checkers.liveness import admin_znodes_cleaned
+from chaos.checkers import PartitionState, TopicState
+from chaos.checkers.liveness import admin_znodes_cleaned, reassignments_completed
 from chaos.checkers.stranded import REASSIGN_PARTITIONS, stranded_reassignments
 from fixtures.probes import TopicPartition
 from tests.chaos.checkers.builders import (
@@ -159,3 +160,20 @@ def test_a_deletion_request_halted_by_a_broker_down_after_heal_is_unknown_not_in
     assert "not live after heal" in v.message
     live = dataclasses.replace(down, live_brokers=frozenset({1, 2, 3}))
     assert admin_znodes_cleaned(h, log.records, live).validity == "invalid"
+
+
+def test_a_reassignment_waiting_on_a_leader_down_after_heal_is_unknown_not_invalid() -> None:
+    """Run composed-00019-s2019: broker 1 (t0-0's leader) never came back and t0 is queued for
+    deletion, so Kafka elects no leader (PartitionStateMachine.scala@2.5.1 L66-71) and adding
+    replica 3 can never join the ISR."""
+    topics = {"t0": TopicState(0x40, {0: (1, 2, 3)}, adding={0: (3,)})}
+    down = dataclasses.replace(
+        final_state(live=(2, 3), delete_topics=frozenset({"t0"})),
+        topics=topics,
+        partition_states={T0_0: PartitionState(1, 3, (1, 2), 1, 3)},
+    )
+    v = reassignments_completed([], [], down)
+    assert v.validity == "unknown"
+    assert "leader 1 not live after heal" in v.message
+    healed = dataclasses.replace(down, live_brokers=frozenset({1, 2, 3}))
+    assert reassignments_completed([], [], healed).validity == "invalid"

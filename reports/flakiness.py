@@ -14,7 +14,8 @@ per-behaviour runs derived from them). Definitions (also printed in the HTML rep
   (299 for 1 % at 95 %); below N ``not-enough-data`` with ``runs_needed`` = N - executed.
 - regression: executed runs that started before ``baseline_before`` are the baseline window,
   later ones the current window; one-sided pooled two-proportion z-test, ``regression_p_value``;
-  ``regressed`` when p < 0.05 and the current rate is higher.
+  ``regressed`` when p < 0.05, the current rate is higher and both windows have at least 5
+  executed runs (below that the normal approximation says little).
 - per behaviour ID: one run = one ``run_id``; it failed if any of its tests failed, else errored
   if any errored, else passed if any passed, else was skipped.
 """
@@ -54,6 +55,7 @@ class FlakinessParams:
     confidence: float = 0.95
     baseline_before: datetime | None = None
     alpha: float = 0.05
+    min_window_runs: int = 5
 
     @property
     def runs_needed(self) -> int:
@@ -175,8 +177,11 @@ def with_statistics(counts: DataFrame, keys: tuple[str, ...], params: FlakinessP
         _rate(F.col("_c_f"), F.col("_c_n")).alias("current_failure_rate"),
         p_value.alias("regression_p_value"),
     )
-    regressed = (F.col("regression_p_value") < params.alpha) & (
-        F.col("current_failure_rate") > F.col("baseline_failure_rate")
+    regressed = (
+        (F.col("regression_p_value") < params.alpha)
+        & (F.col("current_failure_rate") > F.col("baseline_failure_rate"))
+        & (F.col("baseline_executed") >= params.min_window_runs)
+        & (F.col("current_executed") >= params.min_window_runs)
     )
     return df.withColumn("regressed", F.coalesce(regressed, F.lit(False)))
 

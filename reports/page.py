@@ -24,7 +24,7 @@ body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1280px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;font-size:12px;margin:8px 0}
 th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f3f3f3}td{overflow-wrap:anywhere}
+th{background:#f3f3f3}td{overflow-wrap:break-word}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .plots{display:flex;flex-wrap:wrap;gap:12px}.muted{color:#777}
 .flaky{color:#b35900}.stable-fail{color:#c00}.stable-pass{color:#080}

@@ -73,12 +73,21 @@ def test_all_skipped_has_no_rate_and_needs_every_run(spark: SparkSession) -> Non
 def test_regression_against_the_baseline_window(spark: SparkSession) -> None:
     # r: baseline (day 1) 1 failure in 20, current (day 2) 5 in 10: pooled 6/30, z = 2.904738,
     # one-sided p = 0.0018378 < 0.05 → regressed. n: only current runs → no baseline, no p-value.
-    records = runs("r", "F" + "P" * 19, day=1) + runs("r", "FPFPFPFPFP", day=2) + runs("n", "FP", day=2)
+    # s: 0 of 2, then 1 of 1: pooled 1/3, se = sqrt(1/3·2/3·1.5) = 0.577350, z = 1.732051, p = 0.0416323
+    # < 0.05, but windows under 5 runs are never called a regression.
+    records = (
+        runs("r", "F" + "P" * 19, day=1) + runs("r", "FPFPFPFPFP", day=2) + runs("n", "FP", day=2)
+        + runs("s", "PP", day=1) + runs("s", "F", day=2)
+    )  # fmt: skip
     params = fl.FlakinessParams(baseline_before=datetime(2026, 1, 2, tzinfo=UTC))
     cols = ["test_id", "baseline_executed", "baseline_failure_rate", "current_executed",
             "current_failure_rate", "regression_p_value", "regressed"]  # fmt: skip
     actual = _flakiness(spark, records, params).select(*cols)
-    expected = [("r", 20, 0.05, 10, 0.5, 0.0018378, True), ("n", 0, None, 2, 0.5, None, False)]
+    expected = [
+        ("r", 20, 0.05, 10, 0.5, 0.0018378, True),
+        ("n", 0, None, 2, 0.5, None, False),
+        ("s", 2, 0.0, 1, 1.0, 0.0416323, False),
+    ]
     assertDataFrameEqual(actual, spark.createDataFrame(expected, actual.schema), rtol=1e-4)
 
 

@@ -198,7 +198,7 @@ def _reassignment_needs_down_broker(f: FinalState, topic: str, partition: int) -
     skips it, PartitionStateMachine.scala@2.5.1 L66-71)."""
     state = f.partition_states.get(TopicPartition(topic, partition))
     if state is not None and state.leader not in f.live_brokers:
-        return f"leader {state.leader} not live after heal"
+        return f"no live leader after heal (leader {state.leader})"
     return None
 
 

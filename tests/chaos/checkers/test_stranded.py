@@ -174,6 +174,6 @@ def test_a_reassignment_waiting_on_a_leader_down_after_heal_is_unknown_not_inval
     )
     v = reassignments_completed([], [], down)
     assert v.validity == "unknown"
-    assert "leader 1 not live after heal" in v.message
+    assert "no live leader after heal (leader 1)" in v.message
     healed = dataclasses.replace(down, live_brokers=frozenset({1, 2, 3}))
     assert reassignments_completed([], [], healed).validity == "invalid"

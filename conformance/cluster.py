@@ -442,13 +442,13 @@ class Cluster:
     def wait_controller(self, deadline_s: float = 20.0, *, not_in: Iterable[int] = ()) -> int:
         excluded = set(not_in)
 
-        def elected() -> int | None:
+        def elected() -> list[int] | None:  # a list: broker id 0 is a controller, not "not yet"
             cid = self.controller_id()
-            return cid if cid is not None and cid not in excluded else None
+            return [cid] if cid is not None and cid not in excluded else None
 
         return wait_for(
             elected, self.deadline(deadline_s), lambda: f"a controller not in {excluded}; {self.summary()}"
-        )
+        )[0]
 
     def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
         return self.get_json(f"/brokers/topics/{topic}/partitions/{partition}/state")  # type: ignore[no-any-return]

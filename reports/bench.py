@@ -2,9 +2,9 @@
 
 For each size (default 100k, 1M, 10M records): synthesise the records once (kept under
 ``--work-dir``; not timed as part of the report), then time ``python -m reports build`` in a
-fresh process — Spark start-up included — and print wall seconds, records/s, the CPU seconds
-of the build (JVM included) and the load average at its start, since on a shared 2-core
-machine the wall time depends on what else runs. Figures go to ``<work-dir>/bench.json`` too.
+fresh process — Spark start-up included — and print wall seconds, records/s and the 1-minute
+load average at its start, since on a shared 2-core machine the wall time depends on what else
+runs. Figures go to ``<work-dir>/bench.json`` too.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -25,21 +24,16 @@ __all__ = ["main", "run_size"]
 _TIMEOUT_S = 3 * 3600
 
 
-def _cpu_children() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def _run(cmd: list[str], what: str) -> tuple[float, float]:
-    cpu0, t0 = _cpu_children(), time.monotonic()
+def _run(cmd: list[str], what: str) -> float:
+    t0 = time.monotonic()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired as exc:
         raise EnvironmentProblem(f"{what} did not finish within {_TIMEOUT_S} s") from exc
-    wall, cpu = time.monotonic() - t0, _cpu_children() - cpu0
+    wall = time.monotonic() - t0
     if done.returncode != 0:
         raise EnvironmentProblem(f"{what} failed (exit {done.returncode}): {done.stderr.strip()[-600:]}")
-    return wall, cpu
+    return wall
 
 
 def _spark_opts(args: argparse.Namespace) -> list[str]:
@@ -52,16 +46,13 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
     py = [sys.executable, "-m", "reports"]
     synth_s = None
     if not (data / "_SUCCESS").is_file():
-        synth_s, _ = _run(
-            [*py, "synth", "--records", str(n), "--out", str(data), *_spark_opts(args)], "synth"
-        )
+        synth_s = _run([*py, "synth", "--records", str(n), "--out", str(data), *_spark_opts(args)], "synth")
     load = os.getloadavg()[0]
-    wall, cpu = _run([*py, "build", "--input", str(data), "--out", str(out), *_spark_opts(args)], "build")
+    wall = _run([*py, "build", "--input", str(data), "--out", str(out), *_spark_opts(args)], "build")
     return {
         "records": n,
         "wall_s": round(wall, 1),
         "records_per_s": round(n / wall),
-        "cpu_s": round(cpu, 1),
         "load_avg_1m_at_start": round(load, 2),
         "synth_s": None if synth_s is None else round(synth_s, 1),
     }
@@ -80,10 +71,7 @@ def main(args: argparse.Namespace) -> int:
     for n in sizes:
         r = run_size(n, args)
         results.append(r)
-        print(
-            f"{n:>10} {r['wall_s']:>8} {r['records_per_s']:>10} {r['cpu_s']:>8} "
-            f"{r['load_avg_1m_at_start']:>5}"
-        )
+        print(f"{n:>10} {r['wall_s']:>8} {r['records_per_s']:>10} {r['load_avg_1m_at_start']:>5}")
     (args.work_dir / "bench.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"figures: {args.work_dir / 'bench.json'}")
     return 0

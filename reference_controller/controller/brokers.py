@@ -21,7 +21,7 @@ from reference_controller.controller.common import (
 from reference_controller.controller.context import PartitionAndReplica
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.effects import AddBroker, RemoveBroker
-from reference_controller.controller.ports import ControllerHandle
+from reference_controller.controller.handle import ControllerHandle
 
 
 def process_broker_change(ctl: ControllerHandle) -> None:

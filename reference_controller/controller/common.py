@@ -29,7 +29,8 @@ from reference_controller.controller.events import (
     TopicDeletion,
     ZkPartitionReassignment,
 )
-from reference_controller.controller.ports import ChildHandler, ControllerHandle, NodeHandler
+from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.ports import ChildHandler, NodeHandler
 
 # The error names the controller's response logs spell out (any other code is logged as its number).
 ERROR_NAMES = {

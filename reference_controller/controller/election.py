@@ -39,7 +39,8 @@ from reference_controller.controller.events import (
     TopicDeletion,
     ZkPartitionReassignment,
 )
-from reference_controller.controller.ports import ControllerHandle, ControllerMovedError, NodeHandler
+from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.ports import ControllerMovedError, NodeHandler
 
 
 def process_startup(ctl: ControllerHandle) -> None:

@@ -48,7 +48,7 @@ from reference_controller.controller.events import (
     ElectionTrigger,
     ElectionType,
 )
-from reference_controller.controller.ports import ControllerHandle
+from reference_controller.controller.handle import ControllerHandle
 
 AUTO_REBALANCE_TASK = "auto-leader-rebalance-task"
 FIRST_AUTO_REBALANCE_DELAY_MS = 5000

@@ -27,7 +27,8 @@ from reference_controller.controller.events import (
     ElectionType,
     ReplicaLeaderElection,
 )
-from reference_controller.controller.ports import ControllerHandle, ControllerMovedError
+from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.ports import ControllerMovedError
 from reference_controller.controller.state_change_log import StateChangeFailedException
 from reference_controller.zkdata import NO_LEADER, LeaderAndIsr
 

@@ -25,7 +25,7 @@ from reference_controller.controller.events import (
     LeaderAndIsrResponseReceived,
     UpdateMetadataResponseReceived,
 )
-from reference_controller.controller.ports import ControllerHandle
+from reference_controller.controller.handle import ControllerHandle
 from reference_controller.errors import MalformedZnodeError
 
 

@@ -14,23 +14,12 @@ driver enqueues the handler's event. Unregistering drops the handler, not the se
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from reference_controller.controller.events import ControllerEvent
-
-if TYPE_CHECKING:  # the handle's member types; none of them is needed at run time
-    from reference_controller.config import KafkaConfig
-    from reference_controller.controller.context import ControllerContext
-    from reference_controller.controller.effects import Effect
-    from reference_controller.controller.partition_state_machine import PartitionStateMachine
-    from reference_controller.controller.replica_state_machine import ReplicaStateMachine
-    from reference_controller.controller.request_batch import ControllerBrokerRequestBatch
-    from reference_controller.controller.state_change_log import StateChangeLogger
-    from reference_controller.controller.topic_deletion import TopicDeletionManager
 
 
 class ZkCode(IntEnum):
@@ -178,39 +167,6 @@ class ZkPort(Protocol):
     def session_id(self) -> int:
         """The ZooKeeper session id of this node (for logs and for the ephemeral `/controller`)."""
         ...
-
-
-class ControllerHandle(Protocol):
-    """What the handler modules (`election`, `failover`, `brokers`, `topics`, `reassignment`,
-    `notifications`, `leader_elections`, `shutdown`, `common`) may use of the controller: its
-    identity and config, its ports, its state (the context, whose `controllership` record the
-    election handlers write), the state machines and request batch, and the services that
-    collect effects and register watches. `KafkaController` implements it; handlers never import
-    the core, so the core depends on the handlers and not the other way round."""
-
-    broker_id: int
-    config: KafkaConfig
-    zk: ZkPort
-    clock: Clock
-    log: logging.LoggerAdapter[logging.Logger]
-    context: ControllerContext
-    state_change_log: StateChangeLogger
-    batch: ControllerBrokerRequestBatch
-    replica_state_machine: ReplicaStateMachine
-    partition_state_machine: PartitionStateMachine
-    topic_deletion_manager: TopicDeletionManager
-    node_handlers: dict[str, NodeHandler]
-    existed_at_last_check: dict[str, bool]
-
-    @property
-    def is_active(self) -> bool: ...
-
-    def emit(self, effects: list[Effect]) -> None: ...
-    def enqueue(self, event: ControllerEvent) -> None: ...
-    def register_node_handler(self, handler: NodeHandler, check_exists: bool = False) -> bool: ...
-    def unregister_node_handler(self, path: str) -> None: ...
-    def register_child_handler(self, handler: ChildHandler) -> None: ...
-    def unregister_child_handler(self, path: str) -> None: ...
 
 
 class Clock(Protocol):

@@ -25,8 +25,9 @@ from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions import reassignment as plan
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import ZkPartitionReassignment
+from reference_controller.controller.handle import ControllerHandle
 from reference_controller.controller.partition_state_machine import lai_str
-from reference_controller.controller.ports import ControllerHandle, ControllerMovedError, ZkCode
+from reference_controller.controller.ports import ControllerMovedError, ZkCode
 from reference_controller.controller.state_change_log import IllegalStateException, StateChangeFailedException
 from reference_controller.zkdata import LeaderIsrAndControllerEpoch, ReplicaAssignment
 

@@ -15,7 +15,8 @@ from reference_controller.controller.context import TopicPartition, replica_of
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import ControlledShutdown, ControlledShutdownResult
-from reference_controller.controller.ports import ControllerHandle, ControllerMovedError
+from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.ports import ControllerMovedError
 from reference_controller.errors import ReferenceControllerError
 
 UNKNOWN_BROKER_EPOCH = -1

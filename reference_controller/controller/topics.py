@@ -25,7 +25,7 @@ from reference_controller.controller.context import TopicPartition, replica_of
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import TopicDeletionStopReplicaResponseReceived
-from reference_controller.controller.ports import ControllerHandle
+from reference_controller.controller.handle import ControllerHandle
 from reference_controller.zkdata import ReplicaAssignment
 
 

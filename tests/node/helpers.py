@@ -9,11 +9,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from kazoo.client import KazooClient
 from kio.index import load_request_schema
@@ -21,24 +20,9 @@ from kio.index import load_request_schema
 from kafkawire.framing import build
 from reference_controller import zkdata
 from reference_controller.node.wire import KafkaClient, nested
+from tests.polling import wait_for
 
-T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
-
-
-def wait_for(check: Callable[[], T | None], timeout_s: float, what: str, interval_s: float = 0.05) -> T:
-    """Poll `check` until it returns a truthy value; on timeout fail with what was last observed."""
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except Exception as exc:  # report the last failure if we time out
-            last = exc
-        if last and not isinstance(last, Exception):
-            return last  # type: ignore[no-any-return]
-        time.sleep(interval_s)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}; last observed: {last!r}")
 
 
 @dataclass

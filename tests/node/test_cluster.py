@@ -15,7 +15,8 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: 
 from kazoo.client import KazooClient
 
 from reference_controller import zkdata
-from tests.node.helpers import NodeFactory, NodeProcess, wait_for
+from tests.node.helpers import NodeFactory, NodeProcess
+from tests.polling import wait_for
 
 pytestmark = [
     pytest.mark.integration,

@@ -29,8 +29,8 @@ from tests.node.helpers import (
     leader_and_isr,
     stop_replica,
     update_metadata,
-    wait_for,
 )
+from tests.polling import wait_for
 
 BROKER_ONLY = {"reference.controller.enable": "false"}
 EVENT_JSON = b'{"version":1,"broker":1,"event":1}'

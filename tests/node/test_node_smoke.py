@@ -9,7 +9,8 @@ from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
 from reference_controller import zkdata
-from tests.node.helpers import NodeFactory, PartitionSpec, leader_and_isr, update_metadata, wait_for
+from tests.node.helpers import NodeFactory, PartitionSpec, leader_and_isr, update_metadata
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
 BROKER_ONLY = {"reference.controller.enable": "false"}

@@ -30,8 +30,8 @@ from tests.node.helpers import (
     leader_and_isr,
     send,
     stop_replica,
-    wait_for,
 )
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
 BROKER_ONLY = {"reference.controller.enable": "false"}

@@ -31,8 +31,8 @@ from tests.node.helpers import (
     PartitionSpec,
     leader_and_isr,
     update_metadata,
-    wait_for,
 )
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
 CONTROLLER_ID = 9

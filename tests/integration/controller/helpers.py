@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from reference_controller.controller.events import ControllerEvent
+from tests import polling
 
 
 class EventSink:
@@ -37,8 +38,5 @@ class EventSink:
 
 
 def wait_for(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
+    """`tests.polling.wait_for` with this tree's defaults (10 s, "condition")."""
+    polling.wait_for(predicate, timeout_s, what, interval_s=0.02)

@@ -31,7 +31,8 @@ from fixtures.probes import ChrootView, TxnLogCursor, TxnOp, TxnRecord
 from fixtures.probes.logdirs import scan_log_dir
 from fixtures.zookeeper import ZooKeeperServer
 from reference_controller import zkdata
-from tests.node.helpers import NodeFactory, NodeProcess, wait_for
+from tests.node.helpers import NodeFactory, NodeProcess
+from tests.polling import wait_for
 
 pytestmark = [
     pytest.mark.integration,

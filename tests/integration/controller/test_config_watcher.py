@@ -27,7 +27,8 @@ from fixtures.zookeeper import ZooKeeperServer
 from reference_controller import zkdata
 from reference_controller.controller.driver.config_watcher import ConfigWatcher
 from reference_controller.controller.events import ControllerEvent, TopicUncleanLeaderElectionEnable
-from tests.node.helpers import NodeFactory, NodeProcess, wait_for
+from tests.node.helpers import NodeFactory, NodeProcess
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
 UNCLEAN = "unclean.leader.election.enable"

@@ -2,18 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from tests.node.helpers import node_factory
 
-import pytest
-
-from tests.node.helpers import NodeFactory
-
-
-@pytest.fixture
-def node_factory(tmp_path: Path, zk_connect: str) -> Iterator[NodeFactory]:
-    factory = NodeFactory(tmp_path, zk_connect)
-    try:
-        yield factory
-    finally:
-        factory.close()
+__all__ = ["node_factory"]

@@ -9,11 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kazoo.client import KazooClient
 from kio.index import load_request_schema
 
@@ -279,3 +280,14 @@ def stop_replica(
         )
 
     return send(address, 5, 2, body)
+
+
+@pytest.fixture
+def node_factory(tmp_path: Path, zk_connect: str) -> Iterator[NodeFactory]:
+    """The one node-process factory fixture (the node and controller-integration conftests use it):
+    every node it starts is killed at the end of the test."""
+    factory = NodeFactory(tmp_path, zk_connect)
+    try:
+        yield factory
+    finally:
+        factory.close()

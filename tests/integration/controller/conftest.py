@@ -9,6 +9,9 @@ from kazoo.client import KazooClient
 
 from reference_controller.controller.driver.zk_driver import KazooZkPort
 from tests.integration.controller.helpers import EventSink
+from tests.node.helpers import node_factory
+
+__all__ = ["events", "node_factory", "port", "port_factory"]
 
 
 @pytest.fixture

@@ -17,10 +17,9 @@ asserted on the flattened writes is unchanged (issue item 15: batching keeps ord
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -106,15 +105,6 @@ def _tree(zk: KazooClient, path: str) -> list[str]:
         sub = f"{path.rstrip('/')}/{child}"
         out += [sub, *_tree(zk, sub)]
     return out
-
-
-@pytest.fixture
-def node_factory(tmp_path: Path, zk_connect: str) -> Iterator[NodeFactory]:
-    factory = NodeFactory(tmp_path, zk_connect)
-    try:
-        yield factory
-    finally:
-        factory.close()
 
 
 @pytest.fixture

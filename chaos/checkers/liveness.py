@@ -193,9 +193,16 @@ def reassignments_completed(
 
 
 def _reassignment_needs_down_broker(f: FinalState, topic: str, partition: int) -> str | None:
-    """Why a pending reassignment cannot complete yet: without a live leader no adding replica can
-    join the ISR (a topic queued for deletion gets no new leader: ``triggerOnlineStateChangeForPartitions``
-    skips it, PartitionStateMachine.scala@2.5.1 L66-71)."""
+    """Why a pending reassignment cannot complete yet: it completes only when every target replica
+    is in the ISR (``isReassignmentComplete``, KafkaController.scala@2.5.1 L804-814), which a broker
+    that is down cannot join, and without a live leader nobody joins (a topic queued for deletion
+    gets no new leader: ``triggerOnlineStateChangeForPartitions``, PartitionStateMachine.scala@2.5.1
+    L66-71)."""
+    t = f.topics[topic]
+    removing = set(t.removing.get(partition, ()))
+    target_down = {r for r in t.replicas.get(partition, ()) if r not in removing} - f.live_brokers
+    if target_down:
+        return f"target replicas on {sorted(target_down)} not live after heal"
     state = f.partition_states.get(TopicPartition(topic, partition))
     if state is not None and state.leader not in f.live_brokers:
         return f"no live leader after heal (leader {state.leader})"
@@ -264,7 +271,12 @@ def admin_znodes_cleaned(
         waiting = {tp: r for tp, r in f.reassign_partitions.items() if not set(r) <= registered}
         if txn_records is not None:
             stranded = stranded_reassignments(txn_records)
-        left = set(f.reassign_partitions) - set(waiting) - set(stranded)
+        unreachable = {tp for tp, r in f.reassign_partitions.items() if not set(r) <= f.live_brokers}
+        gaps += [
+            f"/admin/reassign_partitions: {tp.topic}-{tp.partition} targets a broker not live after heal"
+            for tp in sorted(unreachable - set(waiting) - set(stranded))
+        ]
+        left = set(f.reassign_partitions) - set(waiting) - set(stranded) - unreachable
         deleted = {q.invoke.value.get("topic") for q in pairs(history) if q.invoke.f == "delete_topic"}
         if txn_records is None and left and all(tp.topic in deleted for tp in left):
             gaps.append(f"no transaction log to tell whether deletion stranded {_tps(left)}")

@@ -117,7 +117,11 @@ def test_a_broker_that_registered_once_does_not_excuse_a_stuck_reassignment() ->
     log = Log()
     log.write(0x55, create("/brokers/ids/9", None, ephemeral=True))
     state = dataclasses.replace(final_state(), topics={"t": reassigning((9,))})
-    assert reassignments_completed([], log.records, state).validity == "invalid"
+    # not excused, but not judged either: 9 is down after heal and Kafka completes a reassignment
+    # only once every target replica is in the ISR (KafkaController.scala@2.5.1 L804-814)
+    assert reassignments_completed([], log.records, state).validity == "unknown"
+    live = dataclasses.replace(state, live_brokers=frozenset({1, 2, 3, 9}))
+    assert reassignments_completed([], log.records, live).validity == "invalid"
 
 
 def test_an_acknowledged_reassignment_that_did_not_reach_its_target_is_invalid() -> None:

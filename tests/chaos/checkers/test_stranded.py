@@ -174,6 +174,25 @@ def test_a_reassignment_waiting_on_a_leader_down_after_heal_is_unknown_not_inval
     )
     v = reassignments_completed([], [], down)
     assert v.validity == "unknown"
-    assert "no live leader after heal (leader 1)" in v.message
+    assert "target replicas on [1] not live after heal" in v.message
+    leaderless = dataclasses.replace(
+        down,
+        live_brokers=frozenset({1, 2, 3}),
+        partition_states={T0_0: PartitionState(-1, 3, (3,), 1, 3)},
+    )
+    v = reassignments_completed([], [], leaderless)
+    assert v.validity == "unknown"
+    assert "no live leader after heal (leader -1)" in v.message
     healed = dataclasses.replace(down, live_brokers=frozenset({1, 2, 3}))
     assert reassignments_completed([], [], healed).validity == "invalid"
+
+
+def test_a_reassignment_entry_targeting_a_broker_down_after_heal_is_unknown() -> None:
+    """Run partition-00036-s2036: broker 1 never came back; t3-0 targets [3, 1, 2]."""
+    log = Log()
+    log.write(0x55, create("/brokers/ids/1", None, ephemeral=True))
+    entry = {TopicPartition("t3", 0): (3, 1, 2)}
+    down = dataclasses.replace(final_state(live=(2, 3)), reassign_partitions=entry)
+    assert admin_znodes_cleaned([], log.records, down).validity == "unknown"
+    healed = dataclasses.replace(down, live_brokers=frozenset({1, 2, 3}))
+    assert admin_znodes_cleaned([], log.records, healed).validity == "invalid"

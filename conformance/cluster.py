@@ -63,7 +63,7 @@ from fixtures.probes.state_change_log import LogEntry, read_state_change_log
 from fixtures.probes.txnrecords import TxnRecord
 from fixtures.probes.zk_journal import ProxyLoop, ZkJournal, ZkRecordingProxy
 
-__all__ = ["Cluster", "ConditionTimeout", "Node", "wait_for"]
+__all__ = ["Cluster", "ClusterFactory", "ConditionTimeout", "Node", "wait_for"]
 
 T = TypeVar("T")
 Address = tuple[str, int]
@@ -517,3 +517,7 @@ class Cluster:
         }
         ctrl = f"controller={self.controller_id()} epoch={self.controller_epoch()}"
         return f"{ctrl} registered={live} processes={procs}"
+
+
+#: What the ``cluster_factory`` fixture of ``conformance/conftest.py`` gives a check.
+ClusterFactory = Callable[..., Cluster]

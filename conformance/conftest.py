@@ -11,13 +11,13 @@ is attached when the check fails.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.cluster import Cluster
+from conformance.cluster import Cluster, ClusterFactory
 from conformance.evidence import add_evidence, cluster_evidence
 from conformance.plugin import (
     conformance_target,
@@ -45,7 +45,6 @@ __all__ = [
     "zk_server",
 ]
 
-ClusterFactory = Callable[..., Cluster]
 
 #: tickTime of the suite's ZooKeeper. Sessions expire on tick boundaries (a killed node's session
 #: goes between ``session timeout`` and ``+ tickTime``) and the smallest session ZooKeeper grants

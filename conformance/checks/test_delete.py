@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conformance import admin
-from conformance.cluster import Cluster, wait_for
-from conformance.conftest import ClusterFactory
+from conformance.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import (
     create_topic,
     journal,

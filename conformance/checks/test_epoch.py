@@ -7,8 +7,7 @@ import json
 import pytest
 
 from conformance import phases
-from conformance.cluster import Cluster, ConditionTimeout, wait_for
-from conformance.conftest import ClusterFactory
+from conformance.cluster import Cluster, ClusterFactory, ConditionTimeout, wait_for
 from conformance.evidence import fmt_records
 from conformance.plugin import PhaseMetrics
 from conformance.scenarios import settle, wait_cluster_known

@@ -8,8 +8,7 @@ import pytest
 
 from conformance import admin
 from conformance.admin import encode
-from conformance.cluster import wait_for
-from conformance.conftest import ClusterFactory
+from conformance.cluster import ClusterFactory, wait_for
 from conformance.scenarios import create_topic, fenced, fmt, journal, wait_state, writes
 
 pytestmark = pytest.mark.conformance

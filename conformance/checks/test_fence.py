@@ -12,8 +12,7 @@ from kio.schema.update_metadata.v6 import request as um6
 from kio.static.primitive import i32, i64
 
 from conformance import admin
-from conformance.cluster import Cluster, wait_for
-from conformance.conftest import ClusterFactory
+from conformance.cluster import Cluster, ClusterFactory, wait_for
 from conformance.nodeconfig import control_listener
 from conformance.scenarios import CREATES, create_topic, fenced, fmt, settle, wait_state
 from fixtures.probes.logdirs import scan_log_dirs

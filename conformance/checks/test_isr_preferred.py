@@ -8,8 +8,7 @@ import time
 import pytest
 
 from conformance import admin, phases
-from conformance.cluster import Cluster, wait_for
-from conformance.conftest import ClusterFactory
+from conformance.cluster import Cluster, ClusterFactory, wait_for
 from conformance.plugin import PhaseMetrics
 from conformance.scenarios import (
     Step,

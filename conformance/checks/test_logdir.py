@@ -6,8 +6,7 @@ import pytest
 
 from conformance import admin
 from conformance.admin import encode
-from conformance.cluster import Cluster, wait_for
-from conformance.conftest import ClusterFactory
+from conformance.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import create_topic, journal, wait_state
 from fixtures.probes.logdirs import LogDirScan, PartitionDir, scan_log_dirs
 from fixtures.probes.request_proxy import ControllerRequest

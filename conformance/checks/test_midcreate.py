@@ -8,8 +8,7 @@ import pytest
 
 from conformance import admin
 from conformance.admin import encode
-from conformance.cluster import Cluster, wait_for
-from conformance.conftest import ClusterFactory
+from conformance.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import (
     create_topic,
     journal,

@@ -7,8 +7,7 @@ from kio.schema.controlled_shutdown.v3 import request as cs3
 from kio.schema.types import BrokerId
 from kio.static.primitive import i64
 
-from conformance.cluster import Cluster, wait_for
-from conformance.conftest import ClusterFactory
+from conformance.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import (
     Step,
     create_topic,

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from conformance import admin
-from conformance.cluster import Cluster, wait_for
-from conformance.conftest import ClusterFactory
+from conformance.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import (
     Step,
     assert_invalid_transitions_in_kafka_shape,

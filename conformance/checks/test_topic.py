@@ -13,8 +13,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
 
 from conformance import admin, phases
-from conformance.cluster import Cluster, wait_for
-from conformance.conftest import ClusterFactory
+from conformance.cluster import Cluster, ClusterFactory, wait_for
 from conformance.plugin import PhaseMetrics
 from conformance.scenarios import (
     CREATES,

@@ -15,8 +15,7 @@ import pytest
 
 from conformance import admin
 from conformance.admin import encode
-from conformance.cluster import Cluster, wait_for
-from conformance.conftest import ClusterFactory
+from conformance.cluster import Cluster, ClusterFactory, wait_for
 from conformance.evidence import add_evidence
 from conformance.scenarios import create_topic, wait_cluster_known, wait_state
 from fixtures.probes.jute import ClientOp

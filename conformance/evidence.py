@@ -2,9 +2,10 @@
 
 :func:`cluster_evidence` gathers, read-only: a summary (controller, epoch, registrations,
 processes), every znode under the chroot with its data and version, the chroot's transaction-log
-records, the controller requests the proxies recorded, and each node's server.log and
-state-change.log tails. The plugin adds these as report sections and allure attachments when a
-check fails; checks add their own focused observations to assertion messages.
+records, the controller requests the proxies recorded, each node's ZooKeeper request journal, and
+each node's server.log and state-change.log tails. The plugin adds these as report sections and
+allure attachments when a check fails; checks add their own focused observations to assertion
+messages.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def cluster_evidence(cluster: Cluster) -> dict[str, str]:
         out["controller requests (proxy)"] = "\n".join(
             r.describe() for r in cluster.journal.requests()[-150:]
         )
+    with contextlib.suppress(Exception):
+        out.update(cluster.zk_evidence())
     for bid in cluster.broker_ids:
         out[f"node {bid} server.log"] = cluster.log_tail(bid, "server", 80)
         out[f"node {bid} state-change.log"] = cluster.log_tail(bid, "state_change", 80)

@@ -16,7 +16,6 @@ import pytest
 from conformance import admin
 from conformance.admin import encode
 from conformance.cluster import Cluster, ClusterFactory, wait_for
-from conformance.evidence import add_evidence
 from conformance.scenarios import create_topic, wait_cluster_known, wait_state
 from fixtures.probes.jute import ClientOp
 from fixtures.probes.zk_journal import ZkClosed, ZkJournal, ZkRequest
@@ -55,11 +54,6 @@ def _journal(cluster: Cluster, bid: int) -> ZkJournal:
         return cluster.zk_journal(bid)
     except LookupError as exc:
         pytest.skip(f"this check needs the ZooKeeper request journal: {exc}")
-
-
-def _zk_evidence(request: pytest.FixtureRequest, cluster: Cluster) -> None:
-    """Attach every node's ZooKeeper journal to this check's failure report."""
-    add_evidence(request.node, cluster.zk_evidence)
 
 
 def _session(cluster: Cluster, bid: int) -> int:
@@ -119,7 +113,6 @@ def _rearmed_after_event(j: ZkJournal, session: int, path: str, since: int) -> b
 def test_controller_arms_and_rearms_every_child_watch(
     cluster: Cluster, request: pytest.FixtureRequest
 ) -> None:
-    _zk_evidence(request, cluster)
     cid = wait_cluster_known(cluster)
     j, session = _journal(cluster, cid), _session(cluster, cid)
     wait_for(
@@ -177,7 +170,6 @@ def test_never_controllers_watch_only_the_controller_and_config_changes(
     cluster_factory: ClusterFactory, request: pytest.FixtureRequest
 ) -> None:
     cluster = cluster_factory(start=False)
-    _zk_evidence(request, cluster)
     cluster.start([1])
     assert cluster.wait_controller() == 1
     cluster.start([2, 3])
@@ -344,7 +336,6 @@ def test_every_controller_write_is_fenced_per_sender(
     cluster_factory: ClusterFactory, request: pytest.FixtureRequest
 ) -> None:
     cluster = cluster_factory(start=False)
-    _zk_evidence(request, cluster)
     cluster.start([1])
     assert cluster.wait_controller() == 1
     cluster.start([2, 3])
@@ -390,7 +381,6 @@ def _creates_controller(r: ZkRequest) -> bool:
 def test_controller_deletion_is_seen_by_every_broker_and_won_by_one_create(
     cluster: Cluster, request: pytest.FixtureRequest
 ) -> None:
-    _zk_evidence(request, cluster)
     cid = wait_cluster_known(cluster)
     journals = {b: _journal(cluster, b) for b in cluster.broker_ids}
     sessions = {b: _session(cluster, b) for b in cluster.broker_ids}

@@ -15,6 +15,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 results="${KZK_RESULTS_DIR:-results}"
 mkdir -p "$results"
+results="$(cd "$results" && pwd)"
 started=$(date +%s)
 stage() { echo; echo "== $1 ($(($(date +%s) - started)) s) =="; }
 
@@ -60,7 +61,7 @@ fi
 
 stage "tests (pytest, xdist: unit, integration, chaos, containers, reports)"
 # its own base temp dir: pytest sessions sharing /tmp/pytest-of-<user> can delete each other's
-"$py" -m pytest tests -n 2 -p no:cacheprovider --basetemp="$root/$results/pytest-tmp" "$@"
+"$py" -m pytest tests -n 2 -p no:cacheprovider --basetemp="$results/pytest-tmp" "$@"
 rc=$?
 # Exit code 5 = no tests collected (a narrowed selection given as arguments); not a failure.
 if [ "$rc" = 5 ]; then echo "pytest: no tests selected"; rc=0; fi

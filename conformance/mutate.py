@@ -576,7 +576,9 @@ def _load_results(path: Path) -> list[MutantResult]:
     for m in data["mutants"]:
         fields = {**m, "areas": tuple(m["areas"]), "expected_ids": tuple(m["expected_ids"])}
         fields["killed_by"] = tuple(
-            Killer(k["test"], tuple(k["behaviour_ids"]), k["reason"], k["fails_unmutated"])
+            Killer(
+                k["test"], tuple(k["behaviour_ids"]), k["reason"], k["fails_unmutated"], k.get("reproduced")
+            )
             for k in m["killed_by"]
         )
         out.append(MutantResult(**fields))

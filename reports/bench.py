@@ -64,9 +64,7 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise InputError(f"--sizes: comma list of record counts, got {args.sizes!r}") from exc
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    print(
-        f"{'records':>10} {'wall s':>8} {'records/s':>10} {'CPU s':>8} {'load':>5}  (Spark start-up included)"
-    )
+    print(f"{'records':>10} {'wall s':>8} {'records/s':>10} {'load':>5}  (Spark start-up included)")
     results = []
     for n in sizes:
         r = run_size(n, args)

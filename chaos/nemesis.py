@@ -19,6 +19,7 @@ second process fault or a workload broker bounce on it fails instead of racing.
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -255,15 +256,25 @@ class Nemesis:
             cluster.pause(node)
             heal = self._released(node, lambda: cluster.resume(node))
         elif kind == "terminate":
-            detail["exit_code"] = cluster.stop(node)
+            detail.update(self._stop_or_kill(node))
             heal = self._restart_heal(node)
         else:  # restart
-            detail["exit_code"] = cluster.stop(node)
+            detail.update(self._stop_or_kill(node))
             start_when_unregistered(cluster, node)
             self.guard.release(node)
             heal = _nothing
         self.active[fid] = _Active(fid, heal, detail)
         return "ok", {**value, **detail}, None
+
+    def _stop_or_kill(self, node: int) -> dict[str, Any]:
+        """SIGTERM (a controlled shutdown) and wait the target's stop timeout; a node still
+        shutting down then is SIGKILLed, as a supervisor does after its grace period. Otherwise
+        the node would exit on its own after the heal had already found it running, and stay down
+        (a false liveness failure of the harness, not of the controller)."""
+        try:
+            return {"exit_code": self.cluster.stop(node)}
+        except (TimeoutError, subprocess.TimeoutExpired):
+            return {"exit_code": self.cluster.kill(node), "escalated_to_kill": True}
 
     def _restart_heal(self, node: int) -> Callable[[], None]:
         def heal() -> None:

@@ -111,3 +111,33 @@ def test_delete_disabled_removes_only_the_marker(cluster_factory: ClusterFactory
     assert cluster.zk.exists("/brokers/topics/stay")
     assert cluster.zk.exists("/config/topics/stay")
     assert cluster.partition_state_stat("stay", 0) == before
+
+
+@pytest.mark.behaviour("DELETE-4")
+def test_delete_disabled_marker_found_at_failover_is_removed_and_nothing_deleted(
+    cluster_factory: ClusterFactory,
+) -> None:
+    """Kafka 2.5.1 ``TopicDeletionManager.init``: a new controller with deletion disabled removes the
+    markers it finds (``deleteTopicDeletions``) and queues nothing; the topic stays untouched."""
+    cluster = cluster_factory(overrides={"delete.topic.enable": "false"})
+    old = cluster.wait_controller()
+    a, b = [bid for bid in cluster.broker_ids if bid != old][:2]
+    create_topic(cluster, "stay", {0: [a, b]})
+    before = cluster.partition_state_stat("stay", 0)
+    cluster.pause(old)  # the marker is written while no controller can handle it
+    admin.delete_topic_zk(cluster, "stay")
+    cluster.kill(old)
+    new = cluster.wait_controller(30, not_in=[old])
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/delete_topics/stay"),
+        cluster.deadline(20),
+        f"the next controller ({new}) to remove the marker it found at failover",
+    )
+    assert cluster.zk.exists("/brokers/topics/stay"), (
+        f"topic deleted with delete.topic.enable=false: {cluster.summary()}"
+    )
+    assert cluster.zk.exists("/config/topics/stay"), f"topic config deleted: {cluster.summary()}"
+    assert cluster.partition_state_stat("stay", 0) == before, (
+        f"the partition state changed (before {before}, now {cluster.partition_state_stat('stay', 0)}): "
+        "a failover with deletion disabled must leave a topic whose replicas are alive untouched"
+    )

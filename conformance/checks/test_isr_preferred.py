@@ -206,3 +206,44 @@ def test_auto_rebalance_waits_for_reassignments(cluster_factory: ClusterFactory)
     assert moved > done[0], (
         f"imb-0 rebalanced (zxid 0x{moved:x}) before the reassignment completed (0x{done[0]:x})"
     )
+
+
+@pytest.mark.behaviour("PREFERRED-1", "ELECT-3")
+def test_preferred_election_leaves_a_preferred_replica_outside_the_isr_alone(
+    cluster_factory: ClusterFactory,
+) -> None:
+    """Kafka 2.5.1 ``preferredReplicaPartitionLeaderElection``: the preferred replica becomes
+    leader only if it is alive *and in the ISR*. Here it is alive (registered: a 30 s session) but
+    paused, so the leader drops it from the ISR; the preferred election must change nothing."""
+    slow = {"zookeeper.session.timeout.ms": "30000"}
+    cluster = cluster_factory(node_overrides={1: slow, 2: slow, 3: slow})
+    ctl = cluster.wait_controller()
+    pref, other = [bid for bid in cluster.broker_ids if bid != ctl][:2]
+    create_topic(cluster, "pe", {0: [pref, other]})
+    cluster.stop(pref)  # controlled shutdown: leadership moves to `other`
+    wait_state(cluster, "pe", 0, lambda s: s["leader"] == other, f"leader {other} after {pref} stopped")
+    cluster.start([pref])
+    wait_state(
+        cluster, "pe", 0, lambda s: sorted(s["isr"]) == sorted([pref, other]), f"{pref} back in the ISR"
+    )
+    cluster.pause(pref)
+    try:
+        before_state = wait_state(
+            cluster, "pe", 0, lambda s: s["isr"] == [other], f"ISR [{other}] once paused {pref} lags"
+        )
+        before = cluster.partition_state_stat("pe", 0)
+        assert cluster.zk.exists(f"/brokers/ids/{pref}"), f"broker {pref} must still be live (registered)"
+        admin.preferred_election_zk(cluster, [("pe", 0)])
+        wait_for(
+            lambda: not cluster.zk.exists("/admin/preferred_replica_election"),
+            cluster.deadline(15),
+            "the controller to handle the preferred election (it deletes the znode)",
+        )
+        settle(cluster, ctl, among=(ctl, other))
+        after = cluster.partition_state_stat("pe", 0)
+        assert after == before, (
+            f"a preferred election elected or rewrote pe-0 although preferred replica {pref} was not in "
+            f"the ISR {before_state['isr']}: before {before}, after {after}"
+        )
+    finally:
+        cluster.resume(pref)

@@ -409,6 +409,51 @@ def test_preferred_election_skips_a_topic_queued_for_deletion(cluster_factory: C
     assert not moved, f"LeaderAndIsr moving dying-0 to leader 1: {moved}"
 
 
+@pytest.mark.behaviour("PREFERRED-2", "FAILOVER-2")
+def test_preferred_election_pending_at_failover_skips_a_topic_queued_for_deletion(
+    cluster_factory: ClusterFactory,
+) -> None:
+    """The same cluster, but the preferred-election znode is written together with the deletion
+    marker while the controller is paused: the next controller's failover reads both (Kafka 2.5.1
+    ``onControllerFailover``: the deletion manager is initialised before
+    ``fetchPendingPreferredReplicaElections``), skips ``dying-0`` (queued for deletion) and resumes
+    ``pref-0`` only."""
+    cluster = _placed(cluster_factory, 3, broker_ids=(1, 2, 3, 4), also=(1, 2))
+    create_topic(cluster, "dying", {0: [1, 2, 4]})
+    create_topic(cluster, "pref", {0: [1, 2]})
+    mark = journal(cluster).mark()
+    cluster.kill(1)
+    wait_told_gone(cluster, 1, mark)
+    cluster.start([1])
+    for t in ("dying", "pref"):
+        wait_state(
+            cluster, t, 0, lambda s: s["isr"] == [2, 1], "leader 2, ISR [2, 1] after 1 bounced", deadline_s=20
+        )
+    history = [Step(1, 0, (1, 2), 1, 0), Step(2, 1, (2,), 1, 1), Step(2, 1, (2, 1), 1, 2)]
+    cluster.pause(3)
+    admin.delete_topic_zk(cluster, "dying")
+    admin.preferred_election_zk(cluster, [("dying", 0), ("pref", 0)])
+    mark = journal(cluster).mark()
+    cluster.kill(3)
+    new = cluster.wait_controller(not_in=[3], deadline_s=25)
+    wait_state(
+        cluster, "pref", 0, lambda s: s["leader"] == 1, "pref-0 back to preferred leader 1 at failover"
+    )
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/preferred_replica_election"),
+        cluster.deadline(10),
+        "/admin/preferred_replica_election processed and deleted",
+    )
+    settle(cluster, new)
+    pinned(
+        cluster, "pref", 0, [*history, Step(1, 2, (2, 1), 2, 3)], "after the failover's preferred election"
+    )
+    pinned(cluster, "dying", 0, history, "queued for deletion: the failover's preferred election skips it")
+    assert cluster.zk.exists("/brokers/topics/dying"), "dying was deleted with replica 4 offline"
+    moved = [e for e in _lai(cluster, "dying", mark) if e[3] == 1]
+    assert not moved, f"LeaderAndIsr moving dying-0 to leader 1: {moved}"
+
+
 # --- an invalid transition provoked from outside (RSM-2) -------------------------------------------
 
 

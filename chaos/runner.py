@@ -47,6 +47,7 @@ from chaos.workload import Client
 from conformance.records import RunRecord, run_order_key, utc_now_iso
 from conformance.targets import Target
 from fixtures.launcher import Launcher
+from fixtures.probes.errors import TxnLogCorrupt
 from fixtures.zookeeper import process
 
 __all__ = ["RunEnv", "RunPlan", "RunResult", "run_once"]
@@ -100,6 +101,15 @@ class RunResult:
     schedule: str
 
 
+def _keep_corrupt_log(exc: BaseException, run_dir: Path) -> None:
+    """A transaction log the probes could not decode is evidence: keep a copy in the run dir
+    (the ZooKeeper data dir is removed at teardown) so the record can be examined later."""
+    bad = getattr(exc, "file", None) if isinstance(exc, TxnLogCorrupt) else None
+    if bad is not None:
+        with contextlib.suppress(OSError):
+            shutil.copy2(bad, run_dir / f"undecodable-{Path(bad).name}")
+
+
 def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
     """Execute ``plan`` (module docstring); never raises for a run's own failures."""
     env = base.ensemble_env() if plan.scenario.zookeeper == "ensemble" and base.ensemble_env else base
@@ -127,6 +137,7 @@ def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
     except Exception as exc:
         reason = f"runner error: {type(exc).__name__}: {exc}".splitlines()[0][:400]
         (run_dir / "runner-error.txt").write_text(traceback.format_exc())
+        _keep_corrupt_log(exc, run_dir)
     verdict = "unknown" if reason is not None else aggregate(verdicts)
     if reason is None and verdict != "valid":
         reason = "; ".join(f"{v.checker}: {v.message}" for v in verdicts if not v.is_valid)[:1000]

@@ -404,3 +404,24 @@ def test_probes_import_neither_pytest_nor_the_reference_controller() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+#: A failed multi[check /controller_epoch, create] as a 3-node ensemble member logged it (chaos run
+#: zk-ensemble seed 20261134): the check's sub-op is typed error (-1) but still carries its
+#: CheckVersionTxn bytes (DataTree.processTxn rewrote the type in place before the log was written);
+#: the create's sub-op is a real ErrorTxn(NODEEXISTS = -110). Then the TxnDigest.
+ENSEMBLE_REWRITTEN_MULTI = bytes.fromhex(
+    "0300009048dd000500000050000000010000014a000001a20a79c2070000000e00000002ffffffff000000320000002a"
+    "2f6368616f732f3831376138366232653535662d30303031312f636f6e74726f6c6c65725f65706f636800000003"
+    "ffffffff00000004ffffff92000000020000001e2784b013"
+)
+
+
+@pytest.mark.unit
+def test_a_multi_rewritten_in_place_before_logging_decodes_with_datatree_error_codes() -> None:
+    record = decode_payload(ENSEMBLE_REWRITTEN_MULTI)
+    assert record.zxid == 0x10000014A
+    assert record.session_id == 0x300009048DD0005
+    assert record.txn.op == "multi"
+    assert [(o.op, o.error) for o in record.txn.ops] == [("error", 0), ("error", -110)]
+    assert record.digest is not None

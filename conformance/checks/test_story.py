@@ -367,12 +367,9 @@ def test_kafka_defaults_when_safety_keys_are_absent(cluster_factory: ClusterFact
 # --- PREFERRED-2 with a topic really queued for deletion -------------------------------------------
 
 
-@pytest.mark.behaviour("PREFERRED-2", "PREFERRED-1", "DELETE-3")
-def test_preferred_election_skips_a_topic_queued_for_deletion(cluster_factory: ClusterFactory) -> None:
-    """``dying`` (replica 4 never registers) is queued for deletion while the controller is paused,
-    then the controller dies: the next one finds it queued and ineligible (offline replica), its
-    partition online with leader 2 ≠ preferred 1 (live, in ISR). A preferred election naming
-    ``dying-0`` and ``pref-0`` moves ``pref-0`` only."""
+def _dying_and_pref(cluster_factory: ClusterFactory) -> tuple[Cluster, list[Step]]:
+    """Controller 3, brokers 1, 2 (4 never registers): ``dying`` = [1, 2, 4] and ``pref`` = [1, 2],
+    both led by 2 ≠ preferred 1 (live, in the ISR) after 1 bounced; their pinned history."""
     cluster = _placed(cluster_factory, 3, broker_ids=(1, 2, 3, 4), also=(1, 2))
     create_topic(cluster, "dying", {0: [1, 2, 4]})
     create_topic(cluster, "pref", {0: [1, 2]})
@@ -384,7 +381,16 @@ def test_preferred_election_skips_a_topic_queued_for_deletion(cluster_factory: C
         wait_state(
             cluster, t, 0, lambda s: s["isr"] == [2, 1], "leader 2, ISR [2, 1] after 1 bounced", deadline_s=20
         )
-    history = [Step(1, 0, (1, 2), 1, 0), Step(2, 1, (2,), 1, 1), Step(2, 1, (2, 1), 1, 2)]
+    return cluster, [Step(1, 0, (1, 2), 1, 0), Step(2, 1, (2,), 1, 1), Step(2, 1, (2, 1), 1, 2)]
+
+
+@pytest.mark.behaviour("PREFERRED-2", "PREFERRED-1", "DELETE-3")
+def test_preferred_election_skips_a_topic_queued_for_deletion(cluster_factory: ClusterFactory) -> None:
+    """``dying`` (replica 4 never registers) is queued for deletion while the controller is paused,
+    then the controller dies: the next one finds it queued and ineligible (offline replica), its
+    partition online with leader 2 ≠ preferred 1 (live, in ISR). A preferred election naming
+    ``dying-0`` and ``pref-0`` moves ``pref-0`` only."""
+    cluster, history = _dying_and_pref(cluster_factory)
     cluster.pause(3)
     admin.delete_topic_zk(cluster, "dying")
     cluster.kill(3)
@@ -418,18 +424,7 @@ def test_preferred_election_pending_at_failover_skips_a_topic_queued_for_deletio
     ``onControllerFailover``: the deletion manager is initialised before
     ``fetchPendingPreferredReplicaElections``), skips ``dying-0`` (queued for deletion) and resumes
     ``pref-0`` only."""
-    cluster = _placed(cluster_factory, 3, broker_ids=(1, 2, 3, 4), also=(1, 2))
-    create_topic(cluster, "dying", {0: [1, 2, 4]})
-    create_topic(cluster, "pref", {0: [1, 2]})
-    mark = journal(cluster).mark()
-    cluster.kill(1)
-    wait_told_gone(cluster, 1, mark)
-    cluster.start([1])
-    for t in ("dying", "pref"):
-        wait_state(
-            cluster, t, 0, lambda s: s["isr"] == [2, 1], "leader 2, ISR [2, 1] after 1 bounced", deadline_s=20
-        )
-    history = [Step(1, 0, (1, 2), 1, 0), Step(2, 1, (2,), 1, 1), Step(2, 1, (2, 1), 1, 2)]
+    cluster, history = _dying_and_pref(cluster_factory)
     cluster.pause(3)
     admin.delete_topic_zk(cluster, "dying")
     admin.preferred_election_zk(cluster, [("dying", 0), ("pref", 0)])

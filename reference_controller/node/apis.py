@@ -223,6 +223,7 @@ class KafkaApis:
         states = leader_and_isr_states(request)
         error: int
         errors: dict[tuple[str, int], int]
+        await self.node.isr_manager.wait_for_isr_writes(st.tp for st in states)  # no await below
         if self._stale_broker_epoch("LeaderAndIsr", request):
             error, errors = Errors.STALE_BROKER_EPOCH, {st.tp: Errors.STALE_BROKER_EPOCH for st in states}
         else:
@@ -300,6 +301,7 @@ class KafkaApis:
         delete = bool(request.delete_partitions)
         error: int
         errors: dict[tuple[str, int], int]
+        await self.node.isr_manager.wait_for_isr_writes(partitions)  # no await below
         if self._stale_broker_epoch("StopReplica", request):
             error, errors = Errors.STALE_BROKER_EPOCH, dict.fromkeys(partitions, Errors.STALE_BROKER_EPOCH)
         else:

@@ -14,6 +14,17 @@ ISR-1, as Partition/ReplicaManager@2.5.1 (IBP < 2.7-IV2, leaders write ZooKeeper
    than the blackout, default 5000 ms, or the last propagation older than the interval, default
    60000 ms) — `maybePropagateIsrChanges`.
 
+Partition lock (Kafka's `leaderIsrUpdateLock`): Kafka writes the new ISR while holding the
+partition's write lock, which `makeLeader`, `makeFollower` and `delete` also take, so a
+LeaderAndIsr or StopReplica for that partition waits until the ISR write has returned — an ISR
+write the leader issued while cut from ZooKeeper can never land after the partition was deleted
+(and perhaps recreated under the same name) on this broker. Here the write runs in a thread and
+the request handlers await `wait_for_isr_writes` for their partitions before applying anything.
+A write that loses its connection in flight is resent once connected (Kafka's
+`retryRequestUntilConnected`); a conditional write that had in fact applied then meets
+BADVERSION and the re-read finds the same data, which counts as done. An expired session skips
+the write (Kafka's `conditionalUpdatePath` returns no version for any other error).
+
 Deviation: with empty logs a follower's log end offset always equals the leader's, so Kafka 2.5's
 `logEndOffset != leaderEndOffset` clause would never let an idle follower leave the ISR; here a
 follower that stops fetching leaves after the lag time (what issue 4 asks for).
@@ -24,9 +35,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterable
+from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NoNodeError
+from kazoo.exceptions import BadVersionError, ConnectionLoss, KazooException, NoNodeError
 
 from reference_controller import zkdata
 from reference_controller.node.partition import Partition, TopicPartition
@@ -54,6 +67,7 @@ class IsrManager:
         self.last_isr_change_ms = time.time() * 1000
         self.last_isr_propagation_ms = time.time() * 1000
         self._lock = asyncio.Lock()
+        self._in_flight: dict[TopicPartition, asyncio.Future[None]] = {}
 
     # -- periodic tasks -------------------------------------------------------------------------
     async def run_isr_expiration(self) -> None:
@@ -99,10 +113,26 @@ class IsrManager:
             )
             await self._update_isr(p, new_isr)
 
+    async def wait_for_isr_writes(self, partitions: Iterable[TopicPartition]) -> None:
+        """Return once none of ``partitions`` has an ISR write in flight (the request handlers'
+        side of Kafka's per-partition `leaderIsrUpdateLock`). The caller must apply its changes
+        without awaiting anything in between, so that no new write can start meanwhile."""
+        wanted = set(partitions)
+        while pending := [f for tp, f in self._in_flight.items() if tp in wanted]:
+            await asyncio.wait(pending)
+
     async def _update_isr(self, p: Partition, new_isr: tuple[int, ...]) -> None:
         leader_and_isr = zkdata.LeaderAndIsr(self.rm.broker_id, p.leader_epoch, new_isr, p.zk_version)
         epoch_at_start = p.leader_epoch
-        version = await asyncio.to_thread(self._conditional_update, p.tp, leader_and_isr, p.controller_epoch)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._in_flight[p.tp] = done
+        try:
+            version = await asyncio.to_thread(
+                self._conditional_update, p.tp, leader_and_isr, p.controller_epoch
+            )
+        finally:
+            del self._in_flight[p.tp]
+            done.set_result(None)
         if p.leader_epoch != epoch_at_start or not p.is_leader:
             return  # a LeaderAndIsr arrived meanwhile; it is the newer truth
         if version is None:
@@ -125,7 +155,7 @@ class IsrManager:
         path = zkdata.partition_state_path(*tp)
         data = zkdata.encode_partition_state(leader_and_isr, controller_epoch)
         try:
-            stat = self.zk.set(path, data, version=leader_and_isr.zk_version)
+            stat = self._set_until_sent(path, data, leader_and_isr.zk_version)
             return int(stat.version)
         except BadVersionError:
             try:
@@ -142,6 +172,18 @@ class IsrManager:
             return int(stat.version) if current == wanted else None
         except NoNodeError:
             return None
+        except KazooException as e:  # session expired or client closed: no version, as Kafka
+            log.debug(f"ISR write for {tp[0]}-{tp[1]} not done: {type(e).__name__}")
+            return None
+
+    def _set_until_sent(self, path: str, data: bytes, version: int) -> Any:
+        """``set`` retried on connection loss (kazoo queues requests while disconnected and
+        fails the ones in flight when the connection drops)."""
+        while True:
+            try:
+                return self.zk.set(path, data, version=version)
+            except ConnectionLoss:
+                time.sleep(0.05)
 
     # -- propagation ----------------------------------------------------------------------------
     def record_isr_change(self, tp: TopicPartition) -> None:

@@ -1,0 +1,101 @@
+"""A leader's ISR write in flight holds back StopReplica for that partition (Kafka's
+``leaderIsrUpdateLock``: ``Partition.shrinkIsr`` writes ZooKeeper under the partition's write lock,
+which ``Partition.delete`` also takes).
+
+ring: integration tests. Found by chaos (``partition`` seed 2051): a leader cut from ZooKeeper
+shrank its ISR; the write waited for the connection while the partition was deleted on that broker
+and recreated under the same name, then landed on the new incarnation's state znode (expected
+version 0 matched the fresh znode). Here the test plays the controller: the leader's ZooKeeper link
+goes through a Toxiproxy proxy that the test disables; the follower stops (SIGSTOP), so the leader
+shrinks the ISR while it cannot reach ZooKeeper; StopReplica(delete) is sent; the link comes back.
+The StopReplica answer must come only after the ISR write has landed — on the *old* znode.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import toxiproxy
+from kazoo.client import KazooClient
+
+from chaos.toxiproxy.launch import client_for, toxiproxy_server
+from reference_controller import zkdata
+from tests.node.helpers import NodeFactory, PartitionSpec, leader_and_isr, stop_replica, update_metadata
+from tests.polling import wait_for
+
+pytestmark = pytest.mark.integration
+BROKER_ONLY = {"reference.controller.enable": "false"}
+
+
+@pytest.fixture
+def zk_proxy(zk_connect: str) -> Iterator[tuple[toxiproxy.Proxy, str]]:
+    """A Toxiproxy proxy to ZooKeeper and the connect string (with this test's chroot) through it."""
+    hostport, _, chroot = zk_connect.partition("/")
+    with toxiproxy_server() as url:
+        proxy = client_for(url).create(upstream=hostport, name="zk-leader", listen="127.0.0.1:0")
+        try:
+            yield proxy, f"{proxy.listen}/{chroot}"
+        finally:
+            proxy.destroy()
+
+
+def _state(zk: KazooClient) -> tuple[zkdata.LeaderIsrAndControllerEpoch, int]:
+    path = zkdata.partition_state_path("fence", 0)
+    data, stat = zk.get(path)
+    return zkdata.decode_partition_state(data, stat.version, path), stat.version
+
+
+def test_stop_replica_waits_for_the_isr_write_in_flight(
+    node_factory: NodeFactory, zk_client: KazooClient, zk_proxy: tuple[toxiproxy.Proxy, str]
+) -> None:
+    proxy, through_proxy = zk_proxy
+    leader = node_factory.start(1, {**BROKER_ONLY, "zookeeper.connect": through_proxy})
+    follower = node_factory.start(2, BROKER_ONLY)
+    addresses = {1: leader.endpoint(zk_client), 2: follower.endpoint(zk_client)}
+    spec = PartitionSpec(
+        "fence", 0, leader=1, leader_epoch=0, isr=(1, 2), replicas=(1, 2), controller_epoch=7
+    )
+    zk_client.create(
+        zkdata.partition_state_path("fence", 0),
+        zkdata.encode_partition_state(zkdata.LeaderAndIsr(1, 0, (1, 2)), 7),
+        makepath=True,
+    )
+    for bid in (1, 2):
+        um = update_metadata(addresses[bid], addresses, [spec], controller_id=1, controller_epoch=7)
+        assert int(um.error_code) == 0
+        assert int(leader_and_isr(addresses[bid], [spec], controller_epoch=7).error_code) == 0
+
+    answer: dict[str, Any] = {}
+    proxy.disable()  # the leader's ZooKeeper session lives on (6 s) but nothing reaches ZooKeeper
+    follower.signal(signal.SIGSTOP)
+    try:
+        wait_for(
+            lambda: "Shrinking ISR from 1,2 to 1" in leader.read("server.log"), 15, "the leader's shrink"
+        )
+        assert _state(zk_client) == (
+            zkdata.LeaderIsrAndControllerEpoch(zkdata.LeaderAndIsr(1, 0, (1, 2), 0), 7),
+            0,
+        ), "the ISR write cannot have reached ZooKeeper yet"
+
+        def send_stop() -> None:
+            response = stop_replica(addresses[1], [("fence", 0)], delete=True, controller_epoch=7)
+            answer["state_when_answered"] = _state(zk_client)
+            answer["error"] = int(response.error_code)
+
+        sender = threading.Thread(target=send_stop, daemon=True)
+        sender.start()
+        proxy.enable()
+        sender.join(30)
+        assert not sender.is_alive(), "StopReplica not answered within 30 s of the link's return"
+    finally:
+        proxy.enable()
+        follower.signal(signal.SIGCONT)
+    assert answer["error"] == 0
+    state, version = answer["state_when_answered"]
+    assert (state.leader_and_isr.leader, state.leader_and_isr.isr, version) == (1, (1,), 1), (
+        f"StopReplica answered before the ISR write landed: ZooKeeper then held {state} at version {version}"
+    )

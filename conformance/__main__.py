@@ -106,25 +106,6 @@ def pytest_command(args: argparse.Namespace, results_dir: Path) -> list[str]:
     return cmd + list(args.pytest_args)
 
 
-def target_version(target: Target) -> str | None:
-    if not target.version_command or target.unavailable_reason():
-        return None
-    values = target._vars()
-    try:
-        out = subprocess.run(
-            [target._fmt(c, values) for c in target.version_command],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            cwd=REPO_ROOT,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = (out.stdout or out.stderr).strip().splitlines()
-    return text[0][:200] if out.returncode == 0 and text else None
-
-
 def verdicts(records: list[dict[str, Any]], ids: list[str]) -> dict[str, dict[str, Any]]:
     """Per behaviour ID: verdict (pass, fail, skipped, no check), reasons, tests, total duration."""
     out: dict[str, dict[str, Any]] = {}
@@ -263,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "selection": selection_record(args, target, selection, launcher),
         "target": target.name,
         "target_description": target.description,
-        "target_version": target_version(target),
+        "target_version": target.version(),
         "profile": args.profile,
         "commit": current_commit(),
         "host": socket.gethostname(),

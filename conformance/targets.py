@@ -23,6 +23,7 @@ it). Without the section the docker launcher cannot start the target's nodes.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tomllib
 from collections.abc import Mapping
@@ -228,6 +229,27 @@ class Target:
 
     def deadline(self, seconds: float) -> float:
         return seconds * self.deadline_scale
+
+    def version(self) -> str | None:
+        """The first line ``version_command`` prints (at most 200 characters), or ``None`` when the
+        target has no such command, cannot run here, or the command fails: a failing command's
+        output (a usage message, a stack trace) is never recorded as a version."""
+        if not self.version_command or self.unavailable_reason():
+            return None
+        values = self._vars()
+        try:
+            out = subprocess.run(
+                [self._fmt(c, values) for c in self.version_command],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                cwd=REPO_ROOT,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        lines = (out.stdout or out.stderr).strip().splitlines()
+        return lines[0][:200] if out.returncode == 0 and lines else None
 
 
 def _str_map(raw: Any, what: str) -> dict[str, str]:

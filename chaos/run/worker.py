@@ -72,17 +72,6 @@ def _commit() -> str | None:
     return None
 
 
-def _version(target: Target) -> str | None:
-    if not target.version_command:
-        return None
-    with contextlib.suppress(Exception):
-        values = target._vars()  # the same templates the node command uses
-        argv = [part.format_map(values) for part in target.version_command]
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-        return (out.stdout or out.stderr).strip().splitlines()[0][:200] or None
-    return None
-
-
 @contextlib.contextmanager
 def worker_env(slot: int, slots: int, target: Target, launcher_name: str) -> Iterator[RunEnv]:
     """ZooKeeper + Toxiproxy + admin session for this worker's runs (the ensemble on demand)."""
@@ -98,7 +87,7 @@ def worker_env(slot: int, slots: int, target: Target, launcher_name: str) -> Ite
         stack.callback(admin.stop)
         env = RunEnv(
             target=target,
-            target_version=_version(target),
+            target_version=target.version(),
             slot=f"w{slot}",
             launcher=launcher,
             ports=PortPool.for_slot(slot, slots),

@@ -1,6 +1,10 @@
 """Command line of a reference node (ring: drivers).
 
     python -m reference_controller.node CONFIG [--override key=value ...]
+    python -m reference_controller.node --version
+
+`--version` prints the Kafka release whose controller this models and the kit's version, in the
+shape of Kafka's own `--version` (``2.5.1 (reference_controller 0.1.0)``).
 
 CONFIG is a Kafka-style `server.properties`; `--override` (repeatable) replaces a key, as Kafka's
 `kafka-server-start.sh config --override k=v`. Logs go to `$LOG_DIR` (default `./logs`):
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import logging
 import os
 import signal
@@ -30,7 +35,16 @@ from reference_controller.logutil import configure_node_logging
 from reference_controller.node.server import KafkaNode, NodeHalted, StartupError
 
 EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
+MODELLED_KAFKA_VERSION = "2.5.1"
 log = logging.getLogger("kafka.Kafka")
+
+
+def version_line() -> str:
+    try:
+        kit = importlib.metadata.version("kafka-zk-controller-kit")
+    except importlib.metadata.PackageNotFoundError:
+        kit = "unknown"
+    return f"{MODELLED_KAFKA_VERSION} (reference_controller {kit})"
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -38,6 +52,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         prog="python -m reference_controller.node", description=__doc__.split("\n")[0]
     )
     parser.add_argument("config", help="server.properties")
+    parser.add_argument("--version", action="version", version=version_line())
     parser.add_argument(
         "--override",
         action="append",

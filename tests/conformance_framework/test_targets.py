@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,30 @@ def test_kafka_defaults_profile_omits_every_safety_key() -> None:
     assert not set(SAFETY_DEFAULTS) & set(props), "a safety key reached server.properties"
     with pytest.raises(TargetError, match="unknown profile"):
         profile_properties("2.5+no-such-variant")
+
+
+@pytest.mark.integration
+def test_reference_version_is_what_the_node_cli_prints() -> None:
+    """The records' target_version: the node's own ``--version`` line (a real subprocess)."""
+    assert load_target("reference").version() == f"2.5.1 (reference_controller {_kit_version()})"
+
+
+@pytest.mark.integration
+def test_a_failing_version_command_records_no_version() -> None:
+    """A command that fails (exit 2 with a usage line, as a CLI without --version does) is not a
+    version: the usage text must never land in the run records."""
+    failing = parse_target(
+        {
+            "name": "x",
+            "command": ["{python}", "{config}"],
+            "version_command": ["{python}", "-c", "import sys; print('usage: x [-h] config'); sys.exit(2)"],
+        }
+    )
+    assert failing.version() is None
+    printing = ["{python}", "-c", "print('9.9 (y)')"]
+    ok = parse_target({"name": "y", "command": ["{python}", "{config}"], "version_command": printing})
+    assert ok.version() == "9.9 (y)"
+
+
+def _kit_version() -> str:
+    return importlib.metadata.version("kafka-zk-controller-kit")

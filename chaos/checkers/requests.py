@@ -43,7 +43,7 @@ def brokers_apply_requests_in_epoch_order(
     for broker, journal in sorted(final_state.journals.items()):
         lives: dict[int | None, list[ReceivedRequest]] = {}
         for request in journal:
-            if request.kind in _APPLIED_KINDS and request.error_code == 0:
+            if (request.kind in _APPLIED_KINDS and request.error_code == 0) or _maybe_deleted(request):
                 lives.setdefault(_life(request), []).append(request)
         for applied in lives.values():
             count += len(applied)
@@ -51,6 +51,15 @@ def brokers_apply_requests_in_epoch_order(
     if problems:
         return Verdict.invalid(name, problems, evidence)
     return Verdict.valid(name, f"{count} applied request(s) across {len(final_state.journals)} broker(s)")
+
+
+def _maybe_deleted(request: ReceivedRequest) -> bool:
+    """A StopReplica(delete) whose answer the journal never saw (the sending controller's
+    connection closed first: it resigned, or a fault cut the link): the broker may well have
+    deleted the partitions, so what it applies for them afterwards starts afresh. Counting it as
+    not applied would call a recreated partition's first LeaderAndIsr "not newer" (seen: seed 2030
+    of the links scenario, where broker 2's own log shows the deletion applied)."""
+    return request.kind == "StopReplica" and bool(request.delete_partitions) and request.error_code is None
 
 
 def _life(request: ReceivedRequest) -> int | None:
@@ -70,6 +79,9 @@ def _check_life(
     earlier: dict[int, list[ReceivedRequest]] = {}  # controller epoch → applied requests
     epochs: dict[tuple[str, int], _Applied] = {}
     for request in applied:
+        if _maybe_deleted(request):  # not known to be applied: it only clears what it may delete
+            _check_partitions(broker, request, epochs, problems, evidence)
+            continue
         newer = next(
             (
                 a
@@ -120,6 +132,9 @@ def _check_partitions(
 ) -> None:
     for p in request.partitions:
         key = (p.topic, p.partition)
+        if _maybe_deleted(request):
+            epochs.pop(key, None)  # perhaps gone: nothing applied before it can prove a violation
+            continue
         if p.error_code != 0:  # not applied, or no per-partition answer seen
             continue
         if request.kind == "StopReplica" and request.delete_partitions:

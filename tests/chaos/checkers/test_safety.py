@@ -419,6 +419,31 @@ def test_per_partition_rejections_and_stop_replica_deletions_reset_nothing_wrong
     assert brokers_apply_requests_in_epoch_order([], None, state).validity == "valid"
 
 
+def test_an_unanswered_stop_replica_delete_may_have_deleted_the_partition() -> None:
+    """Seed 2030 of ``links``: the resigning controller's StopReplica(delete) got no answer on the
+    journal, the broker applied it (its own log says so), and the next controller's LeaderAndIsr
+    re-created the partition at the same leader epoch: not provably stale."""
+    state = journals(
+        request(0, "LeaderAndIsr", 2, [("t0", 0, 7, 0)], source=3),
+        request(1, "StopReplica", 2, [("t0", 0, 0, 0)], source=3, error=None, delete=True),
+        request(2, "LeaderAndIsr", 3, [("t0", 0, 7, 0)], source=1),
+    )
+    assert brokers_apply_requests_in_epoch_order([], None, state).validity == "valid"
+    # … but an unanswered StopReplica *without* delete proves nothing either way: still invalid
+    kept = journals(
+        request(0, "LeaderAndIsr", 2, [("t0", 0, 7, 0)], source=3),
+        request(1, "StopReplica", 2, [("t0", 0, 0, 0)], source=3, error=None, delete=False),
+        request(2, "LeaderAndIsr", 3, [("t0", 0, 7, 0)], source=1),
+    )
+    assert brokers_apply_requests_in_epoch_order([], None, kept).validity == "invalid"
+    # … and an unanswered one is never itself "applied out of order"
+    late = journals(
+        request(0, "UpdateMetadata", 3, source=1),
+        request(1, "StopReplica", 2, [("t0", 0, 0, 0)], source=3, error=None, delete=True),
+    )
+    assert brokers_apply_requests_in_epoch_order([], None, late).validity == "valid"
+
+
 def test_a_restarted_broker_is_a_new_life() -> None:
     state = journals(
         request(0, "LeaderAndIsr", 2, [("t", 0, 3, 0)], broker_epoch=0x30),

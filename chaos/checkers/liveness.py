@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from chaos.checkers.dropped import dropped_deletions
 from chaos.checkers.final_state import FinalState, MetadataPartition
 from chaos.checkers.replay import replay
 from chaos.checkers.stranded import stranded_reassignments
@@ -220,11 +221,14 @@ def _blocked_deletion(f: FinalState, topic: str, registered: set[int]) -> str | 
 def deletions_completed(
     history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
 ) -> Verdict:
-    """Every acknowledged deletion removed its topic (unless the name was created again later)."""
+    """Every acknowledged deletion removed its topic (unless the name was created again later,
+    or Kafka 2.5.1 dropped the request because its controller had not yet learned of the topic:
+    :mod:`chaos.checkers.dropped`)."""
     name = "deletions_completed"
     if final_state is None:
         return Verdict.unknown(name, NO_FINAL)
     f, registered = final_state, _registered(final_state, txn_records)
+    dropped = dropped_deletions(txn_records) if txn_records is not None else {}
     all_pairs = pairs(history)
     problems: list[str] = []
     evidence: list[dict[str, Any]] = []
@@ -243,6 +247,8 @@ def deletions_completed(
             continue
         if _blocked_deletion(f, topic, registered):
             continue
+        if dropped.get(topic) == f.topics[topic].czxid:
+            continue  # the request was dropped unprocessed, as Kafka 2.5.1 does (dropped.py)
         down = {r for rs in f.topics[topic].replicas.values() for r in rs} - f.live_brokers
         if down:
             gaps.append(f"{topic}: replicas on brokers {sorted(down)} not live after heal")

@@ -18,7 +18,7 @@ from chaos.checkers.liveness import (
     reassignments_completed,
 )
 from fixtures.probes import TopicPartition
-from tests.chaos.checkers.builders import ADMIN, Log, create, final_state, history_of
+from tests.chaos.checkers.builders import ADMIN, Log, create, delete, final_state, history_of
 
 pytestmark = [pytest.mark.unit, pytest.mark.chaos]
 
@@ -178,6 +178,40 @@ def test_a_deleted_name_created_again_later_may_exist() -> None:
     )
     state = final_state({"t": {0: [1, 2]}}, {("t", 0): (1, 0, [1, 2])})
     assert deletions_completed(h.ops, None, state).validity == "valid"
+
+
+def _dropped_request_log(*, partitions_first: bool) -> tuple[Log, int]:
+    """Seed 2062 of ``process`` in miniature: topic t created, its deletion requested, the request
+    deleted by the controller — before (Kafka's TopicDeletion-before-TopicChange race) or after
+    the controller created t's partitions (it knew t: dropping the request is a bug)."""
+    log = Log()
+    log.elect(0xC, 1)
+    topic = log.create_topic(0xA, "t", {0: [1, 2]})
+    log.write(0xA, create("/admin/delete_topics/t"))
+    if partitions_first:
+        log.fenced(0xC, create("/brokers/topics/t/partitions"))
+    log.fenced(0xC, delete("/admin/delete_topics/t"))
+    if not partitions_first:
+        log.fenced(0xC, create("/brokers/topics/t/partitions"))
+    return log, topic.zxid
+
+
+def test_a_deletion_request_kafka_drops_for_a_topic_not_yet_known_is_excused() -> None:
+    h = history_of(
+        ("client-1", "create_topic", {"topic": "t"}, "ok"),
+        ("client-0", "delete_topic", {"topic": "t"}, "ok"),
+    )
+    log, czxid = _dropped_request_log(partitions_first=False)
+    state = final_state({"t": {0: [1, 2]}}, {("t", 0): (1, 0, [1, 2])})
+    state = dataclasses.replace(state, topics={"t": dataclasses.replace(state.topics["t"], czxid=czxid)})
+    assert deletions_completed(h.ops, log.records, state).validity == "valid"
+    # the controller knew t (its partitions existed) and still dropped the request: invalid
+    known, czxid = _dropped_request_log(partitions_first=True)
+    state = dataclasses.replace(state, topics={"t": dataclasses.replace(state.topics["t"], czxid=czxid)})
+    assert deletions_completed(h.ops, known.records, state).validity == "invalid"
+    # a later incarnation of t (another czxid) is not the one whose request was dropped
+    later = dataclasses.replace(state, topics={"t": dataclasses.replace(state.topics["t"], czxid=czxid + 99)})
+    assert deletions_completed(h.ops, log.records, later).validity == "invalid"
 
 
 def test_deletion_blocked_by_a_never_registered_broker_is_excused_and_by_a_dead_one_unknown() -> None:

@@ -18,7 +18,7 @@ from chaos.checkers.liveness import (
     reassignments_completed,
 )
 from fixtures.probes import TopicPartition
-from tests.chaos.checkers.builders import ADMIN, Log, create, delete, final_state, history_of
+from tests.chaos.checkers.builders import ADMIN, Log, create, delete, final_state, history_of, request
 
 pytestmark = [pytest.mark.unit, pytest.mark.chaos]
 
@@ -309,6 +309,43 @@ def test_topics_being_deleted_and_partitions_without_state_are_not_expected_in_m
         metadata=views(b1=GOOD, b2=GOOD, b3=GOOD),
     )
     assert metadata_agrees_with_zookeeper([], None, state).validity == "valid"
+
+
+def _deleted_while_broker_2_away(*, away: bool) -> Log:
+    """``old`` deleted (request, then the controller's deletes); broker 2's session expires and it
+    registers again in the middle (seed 2018 of ``zk-session``) — or it stays registered."""
+    log = Log()
+    for b in (1, 2, 3):
+        log.write(0x50 + b, create(f"/brokers/ids/{b}", None, ephemeral=True))
+    log.elect(0x51, 1)
+    log.create_topic(ADMIN, "old", {0: [1]})
+    log.write(ADMIN, create("/admin/delete_topics/old"))
+    if away:
+        log.write(0x52, delete("/brokers/ids/2"))  # the expired session's ephemeral goes
+    log.fenced(0x51, delete("/brokers/topics/old"))
+    log.fenced(0x51, delete("/admin/delete_topics/old"))
+    if away:
+        log.write(0x62, create("/brokers/ids/2", None, ephemeral=True))
+    return log
+
+
+def test_a_deleted_topic_kept_by_a_broker_that_was_away_during_the_deletion_is_kafkas_behaviour() -> None:
+    stale = {**GOOD, "old": {0: MetadataPartition(1, (1,), (1,))}}
+    state = final_state(
+        {"t": {0: [1, 2]}}, {("t", 0): (1, 3, [1, 2])}, metadata=views(b1=GOOD, b2=stale, b3=GOOD)
+    )
+    away = _deleted_while_broker_2_away(away=True).records
+    assert metadata_agrees_with_zookeeper([], away, state).validity == "valid"
+    # a broker that stayed registered must have dropped the topic
+    stayed = _deleted_while_broker_2_away(away=False).records
+    v = metadata_agrees_with_zookeeper([], stayed, state)
+    assert v.validity == "invalid"
+    assert "broker 2: shows topic 'old'" in v.message
+    # … and so must one whose journal shows it was told (an applied UpdateMetadata with leader -2)
+    told = request(7, "UpdateMetadata", 2, [("old", 0, 1, 0)])
+    told = dataclasses.replace(told, partitions=(dataclasses.replace(told.partitions[0], leader=-2),))
+    with_journal = dataclasses.replace(state, journals={2: (told,)})
+    assert metadata_agrees_with_zookeeper([], away, with_journal).validity == "invalid"
 
 
 def test_admin_history_ops_unrelated_to_liveness_change_nothing() -> None:

@@ -12,7 +12,10 @@ ISR-1, as Partition/ReplicaManager@2.5.1 (IBP < 2.7-IV2, leaders write ZooKeeper
 4. changed partitions are recorded and, every 2500 ms, propagated as one
    `/isr_change_notification/isr_change_<seq>` when some are pending and (the last change is older
    than the blackout, default 5000 ms, or the last propagation older than the interval, default
-   60000 ms) — `maybePropagateIsrChanges`.
+   60000 ms) — `maybePropagateIsrChanges`; the pending set is cleared only once the znode is
+   written, and a failed run is logged and retried at the next tick (`KafkaScheduler`), so a
+   ZooKeeper outage delays the notification but never loses it (chaos `partition` seed 2046: a
+   lost one left every broker's ISR metadata stale).
 
 Partition lock (Kafka's `leaderIsrUpdateLock`): Kafka writes the new ISR while holding the
 partition's write lock, which `makeLeader`, `makeFollower` and `delete` also take, so a
@@ -35,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -46,6 +49,7 @@ from reference_controller.node.partition import Partition, TopicPartition
 from reference_controller.node.replica_manager import ReplicaManager
 
 log = logging.getLogger("kafka.cluster.Partition")
+scheduler_log = logging.getLogger("kafka.utils.KafkaScheduler")
 ISR_CHANGE_PROPAGATION_CHECK_MS = 2500
 
 
@@ -74,12 +78,12 @@ class IsrManager:
         while True:
             await asyncio.sleep(self.lag_ms / 2000)
             for p in self.rm.leader_partitions():
-                await self.maybe_shrink_isr(p)
+                await _scheduled("isr-expiration", self.maybe_shrink_isr(p))
 
     async def run_isr_change_propagation(self) -> None:
         while True:
             await asyncio.sleep(ISR_CHANGE_PROPAGATION_CHECK_MS / 1000)
-            await self.maybe_propagate_isr_changes()
+            await _scheduled("isr-change-propagation", self.maybe_propagate_isr_changes())
 
     # -- shrink / expand ------------------------------------------------------------------------
     async def maybe_shrink_isr(self, p: Partition) -> None:
@@ -197,11 +201,28 @@ class IsrManager:
             or self.last_isr_propagation_ms + self.interval_ms < now
         ):
             changes = sorted(self.isr_change_set)
-            self.isr_change_set.clear()
             await asyncio.to_thread(self._propagate, changes)
+            self.isr_change_set.difference_update(changes)  # Kafka clears the set after the write
             self.last_isr_propagation_ms = now
 
     def _propagate(self, changes: list[TopicPartition]) -> None:
+        """`propagateIsrChanges`: one persistent sequential znode, resent after a connection loss
+        (`retryRequestUntilConnected`); any other failure leaves the changes pending."""
         path = zkdata.isr_change_path(zkdata.ISR_CHANGE_PREFIX)
-        created = self.zk.create(path, zkdata.encode_isr_change(changes), sequence=True)
+        data = zkdata.encode_isr_change(changes)
+        while True:
+            try:
+                created = self.zk.create(path, data, sequence=True)
+                break
+            except ConnectionLoss:
+                time.sleep(0.05)
         log.debug(f"Added {created} for {changes}")
+
+
+async def _scheduled(name: str, task: Awaitable[None]) -> None:
+    """One run of a periodic task, as `KafkaScheduler` runs them: an exception is logged at ERROR
+    ("Uncaught exception in scheduled task") and the schedule goes on."""
+    try:
+        await task
+    except Exception:
+        scheduler_log.exception(f"Uncaught exception in scheduled task '{name}'")

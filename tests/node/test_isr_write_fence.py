@@ -99,3 +99,63 @@ def test_stop_replica_waits_for_the_isr_write_in_flight(
     assert (state.leader_and_isr.leader, state.leader_and_isr.isr, version) == (1, (1,), 1), (
         f"StopReplica answered before the ISR write landed: ZooKeeper then held {state} at version {version}"
     )
+
+
+def _notified(zk: KazooClient) -> list[list[tuple[str, int]]]:
+    children = sorted(zk.get_children(zkdata.ISR_CHANGE_NOTIFICATION))
+    return [zkdata.decode_isr_change(zk.get(zkdata.isr_change_path(c))[0], c) for c in children]
+
+
+def test_an_isr_change_notification_lost_in_flight_is_sent_again(
+    node_factory: NodeFactory, zk_client: KazooClient, zk_proxy: tuple[toxiproxy.Proxy, str]
+) -> None:
+    """Chaos ``partition`` seed 2046: the leader's ``isr_change`` create was in flight when its
+    ZooKeeper link went black; the connection loss must not lose the notification (Kafka's
+    ``retryRequestUntilConnected`` resends it; the pending set is cleared only after the write)."""
+    proxy, through_proxy = zk_proxy
+    leader = node_factory.start(
+        1,
+        {
+            **BROKER_ONLY,
+            "zookeeper.connect": through_proxy,
+            "zookeeper.session.timeout.ms": "12000",
+            # propagation at the first 2.5 s tick >= 3 s after the change: well after the toxics
+            "reference.isr.change.propagation.blackout.ms": "3000",
+        },
+    )
+    follower = node_factory.start(2, BROKER_ONLY)
+    addresses = {1: leader.endpoint(zk_client), 2: follower.endpoint(zk_client)}
+    spec = PartitionSpec(
+        "fence", 0, leader=1, leader_epoch=0, isr=(1, 2), replicas=(1, 2), controller_epoch=7
+    )
+    zk_client.create(
+        zkdata.partition_state_path("fence", 0),
+        zkdata.encode_partition_state(zkdata.LeaderAndIsr(1, 0, (1, 2)), 7),
+        makepath=True,
+    )
+    zk_client.ensure_path(zkdata.ISR_CHANGE_NOTIFICATION)
+    for bid in (1, 2):
+        um = update_metadata(addresses[bid], addresses, [spec], controller_id=1, controller_epoch=7)
+        assert int(um.error_code) == 0
+        assert int(leader_and_isr(addresses[bid], [spec], controller_epoch=7).error_code) == 0
+    follower.signal(signal.SIGSTOP)
+    try:
+        wait_for(lambda: _state(zk_client)[0].leader_and_isr.isr == (1,), 15, "the shrink written")
+        # black out the link (data dropped, connection kept) before the propagation (>= 3 s after
+        # the change): the notification's create goes out into the void
+        proxy.add_toxic(type="timeout", attributes={"timeout": 0}, stream="upstream", name="black-up")
+        proxy.add_toxic(type="timeout", attributes={"timeout": 0}, stream="downstream", name="black-down")
+        # kazoo fails the requests in flight when it gives up on the connection (read timeout,
+        # 2/3 of the 12 s session): wait for that, then bring the link back within the session
+        wait_for(
+            lambda: "Connection dropped" in leader.read("server.log"),
+            20,
+            "the leader's ZooKeeper client to drop the blacked-out connection",
+        )
+        assert _notified(zk_client) == [], "nothing can have reached ZooKeeper through the black link"
+        for toxic in ("black-up", "black-down"):
+            proxy.destroy_toxic(toxic)
+        notes = wait_for(lambda: _notified(zk_client), 20, "the isr_change notification")
+    finally:
+        follower.signal(signal.SIGCONT)
+    assert [("fence", 0)] in notes

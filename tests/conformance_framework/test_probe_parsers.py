@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -237,6 +238,9 @@ def test_proxy_forwards_bytes_and_records_exchange() -> None:
         assert item.api == "LeaderAndIsr"
         assert item.source == 1
         assert item.error_code == 11
+        # the answer's time orders exchanges across controllers (chaos request-order checker)
+        assert item.response_time_s is not None
+        assert item.time_s <= item.response_time_s <= time.time()
     finally:
         proxy.close()
         journal.close()

@@ -32,6 +32,7 @@ import logging
 import math
 import os
 import pstats
+import resource
 import sys
 import threading
 import time
@@ -48,8 +49,10 @@ from fixtures.zookeeper import ZooKeeperServer
 from reference_controller import zkdata as zd
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.core import KafkaController
+from reference_controller.controller.driver.kazoo_handler import LeanThreadingHandler, PollingThreadingHandler
 from reference_controller.controller.driver.multiread import MultiRead, ReadOp
 from reference_controller.controller.driver.service import ControllerService
+from reference_controller.controller.driver.zk_driver import KazooZkPort
 from reference_controller.controller.effects import BrokerRequest
 from reference_controller.controller.events import ControllerEvent
 from reference_controller.controller.ports import (
@@ -95,6 +98,22 @@ class BenchTimeout(Exception):
     """A wait hit its deadline; the message says what was seen."""
 
 
+#: kazoo handlers (`driver/kazoo_handler.py`) for the controllers' sessions: kazoo's own
+#: `SequentialThreadingHandler` ("stock": an epoll selector built per `select` call of its
+#: connection thread), `PollingThreadingHandler` ("poll": one `poll` per call, same answers) or
+#: `LeanThreadingHandler` ("lean": poll + coalesced sends and read-ahead receives; what
+#: `reference_controller/node/server.py` should pass). The bytes on the wire are the same.
+HANDLERS = ("lean", "poll", "stock")
+
+
+def kazoo_client(connect: str, handler: str = "stock") -> KazooClient:
+    """A started kazoo client; `handler` names one of HANDLERS."""
+    made = {"lean": LeanThreadingHandler, "poll": PollingThreadingHandler}.get(handler)
+    zk = KazooClient(connect, timeout=30, handler=made() if made else None)
+    zk.start(timeout=15)
+    return zk
+
+
 # ---- instrumentation ------------------------------------------------------------------------------
 CATEGORIES = ("zk_read", "zk_write", "json_decode", "json_encode", "requests", "core_other")
 
@@ -117,10 +136,22 @@ class Counters:
     last_done_at: float = 0.0  # wall clock when the last event finished
     cpu_s: float = 0.0  # CPU time of the event thread inside `process` (less load-sensitive than wall)
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0.0))
+    cpu_start: tuple[float, float] = (0.0, 0.0)  # cpu_now() at reset
+    cpu_end: tuple[float, float] = (0.0, 0.0)  # cpu_now() when the scenario's end condition was seen
 
     def reset(self) -> None:
         for name, value in Counters().__dict__.items():
             setattr(self, name, value)
+        self.cpu_start = cpu_now()
+
+    def mark_end(self) -> None:
+        self.cpu_end = cpu_now()
+
+    @property
+    def cpu_window(self) -> tuple[float, float]:
+        """CPU seconds from reset to the end condition: (this Python process — controller, kazoo
+        and the fake brokers' threads —, the ZooKeeper JVM)."""
+        return self.cpu_end[0] - self.cpu_start[0], self.cpu_end[1] - self.cpu_start[1]
 
     @property
     def writes(self) -> int:
@@ -129,6 +160,23 @@ class Counters:
     @property
     def process_s(self) -> float:
         return sum(self.seconds.values())
+
+
+JVM_PID: list[int] = []  # the benchmark's ZooKeeper, for cpu_now()
+
+
+def cpu_now() -> tuple[float, float]:
+    """(CPU seconds of this process, of the ZooKeeper JVM) so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    jvm = 0.0
+    if JVM_PID:
+        try:
+            with open(f"/proc/{JVM_PID[0]}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            jvm = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            jvm = 0.0
+    return usage.ru_utime + usage.ru_stime, jvm
 
 
 class _ThreadAcct(threading.local):
@@ -322,15 +370,15 @@ class Bench:
 
     connect: str
     batch: bool
+    handler: str = "lean"  # the controllers' kazoo handler: see HANDLERS
     counters: Counters = field(default_factory=Counters)
     sessions: list[KazooClient] = field(default_factory=list)
     services: list[ControllerService] = field(default_factory=list)
     brokers: dict[int, KazooClient] = field(default_factory=dict)
     profiler: cProfile.Profile | None = None
 
-    def client(self) -> KazooClient:
-        zk = KazooClient(self.connect, timeout=30)
-        zk.start(timeout=15)
+    def client(self, handler: str = "stock") -> KazooClient:
+        zk = kazoo_client(self.connect, handler)
         self.sessions.append(zk)
         return zk
 
@@ -341,7 +389,7 @@ class Bench:
         self.brokers[broker_id] = zk
 
     def start_controller(self, broker_id: int) -> tuple[ControllerService, KazooClient]:
-        zk = self.client()
+        zk = self.client(self.handler)
         props = {"broker.id": str(broker_id), "zookeeper.connect": self.connect,
                  "listeners": "PLAINTEXT://127.0.0.1:0", "auto.leader.rebalance.enable": "false",
                  "reference.controller.zk.batch.writes": str(self.batch).lower()}  # fmt: skip
@@ -543,6 +591,63 @@ def raw_throughput(connect: str, n: int) -> dict[str, float]:
     return rates
 
 
+def write_path_throughput(connect: str, n: int) -> dict[str, float]:
+    """Issue 13's write-path micro-benchmark, side by side in one run: `n` pipelined
+    `multi[check, create]` and then `multi[check, setData]` sent by kazoo's raw API
+    (`transaction().commit_async()`, what the driver sent before) and by the driver itself
+    (`KazooZkPort.fenced`: the lean pre-encoded multis of `driver/multiwrite.py`, results mapped to
+    `OpResult`s), each on a client with kazoo's stock handler and with `PollingThreadingHandler`.
+    The four writers of an op take turns, twice each; the better rate of the two counts (the first
+    rounds also warm ZooKeeper's JIT up)."""
+    payload = b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}'
+    admin = kazoo_client(connect)
+    for handler in HANDLERS:  # each client in its own chroot, as a controller is
+        admin.create(f"/w-{handler}/controller_epoch", b"0", makepath=True)
+        for writer in ("raw", "lean"):
+            for rnd in (0, 1):
+                admin.ensure_path(f"/w-{handler}/{writer}{rnd}")
+    admin.stop()
+    admin.close()
+    clients = {handler: kazoo_client(f"{connect}/w-{handler}", handler) for handler in HANDLERS}
+    rates: dict[str, float] = {}
+    ports: dict[str, KazooZkPort] = {}
+    try:
+        ports.update({h: KazooZkPort(zk, lambda _e: None) for h, zk in clients.items()})
+
+        def run(writer: str, handler: str, kind: str, rnd: int) -> float:
+            zk, base = clients[handler], f"/{writer}{rnd}"
+            paths = [f"{base}/{i}" for i in range(n)]
+            start = time.perf_counter()
+            if writer == "lean":
+                make = CreateOp if kind == "create" else SetDataOp
+                results = ports[handler].fenced([make(path, payload) for path in paths], 0)
+                if not all(r.ok for r in results):
+                    raise BenchTimeout(f"lean {kind}: {next(r for r in results if not r.ok)}")
+            else:
+                pending = []
+                for path in paths:
+                    t = zk.transaction()
+                    t.check("/controller_epoch", 0)
+                    t.create(path, payload) if kind == "create" else t.set_data(path, payload)
+                    pending.append(t.commit_async())
+                _check_multi([r for p in pending for r in p.get(timeout=120)])
+            return n / (time.perf_counter() - start)
+
+        for kind in ("create", "setData"):
+            for rnd in (0, 1):
+                for writer in ("raw", "lean"):
+                    for handler in HANDLERS:
+                        name = f"{writer} multi[check,{kind}] {handler}"
+                        rates[name] = max(rates.get(name, 0.0), run(writer, handler, kind, rnd))
+    finally:
+        for port in ports.values():
+            port.close()
+        for zk in clients.values():
+            zk.stop()
+            zk.close()
+    return rates
+
+
 class _Done:
     def get(self, timeout: float | None = None) -> None:
         return None
@@ -596,6 +701,7 @@ class Run:
     rows: list[Row] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     profile: str = ""
+    writes: dict[str, float] = field(default_factory=dict)  # the write-path micro-benchmark of (d)
 
     def add(
         self, mode: str, scenario: str, partitions: int, *, start: float, end: float, c: Counters, batch: bool
@@ -618,15 +724,19 @@ class Run:
             f"JSON decode {s['json_decode']:.2f} s, encode {s['json_encode']:.2f} s, request building "
             f"{s['requests']:.2f} s ({snap.requests} requests), other core {s['core_other']:.2f} s, "
             f"events {snap.events_done}; event-thread CPU {snap.cpu_s:.2f} s "
-            f"({snap.cpu_s / max(1, partitions) * 1000:.3f} s per 1k); load {_load(row.load)}",
+            f"({snap.cpu_s / max(1, partitions) * 1000:.3f} s per 1k); CPU until the end condition: "
+            f"bench process {snap.cpu_window[0]:.2f} s, ZooKeeper JVM {snap.cpu_window[1]:.2f} s; "
+            f"load {_load(row.load)}",
             flush=True,
         )
         return row
 
 
-def scenario_a(run: Run, connect: str, *, mode: str, batch: bool, size: int, wait_s: float) -> None:
+def scenario_a(
+    run: Run, connect: str, *, mode: str, batch: bool, size: int, wait_s: float, handler: str
+) -> None:
     """(a) in a fresh chroot: brokers 1-3, one controller, topics totalling `size` partitions."""
-    bench = Bench(connect, batch)
+    bench = Bench(connect, batch, handler)
     try:
         setup = bench.client()
         for path in PERSISTENT_PATHS:
@@ -661,6 +771,7 @@ def create_topics(
     paths = [p for topics in topic_groups for p in state_paths(topics)]
     wait_for(f"{len(paths)} state znodes created by the controller",
              lambda: c.state_creates_ok >= len(paths), lambda: controller_state(ctl, c), wait_s)  # fmt: skip
+    c.mark_end()
     states = wait_states(zk, paths, lambda _data: True, "every state znode", wait_s)
     end = max(stat.ctime for _data, stat in states.values()) / 1000
     wait_idle(ctl, c, wait_s)
@@ -669,9 +780,9 @@ def create_topics(
 
 
 def scenarios_bc(run: Run, connect: str, *, mode: str, batch: bool, total: int, dead: int, wait_s: float,
-                 profile: bool) -> None:  # fmt: skip
+                 profile: bool, handler: str) -> None:  # fmt: skip
     """(a) `total` partitions (`dead` of them led by broker 4) → (b) failover → (c) broker 4 dies."""
-    bench = Bench(connect, batch)
+    bench = Bench(connect, batch, handler)
     c = bench.counters
     try:
         setup = bench.client()
@@ -711,6 +822,7 @@ def scenarios_bc(run: Run, connect: str, *, mode: str, batch: bool, total: int, 
         bench.brokers[DEAD_BROKER].stop()
         wait_for(f"{len(dead_paths)} state znodes rewritten", lambda: c.state_sets_ok >= len(dead_paths),
                  lambda: controller_state(active, c), wait_s)  # fmt: skip
+        c.mark_end()
         states = wait_states(setup, dead_paths, lambda data: leader_of(data) not in (DEAD_BROKER, -1),
                              "a new leader in every affected state znode", wait_s)  # fmt: skip
         end = max(stat.mtime for _data, stat in states.values()) / 1000
@@ -744,6 +856,7 @@ def failover(
         admin.delete("/controller")
         wait_for(f"controller {new_id}'s '{READY} E'", watcher.ready.is_set,
                  lambda: controller_state(new, c), wait_s)  # fmt: skip
+        c.mark_end()
         wait_idle(new, c, wait_s)
     finally:
         logger.removeHandler(watcher)
@@ -755,10 +868,12 @@ def failover(
         run.add(mode, label, total, start=start, end=watcher.at, c=c, batch=bench.batch)
 
 
-def scenario_large(run: Run, connect: str, *, mode: str, batch: bool, total: int, wait_s: float) -> None:
+def scenario_large(
+    run: Run, connect: str, *, mode: str, batch: bool, total: int, wait_s: float, handler: str
+) -> None:
     """(e) failover with `total` partitions written straight to ZooKeeper (topics and state znodes,
     as a previous controller left them): controller 1 takes over, controller 2 then fails over."""
-    bench = Bench(connect, batch)
+    bench = Bench(connect, batch, handler)
     try:
         setup = bench.client()
         for path in PERSISTENT_PATHS:
@@ -825,14 +940,27 @@ def print_table(run: Run) -> None:
         print(
             f"multiRead vs per-request getData: {multi:,.0f} vs {single:,.0f} reads/s = {multi / single:.1f}x"
         )
+    for kind in ("create", "setData"):
+        raw = run.writes.get(f"raw multi[check,{kind}] stock", 0.0)
+        if raw:
+            cells = ", ".join(
+                f"{writer} {handler} {run.writes.get(f'{writer} multi[check,{kind}] {handler}', 0.0):,.0f}/s"
+                for writer in ("raw", "lean")
+                for handler in HANDLERS
+            )
+            lean = run.writes.get(f"lean multi[check,{kind}] lean", 0.0)
+            print(f"multi[check,{kind}] write path: {cells}; driver + lean handler = {lean / raw:.2f}x "
+                  "raw stock")  # fmt: skip
     head = (f"{'mode':8} {'scenario':42} {'time s':>8} {'s/1k':>7} {'part./s':>8} {'ZK ops':>7} {'ops/s':>7} "
-            f"{'raw s':>6} {'window÷raw':>10} {'load 1/5/15':>16}")  # fmt: skip
+            f"{'raw s':>6} {'window÷raw':>10} {'py CPU':>6} {'ZK CPU':>6} {'load 1/5/15':>16}")  # fmt: skip
     print(head)
     for r in run.rows:
         print(f"{r.mode:8} {r.scenario:42} {r.elapsed_s:8.2f} {r.per_1k:7.3f} "
               f"{r.partitions / r.elapsed_s:8,.0f} {r.ops:7d} {r.ops / r.window_s:7,.0f} "
               f"{raw_time(r.c, run.raw, r.mode == 'batch'):6.2f} {r.ratio:10.2f} "
-              f"{_load(r.load):>16}")  # fmt: skip
+              f"{r.c.cpu_window[0]:6.2f} {r.c.cpu_window[1]:6.2f} {_load(r.load):>16}")  # fmt: skip
+    print("(py CPU / ZK CPU: CPU seconds of the bench process and of the ZooKeeper JVM from the start "
+          "until the end condition was seen)")  # fmt: skip
     print(
         f"\n== targets: failover and leader death <= {FAILOVER_TARGET_S_PER_1K} s per 1k partitions; "
         f"creation (default mode) >= {CREATION_TARGET_PER_S} partitions/s; window ÷ raw <= {RATIO_TARGET} =="
@@ -886,7 +1014,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--scenarios", default="a,abc", help="which groups to run: a, abc, none (with --large)"
     )
     parser.add_argument("--wait", type=float, default=0.0, help="deadline of each wait, s (0: by size)")
+    parser.add_argument(
+        "--handler", default="lean", help=f"kazoo handler of the controllers' sessions: {', '.join(HANDLERS)}"
+    )
     args = parser.parse_args(argv)
+    if args.handler not in HANDLERS:
+        parser.error(f"unknown --handler {args.handler}; valid: {', '.join(HANDLERS)}")
     unknown = [n for n in args.scenarios.split(",") if n not in ("a", "abc", "none")]
     if unknown:
         parser.error(f"unknown --scenarios {','.join(unknown)}; valid: a, abc, none")
@@ -903,10 +1036,15 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"(load 1/5/15 min, {os.cpu_count()} CPUs)")  # fmt: skip
     started = time.monotonic()
     with ZooKeeperServer(name="bench", heap_mb=1024) as server:
+        JVM_PID[:] = [server.pid] if server.pid else []
         print(f"ZooKeeper {server.connect_string}; controller in-process, fake channel (requests counted)",
               flush=True)  # fmt: skip
         run = Run(raw_throughput(server.connect_string, raw_n))
         print("(d) raw: " + ", ".join(f"{k} {v:,.0f}/s" for k, v in run.raw.items()), flush=True)
+        run.writes = write_path_throughput(server.connect_string, raw_n)
+        print(f"(d) write path ({raw_n} pipelined multis each; load {_load(os.getloadavg())}): "
+              + ", ".join(f"{k} {v:,.0f}/s" for k, v in run.writes.items()), flush=True)  # fmt: skip
+        print(f"controllers' kazoo handler: {args.handler}", flush=True)
         admin = KazooClient(server.connect_string, timeout=30)
         admin.start(timeout=15)
         try:
@@ -920,14 +1058,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     connect = server.connect_string + chroot
                     try:
                         if name == "a":
-                            scenario_a(run, connect, mode=mode, batch=batch, size=small, wait_s=wait_s)
+                            scenario_a(run, connect, mode=mode, batch=batch, size=small, wait_s=wait_s,
+                                       handler=args.handler)  # fmt: skip
                         elif name == "e":
                             scenario_large(run, connect, mode=mode, batch=batch, total=LARGE_PARTITIONS,
-                                           wait_s=max(wait_s, 900.0))  # fmt: skip
+                                           wait_s=max(wait_s, 900.0), handler=args.handler)  # fmt: skip
                         else:
                             profile = mode == "default" and args.profile
                             scenarios_bc(run, connect, mode=mode, batch=batch, total=total, dead=dead,
-                                         wait_s=wait_s, profile=profile)  # fmt: skip
+                                         wait_s=wait_s, profile=profile, handler=args.handler)  # fmt: skip
                     except BenchTimeout as exc:
                         run.failures.append(f"{mode} {name}: {exc}")
                         print(f"  FAILED: {exc}", flush=True)

@@ -47,13 +47,18 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from kazoo.exceptions import ConnectionLoss, KazooException, SessionExpiredError
-from kazoo.protocol.serialization import CheckVersion, Create, Delete, SetData
+from kazoo.exceptions import EXCEPTIONS, ConnectionLoss, KazooException, SessionExpiredError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
-from kazoo.security import OPEN_ACL_UNSAFE
 
 from reference_controller.controller.driver import ZkSessionLostError, ZkUnexpectedError
 from reference_controller.controller.driver.multiread import MultiRead, MultiReadSupport, ReadOp
+from reference_controller.controller.driver.multiwrite import (
+    MultiRequest,
+    Pipeline,
+    encode_multi,
+    encode_op,
+    stat_of,
+)
 from reference_controller.controller.events import ControllerEvent, Expire, ZkReconnected
 from reference_controller.controller.ports import (
     CheckOp,
@@ -61,7 +66,6 @@ from reference_controller.controller.ports import (
     ControllerMovedError,
     CreateOp,
     DataResult,
-    DeleteOp,
     NodeHandler,
     OpResult,
     SetDataOp,
@@ -74,10 +78,13 @@ from reference_controller.zkdata import CONTROLLER_EPOCH
 log = logging.getLogger("kafka.zookeeper.ZooKeeperClient")
 
 DEFAULT_BATCH_SIZE = 100
+"""Ops per multi in batching mode (one check op + up to this many writes, well under jute.maxbuffer)."""
 #: Reads per ``multiRead`` request: a partition state znode answers ~200 bytes, so 500 stay far
 #: below ZooKeeper's 1 MiB ``jute.maxbuffer`` even for topic znodes of many partitions.
 MULTI_READ_CHUNK = 500
-"""Ops per multi in batching mode (one check op + up to this many writes, well under jute.maxbuffer)."""
+#: Pipelined multis handed to kazoo's connection per wake-up: the server works on the first
+#: chunk while the next is encoded and queued.
+SEND_CHUNK = 256
 
 
 class AsyncResult(Protocol):
@@ -272,6 +279,42 @@ class KazooZkPort:
                     outcomes[i] = exc
         return outcomes
 
+    def _run_multis(self, bodies: Sequence[bytes]) -> list[Any]:
+        """`_run` for pre-encoded multis: per multi its decoded results (`multiwrite.decode_multi`)
+        or a ZooKeeper exception, mapped as `_run` maps them. Sent in chunks of `SEND_CHUNK` (the
+        server starts on the first while the rest are queued), each chunk with one wake-up of
+        kazoo's connection thread and the whole batch with one wait; a chunk is not sent once the
+        connection has dropped (kazoo would queue it for the next connection, ahead of the earlier
+        requests it fails with CONNECTIONLOSS): it is re-sent with them, in order."""
+        zk = self._zk
+        generation = self._gate.generation
+        outcomes: list[Any] = [None] * len(bodies)
+        pending = list(range(len(bodies)))
+        while pending:
+            self._gate.wait_connected(generation)
+            pipeline = Pipeline(len(pending))
+            for start in range(0, len(pending), SEND_CHUNK):
+                chunk = pending[start : start + SEND_CHUNK]
+                if not zk.connected:
+                    pipeline.abandon(range(start, len(pending)), ConnectionLoss())
+                    break
+                pipeline.send(zk, [MultiRequest(bodies[i]) for i in chunk], start)
+            pipeline.wait()
+            retry: list[int] = []
+            for i, value, error in zip(pending, pipeline.values, pipeline.errors, strict=True):
+                if error is None:
+                    outcomes[i] = value
+                elif isinstance(error, ConnectionLoss):
+                    retry.append(i)
+                elif isinstance(error, SessionExpiredError):  # includes ConnectionClosedError
+                    raise ZkSessionLostError(str(error) or type(error).__name__) from error
+                elif isinstance(error, KazooException):
+                    outcomes[i] = error
+                else:
+                    raise error  # not ZooKeeper's answer (e.g. an undecodable response), as `_run`
+            pending = retry
+        return outcomes
+
     # ---- reads ----------------------------------------------------------------------------------
     def get_data(self, paths: Sequence[str]) -> list[DataResult]:
         """Watched reads one by one (the watch is armed by that read, as Kafka's); the unwatched
@@ -365,7 +408,7 @@ class KazooZkPort:
         return OpResult(op, ZkCode.OK, created_path=outcome)
 
     def multi(self, ops: Sequence[ZkOp]) -> list[OpResult]:
-        (outcome,) = self._run([self._multi_submit(ops)])
+        (outcome,) = self._run_multis([encode_multi([self._encode(op) for op in ops])])
         return self._multi_results(ops, outcome)
 
     def fenced(self, ops: Sequence[ZkOp], epoch_zk_version: int) -> list[OpResult]:
@@ -378,11 +421,13 @@ class KazooZkPort:
     def _fenced_each(self, ops: Sequence[ZkOp], epoch_zk_version: int) -> list[OpResult]:
         """Kafka: one `multi[check, op]` per op, all in flight; moved ⇒ raise after collecting."""
         check = CheckOp(CONTROLLER_EPOCH, epoch_zk_version)
-        outcomes = self._run([self._multi_submit([check, op]) for op in ops])
+        encoded_check = self._encode(check)
+        encode = self._encode
+        outcomes = self._run_multis([encode_multi((encoded_check, encode(op))) for op in ops])
         results: list[OpResult] = []
         moved = False
         for op, outcome in zip(ops, outcomes, strict=True):
-            check_result, op_result = self._multi_results([check, op], outcome)
+            check_result, op_result = self._multi_results((check, op), outcome)
             moved = moved or self._check_moved(check_result)
             results.append(op_result)
         if moved:
@@ -398,7 +443,7 @@ class KazooZkPort:
         results: list[OpResult] = []
         for start in range(0, len(ops), self._batch_size):
             group = list(ops[start : start + self._batch_size])
-            (outcome,) = self._run([self._multi_submit([check, *group])])
+            (outcome,) = self._run_multis([encode_multi([self._encode(op) for op in (check, *group)])])
             group_results = self._multi_results([check, *group], outcome)
             if self._check_moved(group_results[0]):
                 raise ControllerMovedError(
@@ -422,28 +467,9 @@ class KazooZkPort:
             raise ZkUnexpectedError(f"fencing check on {CONTROLLER_EPOCH} failed: {check_result.code.name}")
         return False
 
-    def _multi_submit(self, ops: Sequence[ZkOp]) -> Submit:
-        records = [self._record(op) for op in ops]
-
-        def submit() -> AsyncResult:
-            tx = self._zk.transaction()
-            tx.operations.extend(records)  # kazoo's own records: keeps null data null
-            return tx.commit_async()  # type: ignore[no-any-return]
-
-        return submit
-
-    def _record(self, op: ZkOp) -> Any:
-        path = self._chrooted(op.path)
-        match op:
-            case CreateOp():
-                flags = (1 if op.ephemeral else 0) | (2 if op.sequential else 0)
-                return Create(path, op.data, OPEN_ACL_UNSAFE, flags)
-            case SetDataOp():
-                return SetData(path, op.data, op.version)
-            case DeleteOp():
-                return Delete(path, op.version)
-            case CheckOp():
-                return CheckVersion(path, op.version)
+    def _encode(self, op: ZkOp) -> bytes:
+        """One sub-op as kazoo's own records would serialise it (null data stays null)."""
+        return encode_op(op, self._chrooted(op.path))
 
     def _chrooted(self, path: str) -> str:
         chroot: str = self._zk.chroot or ""
@@ -453,20 +479,33 @@ class KazooZkPort:
 
     @staticmethod
     def _multi_results(ops: Sequence[ZkOp], outcome: Any) -> list[OpResult]:
+        """Per op its result, from a decoded multi answer (`multiwrite.decode_multi`: a created
+        path, a setData stat tuple, None, or the op's error code) or the whole multi's exception."""
         if isinstance(outcome, Exception):  # the whole multi failed (reply header error)
             code = zk_code(outcome)
             return [OpResult(op, code) for op in ops]
-        failed = any(isinstance(r, Exception) for r in outcome)
+        failed = any(type(raw) is int for raw in outcome)
         results: list[OpResult] = []
         for op, raw in zip(ops, outcome, strict=True):
-            if isinstance(raw, Exception):
-                results.append(OpResult(op, zk_code(raw)))
+            if type(raw) is int:  # the op's error code; 0 = rolled back
+                results.append(OpResult(op, _op_code(raw)))
             elif failed:  # cannot happen per ZooKeeper, but never report OK inside a failed multi
                 results.append(OpResult(op, ZkCode.RUNTIME_INCONSISTENCY))
             elif isinstance(op, CreateOp):
                 results.append(OpResult(op, ZkCode.OK, created_path=raw))
             elif isinstance(op, SetDataOp):
-                results.append(OpResult(op, ZkCode.OK, stat=to_stat(raw)))
+                results.append(OpResult(op, ZkCode.OK, stat=stat_of(raw)))
             else:
                 results.append(OpResult(op, ZkCode.OK))
         return results
+
+
+def _op_code(code: int) -> ZkCode:
+    """`zk_code` of the exception kazoo would build for an op's error code (kazoo's
+    `EXCEPTIONS[code]()`, whose unknown codes raise RuntimeError as kazoo's decoding does)."""
+    if code == 0:
+        return ZkCode.RUNTIME_INCONSISTENCY
+    try:
+        return ZkCode(code)
+    except ValueError:
+        return zk_code(EXCEPTIONS[code]())

@@ -25,7 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from chaos.checkers import check_all
+from chaos.checkers.verdict import aggregate
 from chaos.generator import Schedule, generate
+from chaos.run.judged import JudgedRunError, load_judged_run
 from chaos.run.pool import CampaignResult, run_campaign
 from chaos.run.reap import reap
 from chaos.runner import RunPlan
@@ -88,6 +91,11 @@ def parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=None, help="results dir (default: <campaign dir>/replays)"
     )
     replay.add_argument("--target", default=None, help="override the run's target")
+    check = sub.add_parser("check", help="judge kept runs again with the current checkers (no cluster)")
+    check.add_argument(
+        "run_dirs", type=Path, nargs="+", help="run directories (hold history.jsonl, txn-records.jsonl, …)"
+    )
+    check.add_argument("--evidence", action="store_true", help="print each failing checker's evidence")
     sub.add_parser("list", help="list scenarios and faults")
     sub.add_parser("reap", help="remove what killed runs left (processes, temp dirs); never a live run's")
     return p
@@ -253,10 +261,35 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 1 if verdicts["invalid"] else 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Re-judge kept runs from their files: 1 if any is invalid, 2 if a directory lacks them."""
+    loaded = []
+    for run_dir in args.run_dirs:
+        try:
+            loaded.append((run_dir, load_judged_run(run_dir)))
+        except JudgedRunError as exc:
+            return _usage(str(exc))
+    invalid = False
+    for run_dir, judged in loaded:
+        verdicts = check_all(judged.history, judged.txn_records, judged.final_state)
+        verdict = aggregate(verdicts)
+        invalid |= verdict == "invalid"
+        was = f" (recorded: {judged.recorded})" if judged.recorded and judged.recorded != verdict else ""
+        print(f"{verdict:8} {run_dir}{was}")
+        for v in verdicts:
+            print(f"  {v.validity:8} {v.checker}: {v.message}")
+            if args.evidence and not v.is_valid:
+                for item in v.evidence:
+                    print(f"           {json.dumps(item, default=str)}")
+    return 1 if invalid else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "list":
         return cmd_list()
+    if args.command == "check":
+        return cmd_check(args)
     if args.command == "reap":
         done = reap()
         for item in done:

@@ -12,10 +12,11 @@ restarts. Seen in the chaos ``zk-session`` scenario, seed 2018 (broker 1's sessi
 0x887, t2 deleted at 0x892-0x89b, broker 1 registered again at 0x89d).
 
 :func:`absent_during_deletion` replays a chroot's transaction log: for each deleted topic znode
-(the last deletion of each name), the brokers whose ``/brokers/ids/<id>`` was missing or was
-created anew at any point from the deletion request (``/admin/delete_topics/<t>``) to the topic
-znode's deletion. The checker excuses a broker only if it is in that set *and* its request
-journal (when there is one) shows no applied UpdateMetadata that told it of the deletion.
+(the last deletion of each name), the brokers whose ``/brokers/ids/<id>`` was missing (deleted,
+or gone with its closed or expired session) or was created anew at any point from the deletion
+request (``/admin/delete_topics/<t>``) to the topic znode's deletion. The checker excuses a
+broker only if it is in that set *and* its request journal (when there is one) shows no applied
+UpdateMetadata that told it of the deletion.
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ def absent_during_deletion(records: Sequence[TxnRecord]) -> Mapping[str, frozens
     for record in sorted(records, key=lambda r: r.zxid):
         for op in applied_ops(record):
             path, kind = op.path, op.op
+            if kind == "closeSession":  # a closed or expired session's ephemerals go with it
+                for closed in op.closed_paths or ():
+                    if m := _BROKER.match(closed):
+                        registered.discard(int(m["id"]))
+                        for absent in watching.values():
+                            absent.add(int(m["id"]))
+                continue
             if path is None or kind == "check":
                 continue
             created = kind.startswith("create")

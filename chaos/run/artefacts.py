@@ -9,9 +9,14 @@ verdict.json        run verdict, reason, every checker's verdict with its eviden
                     phase (time to heal, quiesced), the replay command
 schedule.txt        the schedule as text (also printed for failed runs)
 txn-log.txt         the chroot's transaction-log records, one per line (last 2,000)
+txn-records.jsonl   all of them, machine-readable (:mod:`chaos.checkers.txnjson`)
+final-state.json    the final state the checkers judged (:func:`final_state_to_json`)
 requests.txt        controller requests as the brokers received them (request journal)
 zk-journals.txt     the tail of every node's ZooKeeper request journal
 zookeeper.log       the tail of the ZooKeeper server log
+
+``history.jsonl``, ``txn-records.jsonl`` and ``final-state.json`` are what the checkers read:
+``python -m chaos check RUN_DIR`` judges a kept run again with the current checkers.
 node-<id>/          each node's logs (server, state-change, stdout)
 ==================  ===========================================================================
 """
@@ -24,6 +29,8 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from chaos.checkers.final_state import final_state_to_json
+from chaos.checkers.txnjson import dump_records
 from chaos.checkers.verdict import Verdict
 from chaos.generator import Schedule
 from chaos.history import History
@@ -69,6 +76,10 @@ def write_artefacts(  # noqa: PLR0917 - one call site, every part of a run
         "checkers": [v.to_json() for v in verdicts],
     }
     (run_dir / "verdict.json").write_text(json.dumps(body, indent=1, default=str))
+    if quiet is not None and quiet.final_state is not None:
+        with contextlib.suppress(Exception):
+            text = json.dumps(final_state_to_json(quiet.final_state), indent=1)
+            (run_dir / "final-state.json").write_text(text)
     with contextlib.suppress(Exception):
         (run_dir / "zookeeper.log").write_text(env.zk_log_tail())
     if cluster is not None:
@@ -77,8 +88,9 @@ def write_artefacts(  # noqa: PLR0917 - one call site, every part of a run
 
 def _cluster_files(run_dir: Path, cluster: ChaosCluster) -> None:
     with contextlib.suppress(Exception):
-        records = cluster.history()[-TXN_LINES:]
-        (run_dir / "txn-log.txt").write_text("".join(f"{r.describe()}\n" for r in records))
+        records = cluster.history()
+        dump_records(records, run_dir / "txn-records.jsonl")
+        (run_dir / "txn-log.txt").write_text("".join(f"{r.describe()}\n" for r in records[-TXN_LINES:]))
     with contextlib.suppress(Exception):
         if cluster.journal is not None:
             (run_dir / "requests.txt").write_text(cluster.journal.dump() + "\n")

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from chaos.checkers import check_all, final_state_from_json
+from chaos.checkers.txnjson import load_records
 from chaos.history import History
 from conformance.mutate import Mutant, apply_patch, copy_tree, load_mutants, node_env, scratch_parent
-from tests.chaos.checkers.txnjson import load_records
 
 
 def _die_with_parent() -> None:  # in the child between fork and exec

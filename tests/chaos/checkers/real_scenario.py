@@ -24,13 +24,13 @@ from kio.schema.metadata.v1.request import MetadataRequest
 
 from chaos.checkers import FinalState, final_state_to_json
 from chaos.checkers.final_state import fetch_broker_metadata, journals_from_requests, read_zookeeper_state
+from chaos.checkers.txnjson import dump_records
 from chaos.history import History
 from conformance import admin
 from conformance.cluster import Cluster, wait_for
 from conformance.targets import load_target
 from fixtures.probes import TxnRecord
 from fixtures.probes.request_proxy import send_request
-from tests.chaos.checkers.txnjson import dump_records
 
 BROKERS = (1, 2, 3)
 OVERRIDES = {"auto.leader.rebalance.enable": "false"}

@@ -18,6 +18,7 @@ from chaos.checkers.liveness import (
     reassignments_completed,
 )
 from fixtures.probes import TopicPartition
+from fixtures.probes.txnrecords import TxnOp
 from tests.chaos.checkers.builders import ADMIN, Log, create, delete, final_state, history_of, request
 
 pytestmark = [pytest.mark.unit, pytest.mark.chaos]
@@ -320,8 +321,8 @@ def _deleted_while_broker_2_away(*, away: bool) -> Log:
     log.elect(0x51, 1)
     log.create_topic(ADMIN, "old", {0: [1]})
     log.write(ADMIN, create("/admin/delete_topics/old"))
-    if away:
-        log.write(0x52, delete("/brokers/ids/2"))  # the expired session's ephemeral goes
+    if away:  # the expired session's closeSession takes its ephemeral registration along
+        log.write(0x52, TxnOp("closeSession", closed_paths=("/brokers/ids/2",)))
     log.fenced(0x51, delete("/brokers/topics/old"))
     log.fenced(0x51, delete("/admin/delete_topics/old"))
     if away:

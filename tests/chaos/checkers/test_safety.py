@@ -25,6 +25,7 @@ from chaos.checkers.safety import (
     one_controller_per_epoch,
     partition_states_valid,
 )
+from chaos.checkers.txnjson import load_records
 from chaos.history import History
 from fixtures.probes import TxnOp, TxnRecord
 from tests.chaos.checkers.builders import (
@@ -42,7 +43,6 @@ from tests.chaos.checkers.builders import (
     state_path,
     topic_data,
 )
-from tests.chaos.checkers.txnjson import load_records
 
 pytestmark = [pytest.mark.unit, pytest.mark.chaos]
 

@@ -59,6 +59,17 @@ def test_replay_of_a_directory_without_a_run_exits_2(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
 
 
+def test_check_of_a_directory_without_a_judged_run_exits_2(tmp_path: Path) -> None:
+    out = chaos("check", str(tmp_path))
+    assert out.returncode == 2
+    assert "no history.jsonl" in out.stderr
+    (tmp_path / "history.jsonl").write_text("")
+    out = chaos("check", str(tmp_path))
+    assert out.returncode == 2
+    assert "nothing to judge" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def test_unknown_command_exits_2() -> None:
     out = chaos("explode")
     assert out.returncode == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,31 @@ def test_replay_runs_the_same_schedule_again(campaign: tuple[Path, int, str], tm
         if op.f == "start_fault" and op.is_invoke
     ]
     assert [v["id"] for v in replay_faults] == [s.value["id"] for s in before.steps if s.f == "start_fault"]
+
+
+def test_check_judges_kept_runs_again_from_their_files(campaign: tuple[Path, int, str]) -> None:
+    """``python -m chaos check`` reads history, txn records and final state back and gives the
+    verdict the run gave; a final state tampered with to break an invariant is judged invalid."""
+    out, _, _ = campaign
+    dirs = _run_dirs(out)
+    done = chaos("check", *map(str, dirs))
+    recorded = {str(d): json.loads((d / "verdict.json").read_text())["verdict"] for d in dirs}
+    verdict_lines = [line.split() for line in done.stdout.splitlines() if not line.startswith(" ")]
+    judged = {words[1]: words[0] for words in verdict_lines}
+    assert judged == recorded, done.stdout + done.stderr
+    assert done.returncode == (1 if "invalid" in recorded.values() else 0)
+    for d in dirs:
+        assert (d / "txn-records.jsonl").stat().st_size > 0
+        assert json.loads((d / "final-state.json").read_text())["live_brokers"]
+
+    tampered = dirs[0].parent / "tampered"
+    shutil.copytree(dirs[0], tampered)
+    state = json.loads((tampered / "final-state.json").read_text())
+    partition = next(iter(state["partition_states"].values()))
+    partition["isr"] = []  # an empty ISR breaks partition_states_valid
+    (tampered / "final-state.json").write_text(json.dumps(state))
+    done = chaos("check", str(tampered), "--evidence")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.startswith(f"invalid  {tampered} (recorded: ")
+    assert "invalid  partition_states_valid: " in done.stdout
+    assert "empty ISR" in done.stdout

@@ -1,7 +1,9 @@
-"""JSON form of transaction-log records, for checked-in captures of real logs (test helper).
+"""JSON lines form of transaction-log records (decisions ring, pure codec).
 
-A capture keeps what the checkers read from a real ZooKeeper log (every ``TxnRecord`` field,
-data as base64), so unit tests replay a real controller's writes without a server.
+It keeps what the checkers read from a real ZooKeeper log (every ``TxnRecord`` field, data as
+base64): the runner writes a run's records as ``txn-records.jsonl`` so that ``python -m chaos
+check RUN_DIR`` can judge the run again later, and unit tests replay checked-in captures of real
+controllers' writes without a server.
 """
 
 from __future__ import annotations

@@ -279,22 +279,26 @@ class KazooZkPort:
                     outcomes[i] = exc
         return outcomes
 
-    def _run_multis(self, bodies: Sequence[bytes]) -> list[Any]:
-        """`_run` for pre-encoded multis: per multi its decoded results (`multiwrite.decode_multi`)
-        or a ZooKeeper exception, mapped as `_run` maps them. Sent in chunks of `SEND_CHUNK` (the
-        server starts on the first while the rest are queued), each chunk with one wake-up of
-        kazoo's connection thread and the whole batch with one wait; a chunk is not sent once the
-        connection has dropped (kazoo would queue it for the next connection, ahead of the earlier
-        requests it fails with CONNECTIONLOSS): it is re-sent with them, in order."""
+    def _run_multis(self, count: int, body: Callable[[int], bytes]) -> list[Any]:
+        """`_run` for pre-encoded multis (`body(i)`: the i-th multi's body, encoded when its chunk
+        is sent): per multi its decoded results (`multiwrite.decode_multi`) or a ZooKeeper
+        exception, mapped as `_run` maps them. Sent in chunks of `SEND_CHUNK` (the server starts on
+        the first while the next is encoded and queued), each chunk with one wake-up of kazoo's
+        connection thread, the whole batch with one wait; a chunk is not sent once the connection
+        has dropped (kazoo would queue it for the next connection, ahead of the earlier requests it
+        fails with CONNECTIONLOSS): it is re-sent with them, in order."""
         zk = self._zk
         generation = self._gate.generation
-        outcomes: list[Any] = [None] * len(bodies)
-        pending = list(range(len(bodies)))
+        bodies: list[bytes] = []
+        outcomes: list[Any] = [None] * count
+        pending = list(range(count))
         while pending:
             self._gate.wait_connected(generation)
             pipeline = Pipeline(len(pending))
             for start in range(0, len(pending), SEND_CHUNK):
                 chunk = pending[start : start + SEND_CHUNK]
+                while len(bodies) <= chunk[-1]:
+                    bodies.append(body(len(bodies)))
                 if not zk.connected:
                     pipeline.abandon(range(start, len(pending)), ConnectionLoss())
                     break
@@ -408,7 +412,7 @@ class KazooZkPort:
         return OpResult(op, ZkCode.OK, created_path=outcome)
 
     def multi(self, ops: Sequence[ZkOp]) -> list[OpResult]:
-        (outcome,) = self._run_multis([encode_multi([self._encode(op) for op in ops])])
+        (outcome,) = self._run_multis(1, lambda _i: encode_multi([self._encode(op) for op in ops]))
         return self._multi_results(ops, outcome)
 
     def fenced(self, ops: Sequence[ZkOp], epoch_zk_version: int) -> list[OpResult]:
@@ -423,7 +427,7 @@ class KazooZkPort:
         check = CheckOp(CONTROLLER_EPOCH, epoch_zk_version)
         encoded_check = self._encode(check)
         encode = self._encode
-        outcomes = self._run_multis([encode_multi((encoded_check, encode(op))) for op in ops])
+        outcomes = self._run_multis(len(ops), lambda i: encode_multi((encoded_check, encode(ops[i]))))
         results: list[OpResult] = []
         moved = False
         for op, outcome in zip(ops, outcomes, strict=True):
@@ -443,7 +447,8 @@ class KazooZkPort:
         results: list[OpResult] = []
         for start in range(0, len(ops), self._batch_size):
             group = list(ops[start : start + self._batch_size])
-            (outcome,) = self._run_multis([encode_multi([self._encode(op) for op in (check, *group)])])
+            body = encode_multi([self._encode(op) for op in (check, *group)])
+            (outcome,) = self._run_multis(1, lambda _i: body)  # noqa: B023 - called right here
             group_results = self._multi_results([check, *group], outcome)
             if self._check_moved(group_results[0]):
                 raise ControllerMovedError(

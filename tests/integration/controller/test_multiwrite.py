@@ -15,13 +15,16 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
 from kazoo.protocol.serialization import CheckVersion, Create, Delete, SetData
+from kazoo.protocol.states import KazooState
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from fixtures.zookeeper import ZooKeeperServer
 from reference_controller.controller.driver.kazoo_handler import LeanThreadingHandler, PollingThreadingHandler
 from reference_controller.controller.driver.zk_driver import KazooZkPort
+from reference_controller.controller.events import Expire, TopicChange, ZkReconnected
 from reference_controller.controller.ports import (
     CheckOp,
+    ChildHandler,
     ControllerMovedError,
     CreateOp,
     DeleteOp,
@@ -30,7 +33,7 @@ from reference_controller.controller.ports import (
     ZkCode,
     ZkOp,
 )
-from tests.integration.controller.helpers import EventSink
+from tests.integration.controller.helpers import EventSink, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -336,3 +339,56 @@ def test_a_connection_dropped_mid_batch_loses_no_write(
     assert sorted(zk.get_children("/d")) == sorted(f"n{i}" for i in range(3000))
     assert [r.code for r in port.fenced([SetDataOp("/d/n0", b"after")], 0)] == [ZkCode.OK]
     port.close()
+
+
+@pytest.mark.parametrize("handler", ["stock", "lean"])
+def test_the_lean_handler_keeps_kazoos_heartbeat_reconnect_watch_and_expiry_behaviour(
+    zk_server_factory: Callable[..., ZooKeeperServer], handler: str
+) -> None:
+    server = zk_server_factory(tick_time_ms=500)  # session timeouts 1–10 s
+    states: list[str] = []
+    factory = HANDLERS[handler]
+    zk = KazooClient(server.connect_string, timeout=4.0, handler=factory() if factory else None)
+
+    def record(state: str) -> bool:
+        states.append(state)
+        return False
+
+    zk.add_listener(record)
+    zk.start(timeout=10)
+    try:
+        events = EventSink()
+        port = KazooZkPort(zk, events.put, clear_and_put=events.clear_and_put)
+        zk.create("/controller_epoch", b"1")
+        port.register_child_handler(ChildHandler("/brokers/topics", on_child_change=TopicChange()))
+        zk.ensure_path("/brokers/topics")
+        assert port.get_children("/brokers/topics") == []  # arms the child watch
+        zk.create("/brokers/topics/t", b"{}")
+        assert events.next() == TopicChange()  # a watch event through the lean connection
+        assert "zk_version" in zk.command(b"mntr")  # a four-letter word on its own connection
+        session = zk.client_id
+        server.pause()  # heartbeats time out through the handler's select: SUSPENDED
+        try:
+            wait_for(lambda: KazooState.SUSPENDED in states, 10.0, "SUSPENDED")
+        finally:
+            server.resume()
+        wait_for(lambda: zk.state == KazooState.CONNECTED, 10.0, "reconnected")
+        assert zk.client_id == session
+        assert events.next() == ZkReconnected()
+        assert [r.code for r in port.fenced([CreateOp(f"/w{i}", b"") for i in range(300)], 0)] == [
+            ZkCode.OK
+        ] * 300
+        session_id, password = zk.client_id
+        killer = KazooClient(server.connect_string, client_id=(session_id, password))
+        killer.start(timeout=10)  # same session, then closed: the server ends it, kazoo sees LOST
+        killer.stop()
+        killer.close()
+        wait_for(lambda: KazooState.LOST in states, 20.0, "LOST")
+        assert events.cleared == [Expire()]  # Expire put at the head of the queue
+        wait_for(lambda: zk.state == KazooState.CONNECTED, 20.0, "a new session")
+        assert port.session_id() != session_id
+        assert [r.code for r in port.fenced([CreateOp("/w0", b"")], 0)] == [ZkCode.NODEEXISTS]
+        port.close()
+    finally:
+        zk.stop()
+        zk.close()

@@ -7,32 +7,14 @@ skipped with the reason and the command that enables Docker — never passed.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 
 import pytest
 
 from fixtures.containers import images
+from tests.containers.docker_helpers import kit_containers
 
 ENABLE = "as root: bash scripts/setup_docker.sh && python -m fixtures.cli build-images"
-
-
-def kit_containers(label: str = "kzk.kit=1") -> list[str]:
-    """Names of the containers (running or not) carrying ``label``."""
-    out = subprocess.run(
-        ["docker", "ps", "--all", "--filter", f"label={label}", "--format", "{{.Names}}"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return out.split()
-
-
-def inspect(name: str, template: str) -> str:
-    proc = subprocess.run(
-        ["docker", "inspect", "--format", template, name], check=False, capture_output=True, text=True
-    )
-    return proc.stdout.strip() if proc.returncode == 0 else f"<no such container: {proc.stderr.strip()}>"
 
 
 @pytest.fixture(scope="session")

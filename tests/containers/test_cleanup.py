@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.containers.launcher import reap_orphan_containers
-from tests.containers.conftest import inspect, kit_containers
+from tests.containers.docker_helpers import inspect, kit_containers
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ from conformance.cluster import Cluster, ConditionTimeout
 from conformance.targets import load_target
 from fixtures.containers.launcher import DockerHandle, DockerLauncher
 from fixtures.zookeeper import ZooKeeperServer
-from tests.containers.conftest import inspect, kit_containers
+from tests.containers.docker_helpers import inspect, kit_containers
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 
 from fixtures.containers.launcher import DockerHandle, DockerLauncher
 from fixtures.zookeeper import FourLetterWordError, ZooKeeperEnsemble, ZooKeeperServer
-from tests.containers.conftest import inspect
+from tests.containers.docker_helpers import inspect
 
 pytestmark = pytest.mark.integration
 

@@ -107,6 +107,22 @@ def wait_for(
 #: connection or port-0 listener before the node binds it, or before it restarts.
 _STATIC_PORTS = range(20000, 32000)
 _handed_out: set[int] = set()
+#: One abstract-namespace unix socket per handed-out port, held for the life of this process: a
+#: concurrent run on the same host (another suite, a chaos campaign, CI next to a developer) that
+#: picks the same port sees the name taken and skips it. The kernel frees the names when the
+#: process ends, even on SIGKILL, and nothing is left on disk.
+_reservations: list[socket.socket] = []
+
+
+def _reserve_across_processes(port: int) -> bool:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(f"\0kzk-static-port-{port}")
+    except OSError:
+        sock.close()
+        return False
+    _reservations.append(sock)
+    return True
 
 
 def _worker_static_ports() -> range:
@@ -125,8 +141,9 @@ def _worker_static_ports() -> range:
 
 
 def pick_static_ports(count: int) -> list[int]:
-    """``count`` currently bindable loopback ports outside the ephemeral range, never reused and
-    never handed out by another xdist worker of the same run."""
+    """``count`` currently bindable loopback ports outside the ephemeral range, never reused,
+    never handed out by another xdist worker of the same run, nor by any other live process on
+    this host that picks its ports here (concurrent suite runs)."""
     ports = _worker_static_ports()
     out: list[int] = []
     while len(out) < count:
@@ -139,6 +156,8 @@ def pick_static_ports(count: int) -> list[int]:
             except OSError:
                 continue
         _handed_out.add(port)
+        if not _reserve_across_processes(port):
+            continue  # another live process on this host holds it
         out.append(port)
     return out
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import random
+import subprocess
+import sys
+
 import pytest
 
 from conformance import cluster
@@ -33,3 +38,37 @@ def test_serial_run_uses_the_whole_range(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_picked_ports_stay_in_the_worker_slice(monkeypatch: pytest.MonkeyPatch) -> None:
     mine = _slice(monkeypatch, "gw1", "2")
     assert all(p in mine for p in cluster.pick_static_ports(5))
+
+
+def test_a_port_another_live_process_reserved_is_never_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two suite runs on one host (no xdist between them): a child process reserves ports from
+    the same slice and holds them; every port this process picks meanwhile is a different one."""
+    _slice(monkeypatch, None, None)
+    code = (
+        "import sys; from conformance import cluster; "
+        "print(' '.join(map(str, cluster.pick_static_ports(200))), flush=True); sys.stdin.read()"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert child.stdout is not None
+        theirs = set(map(int, child.stdout.readline().split()))
+        assert len(theirs) == 200
+        monkeypatch.setattr(cluster, "random", _Cycling(sorted(theirs)))
+        mine = cluster.pick_static_ports(3)  # offered every one of theirs first
+        assert not set(mine) & theirs
+    finally:
+        child.kill()
+        child.wait(10)
+
+
+class _Cycling:
+    """Stands in for the module's ``random``: offers the given ports first, then any port."""
+
+    def __init__(self, first: list[int]) -> None:
+        self.first = list(first)
+
+    def choice(self, ports: range) -> int:
+        return self.first.pop(0) if self.first else random.choice(ports)

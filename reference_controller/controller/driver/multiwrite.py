@@ -17,15 +17,16 @@ This module sends the *same bytes* with less work:
   path (``str``; kazoo's ``Transaction.unchroot`` strips the chroot, as for its own multis), the
   setData ``Stat`` fields (a ``tuple`` of the 11 jute ints), ``None`` for check/delete, or the
   op's error code (``int``; 0 = rolled back, as ZooKeeper marks the ops of a failed multi).
-- :class:`Pipeline` sends a batch with one wake-up of kazoo's connection thread (its requests go
-  to kazoo's queue together, exactly as ``KazooClient._call`` queues one) and one wait for the
-  whole batch: ZooKeeper answers a session's requests in order and kazoo completes them in order,
-  so no ``AsyncResult``/``Condition`` per request is needed; each slot records its value or the
-  exception kazoo sets (``ConnectionLoss`` when the connection drops, …) for the driver to map
-  exactly as before.
+- :class:`Pipeline` queues each chunk of a batch with one wake-up of kazoo's connection thread
+  (its requests go to kazoo's queue together, exactly as ``KazooClient._call`` queues one) and
+  has one wait for the whole batch: ZooKeeper answers a session's requests in order and kazoo
+  completes them in order, so no ``AsyncResult``/``Condition`` per request is needed; each slot
+  records its value or the exception kazoo sets (``ConnectionLoss`` when the connection drops,
+  …) for the driver to map exactly as before.
 
 Everything on the wire is unchanged: same opcode, same body bytes, same order, same session
-(kazoo still numbers and frames every request). ``tests/integration/controller/test_multiwrite.py``
+(kazoo still numbers and frames every request). The other half of the client-side cost is kazoo's
+connection loop itself: see ``kazoo_handler.py``. ``tests/integration/controller/test_multiwrite.py``
 compares the bytes of both paths through a recording proxy and the outcomes against a real
 ZooKeeper.
 """
@@ -46,6 +47,7 @@ __all__ = [
     "MULTI_OPCODE",
     "MultiRequest",
     "Pipeline",
+    "decode_multi",
     "encode_multi",
     "encode_op",
     "stat_of",

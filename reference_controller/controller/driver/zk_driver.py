@@ -430,7 +430,18 @@ class KazooZkPort:
         outcomes = self._run_multis(len(ops), lambda i: encode_multi((encoded_check, encode(ops[i]))))
         results: list[OpResult] = []
         moved = False
+        ok = ZkCode.OK
         for op, outcome in zip(ops, outcomes, strict=True):
+            applied = type(outcome) is list and len(outcome) == 2 and outcome[0] is None
+            if applied and type(raw := outcome[1]) is not int:
+                # both ops applied (the common case): what `_multi_results` + `_check_moved` give
+                if isinstance(op, SetDataOp):
+                    results.append(OpResult(op, ok, stat=stat_of(raw)))
+                elif isinstance(op, CreateOp):
+                    results.append(OpResult(op, ok, created_path=raw))
+                else:
+                    results.append(OpResult(op, ok))
+                continue
             check_result, op_result = self._multi_results((check, op), outcome)
             moved = moved or self._check_moved(check_result)
             results.append(op_result)

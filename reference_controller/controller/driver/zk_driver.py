@@ -22,11 +22,15 @@ Kafka's `ZooKeeperClient` + `KafkaZkClient` request layer, on kazoo's raw async 
   reordering writes), and a group of several ops that fails on an op is replayed one op per multi so
   that the per-op results (and the txn log's successful writes) are exactly those of the default
   mode (NODEEXISTS on `partitions/<p>` — MIDCREATE-2); a failed group of one is not replayed.
+- **Lean multis** (issue 13): every multi (fenced or not) is pre-encoded by `multiwrite.py` to the
+  bytes kazoo's own `Create`/`SetData`/`Delete`/`CheckVersion` records in a `Transaction` would
+  send, queued on kazoo's connection a chunk at a time with one wake-up, and awaited once per batch
+  (`_run_multis`); its answer is decoded to plain values and mapped to `OpResult`s as kazoo's
+  exceptions were. The connection loop's own cost is the kazoo handler's (`kazoo_handler.py`).
 - **Null data**: kazoo's `TransactionRequest.create/set_data` reject `None`, but its wire classes
-  write `None` as length -1 (ZooKeeper's null). Multis are therefore built from kazoo's own
-  `Create`/`SetData`/`Delete`/`CheckVersion` records appended to a `TransactionRequest`'s
-  `operations`, so `CreateOp(data=None)` stores real null, as Kafka does. Reads return `None` for
-  null data and `b""` for empty data (kazoo's `read_buffer` keeps the difference).
+  write `None` as length -1 (ZooKeeper's null), and so does `multiwrite.encode_op`:
+  `CreateOp(data=None)` stores real null, as Kafka does. Reads return `None` for null data and
+  `b""` for empty data (kazoo's `read_buffer` keeps the difference).
 - **Multi results**: the failing op carries its code; ZooKeeper marks the other ops of a failed
   multi as rolled back (code 0 before the failing op, RUNTIME_INCONSISTENCY after it). `OpResult`
   has no "rolled back" code, so every other op of a failed multi reports RUNTIME_INCONSISTENCY

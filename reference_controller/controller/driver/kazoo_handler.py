@@ -1,4 +1,4 @@
-"""A kazoo handler whose connection thread costs a few system calls per request, not ~15 (ring: drivers).
+"""A kazoo handler whose connection thread makes a few system calls per request, not ~25 (ring: drivers).
 
 kazoo's connection thread (``kazoo/protocol/connection.py``) handles one request or response per
 turn of its loop and asks its handler's ``select`` before every socket operation: in the main

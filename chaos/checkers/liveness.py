@@ -81,7 +81,9 @@ def partitions_have_leaders(
     history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
 ) -> Verdict:
     """Every partition with a live replica in its ISR has a live leader; every partition with a
-    live replica has a state znode (topics queued for deletion excepted)."""
+    live replica has a state znode (topics queued for deletion excepted). Only an ISR member that
+    is also a replica counts: no 2.5 election strategy chooses anything else (an ISR Kafka left
+    outside the replicas, :mod:`chaos.checkers.orphaned`, leaves the partition offline)."""
     name = "partitions_have_leaders"
     if final_state is None:
         return Verdict.unknown(name, NO_FINAL)
@@ -101,13 +103,15 @@ def partitions_have_leaders(
                     )
                     evidence.append(_znode(path, "absent", replicas=list(replicas)))
                 continue
-            if set(state.isr) & f.live_brokers and state.leader not in f.live_brokers:
-                problems.append(
-                    f"{topic}-{p} leader {state.leader} "
-                    f"with live ISR members {sorted(set(state.isr) & f.live_brokers)}"
-                )
+            electable = set(state.isr) & set(replicas) & f.live_brokers
+            if electable and state.leader not in f.live_brokers:
+                problems.append(_leaderless(topic, p, state.leader, electable))
                 evidence.append(_znode(path, "no live leader", leader=state.leader, isr=list(state.isr)))
     return _finish(name, problems, evidence, [], f"{len(f.partition_states)} partition state(s) led")
+
+
+def _leaderless(topic: str, partition: int, leader: int, electable: set[int]) -> str:
+    return f"{topic}-{partition} leader {leader} with live ISR members {sorted(electable)}"
 
 
 def reassign_targets(value: Mapping[str, Any]) -> dict[TopicPartition, tuple[int, ...]]:

@@ -16,6 +16,7 @@ import pytest
 
 from chaos.checkers import check_all, final_state_from_json
 from chaos.checkers.final_state import FinalState
+from chaos.checkers.liveness import partitions_have_leaders
 from chaos.checkers.requests import CONCURRENT_WINDOW_S, brokers_apply_requests_in_epoch_order
 from chaos.checkers.safety import (
     acknowledged_creations_survive,
@@ -368,6 +369,47 @@ def test_a_bad_final_state_is_invalid_even_without_a_log() -> None:
     assert v.validity == "invalid"
     assert v.evidence[0]["path"] == state_path("t", 0)
     assert "ISR [3] not within replicas [1, 2]" in v.message
+
+
+def _reassignment_log(removal_leader: int) -> Log:
+    """Seed 2156 of ``partition`` in miniature: t-0 [2,3] → [1]; ISR [2,3,1] read as complete,
+    then shrunk to [2,3]; the election for [1] fails; removing 2 and then 3 leaves leader -1 and
+    ISR [3] (Kafka keeps an ISR of one); the topic znode then says RS [1]."""
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.create_topic(ADMIN, "t", {0: [2, 3]})
+    log.set_state(SESSION_A, "t", 0, state_data(2, 0, [2, 3]))
+
+    def topic(replicas: list[int], adding: list[int], removing: list[int]) -> bytes:
+        body = {
+            "version": 2,
+            "partitions": {"0": replicas},
+            "adding_replicas": {"0": adding} if adding else {},
+            "removing_replicas": {"0": removing} if removing else {},
+        }
+        return json.dumps(body).encode()
+
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic([1, 2, 3], [1], [2, 3]), 1))
+    log.set_state(SESSION_A, "t", 0, state_data(2, 1, [2, 3]))
+    log.set_state(SESSION_B, "t", 0, state_data(2, 1, [2, 3, 1]), fenced=False)  # leader's ISR writes
+    log.set_state(SESSION_B, "t", 0, state_data(2, 1, [2, 3]), fenced=False)
+    log.set_state(SESSION_A, "t", 0, state_data(-1, 2, [3]))
+    log.set_state(SESSION_A, "t", 0, state_data(removal_leader, 3, [3]))
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic([1], [], []), 2))
+    return log
+
+
+def test_an_isr_kafka_leaves_outside_the_replicas_after_a_failed_reassignment_election_is_excused() -> None:
+    state = final_state({"t": {0: [1]}}, {("t", 0): (-1, 3, [3])})
+    assert partition_states_valid([], _reassignment_log(-1).records, state).validity == "valid"
+    assert partitions_have_leaders([], _reassignment_log(-1).records, state).validity == "valid"
+    # without the log nothing shows it is Kafka's path: invalid
+    assert partition_states_valid([], None, state).validity == "invalid"
+    # a leader kept on the orphaned ISR is not what Kafka's removal writes: invalid
+    led = final_state({"t": {0: [1]}}, {("t", 0): (3, 3, [3])})
+    v = partition_states_valid([], _reassignment_log(3).records, led)
+    assert v.validity == "invalid"
+    assert "final t-0: ISR [3] not within replicas [1]" in v.message
 
 
 def test_partition_states_with_only_a_good_final_state_are_unknown_and_with_nothing_unknown() -> None:

@@ -1,0 +1,108 @@
+"""Partitions Kafka 2.5.1 leaves with an ISR outside their replicas after completing a
+reassignment whose leader election failed (decisions ring, pure).
+
+``onPartitionReassignment`` (KafkaController.scala@2.5.1 L630-690) completes a reassignment once
+``isReassignmentComplete`` read the target replicas in the ISR. Its steps do not depend on each
+other's success: B3 ``moveReassignedPartitionLeaderIfRequired`` elects a leader among the target
+replicas (``ReassignPartitionLeaderElectionStrategy``) and only logs when that fails ("Failed to
+elect leader … under strategy ReassignPartitionLeaderElectionStrategy" — e.g. the leader shrank the
+ISR after the completeness read); B4 moves the removed replicas to OfflineReplica, whose
+``removeReplicasFromIsr`` (ReplicaStateMachine.scala@2.5.1 L317-333) sets the leader to -1 when it
+removes the leader and *keeps an ISR of one member as it is*; B6 writes the topic znode with
+RS = the target replicas. The partition is left with leader -1 and an ISR whose only member is
+not a replica: no election strategy can choose it, so it stays offline. Seen in the chaos
+``partition`` scenario, seed 2156 (t1-1 [2,3] → [1]: ISR [2,3,1] read as complete, the leader
+shrank it to [2,3] before the election, the election failed, removals left ISR [3] with leader
+-1, then RS became [1]).
+
+:func:`orphaned_isrs` replays a chroot's transaction log and names exactly those partitions: a
+topic znode write that ends partition p's reassignment (its ``removing_replicas`` entry goes) while
+p's state has leader -1 and an ISR member that is neither in the new replicas nor anything but a
+replica the reassignment removed — each with the state's (leader, ISR) at that moment. A later
+state write of p, or the topic's deletion, takes p off the list.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from chaos.checkers.replay import applied_ops
+from fixtures.probes.errors import MalformedZnode
+from fixtures.probes.txnrecords import TxnRecord
+from fixtures.probes.znode_types import TopicPartition, TopicZNode, decode_partition_state, decode_topic
+
+__all__ = ["orphaned_isrs"]
+
+_TOPIC = re.compile(r"^/brokers/topics/(?P<topic>[^/]+)$")
+_STATE = re.compile(r"^/brokers/topics/(?P<topic>[^/]+)/partitions/(?P<p>\d+)/state$")
+
+
+def _state(path: str, data: bytes | None) -> tuple[int, tuple[int, ...]] | None:
+    """(leader, ISR) of a state znode, or None when malformed."""
+    try:
+        state = decode_partition_state(path, data)
+    except MalformedZnode:
+        return None
+    return state.leader, state.isr
+
+
+def _topic(path: str, data: bytes | None) -> TopicZNode | None:
+    try:
+        return decode_topic(path, data)
+    except MalformedZnode:
+        return None
+
+
+def orphaned_isrs(records: Sequence[TxnRecord]) -> Mapping[TopicPartition, tuple[int, tuple[int, ...]]]:
+    """Partition → (leader, ISR) of the states Kafka 2.5.1 leaves outside the replicas (module text)."""
+    topics: dict[str, TopicZNode | None] = {}
+    states: dict[TopicPartition, tuple[int, tuple[int, ...]]] = {}
+    orphaned: dict[TopicPartition, tuple[int, tuple[int, ...]]] = {}
+    for record in sorted(records, key=lambda r: r.zxid):
+        for op in applied_ops(record):
+            path, kind = op.path, op.op
+            if path is None or kind == "check":
+                continue
+            written = kind.startswith("create") or kind == "setData"
+            if m := _STATE.match(path):
+                tp = TopicPartition(m["topic"], int(m["p"]))
+                orphaned.pop(tp, None)
+                state = _state(path, op.data) if written else None
+                if state is None:
+                    states.pop(tp, None)
+                else:
+                    states[tp] = state
+            elif m := _TOPIC.match(path):
+                topic = m["topic"]
+                if not written:
+                    topics.pop(topic, None)
+                    for tp in [tp for tp in orphaned if tp.topic == topic]:
+                        del orphaned[tp]
+                    continue
+                new = _topic(path, op.data)
+                _completed(topics.get(topic), new, topic, states, orphaned)
+                topics[topic] = new
+    return orphaned
+
+
+def _completed(
+    old: TopicZNode | None,
+    new: TopicZNode | None,
+    topic: str,
+    states: Mapping[TopicPartition, tuple[int, tuple[int, ...]]],
+    orphaned: dict[TopicPartition, tuple[int, tuple[int, ...]]],
+) -> None:
+    if old is None or new is None:
+        return
+    for p, removing in old.removing_replicas.items():
+        if not removing or new.removing_replicas.get(p):
+            continue  # not being reassigned before, or still being reassigned
+        tp = TopicPartition(topic, p)
+        state = states.get(tp)
+        replicas = set(new.partitions.get(p, ()))
+        if state is None or state[0] != -1:
+            continue
+        outside = set(state[1]) - replicas
+        if outside and outside <= set(removing):
+            orphaned[tp] = state

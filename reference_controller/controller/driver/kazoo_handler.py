@@ -66,6 +66,8 @@ def poll_select(
             raise TypeError("timeout must be a number")
         if timeout < 0:
             raise ValueError("timeout must be non-negative")
+    if not wlist:  # kazoo's usual call: a read-only poll answers any event as readable
+        return _readable(rlist, timeout), [], []
     masks: dict[int, int] = {}
     objects: dict[int, list[Any]] = {}
     for mask, fileobjs in ((_POLL_READ, rlist), (_POLL_WRITE, wlist)):
@@ -91,6 +93,25 @@ def poll_select(
         elif event & ~_POLL_READ:
             writable.extend(objects[fd])
     return readable, writable, []
+
+
+def _readable(rlist: Sequence[Any], timeout: float | None) -> list[Any]:
+    """The objects of ``rlist`` with any poll event (POLLIN registered: never pure POLLOUT)."""
+    fds = [fileobj_to_fd(fileobj) for fileobj in rlist]
+    poller = select.poll()
+    for fd in fds:
+        try:
+            poller.register(fd, _POLL_READ)
+        except (ValueError, OSError) as exc:
+            raise ValueError("Invalid event mask or fd") from exc
+    if timeout is None:
+        ready = poller.poll()
+    else:  # selectors.PollSelector: milliseconds, rounded up
+        ready = poller.poll(math.ceil(timeout * 1e3) if timeout > 0 else 0)
+    if not ready:
+        return []
+    ready_fds = {fd for fd, _event in ready}
+    return [fileobj for fileobj, fd in zip(rlist, fds, strict=True) if fd in ready_fds]
 
 
 class CoalescingSocket:
@@ -192,6 +213,11 @@ class LeanThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
     def select(
         self, rlist: Sequence[Any], wlist: Sequence[Any], xlist: Sequence[Any], timeout: float | None = None
     ) -> tuple[list[Any], list[Any], list[Any]]:
+        if not rlist and len(wlist) == 1 and type(wlist[0]) is CoalescingSocket:
+            return [], [wlist[0]], []  # kazoo's `_write`: a send only buffers
+        main_loop = not wlist and len(rlist) == 2 and type(rlist[0]) is CoalescingSocket
+        if main_loop and type(rlist[1]) is not CoalescingSocket:
+            return self._main_loop(rlist[0], rlist[1], timeout)
         sockets = _coalescing((*rlist, *wlist))
         if not sockets:
             return poll_select(rlist, wlist, xlist, timeout)
@@ -212,6 +238,27 @@ class LeanThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
         if r or w:
             return r, w, x
         return poll_select(rlist, wlist, xlist, timeout)
+
+    @staticmethod
+    def _main_loop(
+        sock: CoalescingSocket, wake: Any, timeout: float | None
+    ) -> tuple[list[Any], list[Any], list[Any]]:
+        """kazoo's main loop, ``select([socket, wake-up socket], [], [], timeout)``: the general
+        rules below for this one shape, with at most one ``poll`` before an answer."""
+        if sock.pending():
+            if _readable((wake,), 0):
+                return [sock, wake], [], []
+            if sock.buffered:
+                sock.flush()  # no request queued behind the ones buffered
+            return [sock], [], []
+        ready = _readable((sock, wake), 0)
+        if wake in ready and sock.buffered < FLUSH_AT:
+            return ready, [], []  # more requests queued: keep coalescing
+        if sock.buffered:
+            sock.flush()
+        if ready:
+            return ready, [], []
+        return poll_select((sock, wake), (), (), timeout)
 
     @staticmethod
     def _flush(sockets: Iterable[CoalescingSocket]) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import functools
+import gc
 import io
 import logging
 import math
@@ -138,14 +139,18 @@ class Counters:
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0.0))
     cpu_start: tuple[float, float] = (0.0, 0.0)  # cpu_now() at reset
     cpu_end: tuple[float, float] = (0.0, 0.0)  # cpu_now() when the scenario's end condition was seen
+    gc_start: float = 0.0  # GC_SECONDS[0] at reset
+    gc_end: float = 0.0  # … when the end condition was seen
 
     def reset(self) -> None:
         for name, value in Counters().__dict__.items():
             setattr(self, name, value)
         self.cpu_start = cpu_now()
+        self.gc_start = GC_SECONDS[0]
 
     def mark_end(self) -> None:
         self.cpu_end = cpu_now()
+        self.gc_end = GC_SECONDS[0]
 
     @property
     def cpu_window(self) -> tuple[float, float]:
@@ -163,6 +168,14 @@ class Counters:
 
 
 JVM_PID: list[int] = []  # the benchmark's ZooKeeper, for cpu_now()
+GC_SECONDS = [0.0, 0.0]  # [total wall seconds in Python's cyclic GC so far, start of the current one]
+
+
+def _gc_clock(phase: str, _info: dict[str, int]) -> None:
+    if phase == "start":
+        GC_SECONDS[1] = time.perf_counter()
+    else:
+        GC_SECONDS[0] += time.perf_counter() - GC_SECONDS[1]
 
 
 def cpu_now() -> tuple[float, float]:
@@ -725,7 +738,8 @@ class Run:
             f"{s['requests']:.2f} s ({snap.requests} requests), other core {s['core_other']:.2f} s, "
             f"events {snap.events_done}; event-thread CPU {snap.cpu_s:.2f} s "
             f"({snap.cpu_s / max(1, partitions) * 1000:.3f} s per 1k); CPU until the end condition: "
-            f"bench process {snap.cpu_window[0]:.2f} s, ZooKeeper JVM {snap.cpu_window[1]:.2f} s; "
+            f"bench process {snap.cpu_window[0]:.2f} s, ZooKeeper JVM {snap.cpu_window[1]:.2f} s, "
+            f"Python's cyclic GC {snap.gc_end - snap.gc_start:.2f} s wall; "
             f"load {_load(row.load)}",
             flush=True,
         )
@@ -1030,6 +1044,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger(CONTROLLER_LOGGER).setLevel(logging.INFO)  # the "Ready to serve" line is INFO
     logging.getLogger(CONTROLLER_LOGGER).propagate = False  # … caught by ReadyWatcher, not printed
     instrument_zkdata()
+    gc.callbacks.append(_gc_clock)
     small, total, dead, raw_n = (1000, 2000, 1000, 1000) if args.small else (1000, 10000, 5000, 5000)
     wait_s = args.wait or (60.0 if args.small else 180.0)
     print(f"uptime: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "

@@ -2,9 +2,10 @@
 
 For each size (default 100k, 1M, 10M records): synthesise the records once (kept under
 ``--work-dir``; not timed as part of the report), then time ``python -m reports build`` in a
-fresh process — Spark start-up included — and print wall seconds, records/s and the 1-minute
-load average at its start, since on a shared 2-core machine the wall time depends on what else
-runs. Figures go to ``<work-dir>/bench.json`` too.
+fresh process — Spark start-up included — and print wall seconds, records/s, the CPU seconds
+the build's Spark JVM used (as the job logs it) and the load average (1/5/15 min)
+at its start and end, since on a shared 2-core machine the wall time depends on what else runs.
+Figures go to ``<work-dir>/bench.json`` too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -24,7 +26,13 @@ __all__ = ["main", "run_size"]
 _TIMEOUT_S = 3 * 3600
 
 
-def _run(cmd: list[str], what: str) -> float:
+def _load() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _run(cmd: list[str], what: str) -> tuple[float, float | None]:
+    """Wall seconds of a command, and the CPU seconds of its Spark JVM as the job logs them
+    (``JVM CPU … s in all``; the JVM is a grandchild, outside ``RUSAGE_CHILDREN``)."""
     t0 = time.monotonic()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)
@@ -33,7 +41,8 @@ def _run(cmd: list[str], what: str) -> float:
     wall = time.monotonic() - t0
     if done.returncode != 0:
         raise EnvironmentProblem(f"{what} failed (exit {done.returncode}): {done.stderr.strip()[-600:]}")
-    return wall
+    m = re.search(r"JVM CPU ([0-9.]+) s in all", done.stderr)
+    return wall, float(m.group(1)) if m else None
 
 
 def _spark_opts(args: argparse.Namespace) -> list[str]:
@@ -46,14 +55,18 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
     py = [sys.executable, "-m", "reports"]
     synth_s = None
     if not (data / "_SUCCESS").is_file():
-        synth_s = _run([*py, "synth", "--records", str(n), "--out", str(data), *_spark_opts(args)], "synth")
-    load = os.getloadavg()[0]
-    wall = _run([*py, "build", "--input", str(data), "--out", str(out), *_spark_opts(args)], "build")
+        synth_s, _ = _run(
+            [*py, "synth", "--records", str(n), "--out", str(data), *_spark_opts(args)], "synth"
+        )
+    load_start = _load()
+    wall, cpu = _run([*py, "build", "--input", str(data), "--out", str(out), *_spark_opts(args)], "build")
     return {
         "records": n,
         "wall_s": round(wall, 1),
         "records_per_s": round(n / wall),
-        "load_avg_1m_at_start": round(load, 2),
+        "jvm_cpu_s": None if cpu is None else round(cpu, 1),
+        "load_avg_at_start": load_start,
+        "load_avg_at_end": _load(),
         "synth_s": None if synth_s is None else round(synth_s, 1),
     }
 
@@ -64,12 +77,19 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise InputError(f"--sizes: comma list of record counts, got {args.sizes!r}") from exc
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    print(f"{'records':>10} {'wall s':>8} {'records/s':>10} {'load':>5}  (Spark start-up included)")
+    print(
+        f"{'records':>10} {'wall s':>8} {'records/s':>10} {'JVM CPU s':>9}  {'load 1/5/15 at start':>20}  "
+        f"{'at end':>15}  (Spark start-up included)"
+    )
     results = []
     for n in sizes:
         r = run_size(n, args)
         results.append(r)
-        print(f"{n:>10} {r['wall_s']:>8} {r['records_per_s']:>10} {r['load_avg_1m_at_start']:>5}")
+        print(
+            f"{n:>10} {r['wall_s']:>8} {r['records_per_s']:>10} {r['jvm_cpu_s'] or '?':>9}  "
+            f"{r['load_avg_at_start']:>20}  {r['load_avg_at_end']:>15}",
+            flush=True,
+        )
     (args.work_dir / "bench.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"figures: {args.work_dir / 'bench.json'}")
     return 0

@@ -41,11 +41,17 @@ __all__ = [
     "failure_trend",
     "flake_ranking",
     "flakiness",
+    "flakiness_levels",
+    "level",
     "normalised_signature",
 ]
 
 TEST_KEYS: Final = ("kind", "test_id", "target", "profile", "fault_package")
 BEHAVIOUR_KEYS: Final = ("kind", "behaviour_id", "target", "profile", "fault_package")
+# Both levels in one frame (:func:`flakiness_levels`): ``level`` is "test" or "behaviour" and
+# ``id`` the test id or the behaviour ID.
+LEVEL_KEYS: Final = ("level", "kind", "id", "target", "profile", "fault_package")
+_RUN_COLUMNS: Final = ("run_id", "run_order", "started_at", "outcome", "reason")
 _FAIL: Final = ("failed", "error")
 
 
@@ -206,6 +212,29 @@ def behaviour_runs(records: DataFrame) -> DataFrame:
         F.min("started_at").alias("started_at"),
         outcome.alias("outcome"),
         F.min(F.when(F.col("outcome").isin(*_FAIL), F.col("reason"))).alias("reason"),
+    )
+
+
+def flakiness_levels(records: DataFrame, params: FlakinessParams) -> DataFrame:
+    """:func:`flakiness` per test and per behaviour ID in one pass (one shuffle, one sort, one
+    aggregation for both): the union of the test runs and :func:`behaviour_runs`, grouped by
+    :data:`LEVEL_KEYS`. :func:`level` takes one level back out with its usual key names."""
+    tests = records.select(F.lit("test").alias("level"), "kind", F.col("test_id").alias("id"),
+                           "target", "profile", "fault_package", *_RUN_COLUMNS)  # fmt: skip
+    behaviours = behaviour_runs(records).select(
+        F.lit("behaviour").alias("level"), "kind", F.col("behaviour_id").alias("id"),
+        "target", "profile", "fault_package", *_RUN_COLUMNS,
+    )  # fmt: skip
+    return flakiness(tests.unionByName(behaviours), LEVEL_KEYS, params)
+
+
+def level(levels: DataFrame, name: str) -> DataFrame:
+    """The rows of one level of :func:`flakiness_levels` ("test" or "behaviour"), with the
+    columns of :func:`flakiness` over :data:`TEST_KEYS` or :data:`BEHAVIOUR_KEYS`."""
+    id_name = "test_id" if name == "test" else "behaviour_id"
+    stats_columns = [c for c in levels.columns if c not in LEVEL_KEYS]
+    return levels.filter(F.col("level") == name).select(
+        "kind", F.col("id").alias(id_name), "target", "profile", "fault_package", *stats_columns
     )
 
 

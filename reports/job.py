@@ -43,67 +43,88 @@ class BuildOptions:
     defaults: Defaults = field(default_factory=Defaults)
 
 
-def _cutoff(records: DataFrame, options: BuildOptions) -> datetime | None:
+def _cutoff(loaded: Loaded, options: BuildOptions) -> datetime | None:
     if options.baseline_before is not None:
         return options.baseline_before
-    latest = records.agg(F.max("started_at")).first()
-    if latest is None or latest[0] is None:
+    if loaded.latest_started_at is None:
         return None
-    newest: datetime = latest[0]
-    return newest - timedelta(days=options.recent_days)
+    return loaded.latest_started_at - timedelta(days=options.recent_days)
 
 
 def compute_tables(records: DataFrame, params: fl.FlakinessParams, top: int) -> dict[str, DataFrame]:
-    """Every report table as a lazy DataFrame (pure transforms of the canonical records)."""
-    per_test = fl.flakiness(records, fl.TEST_KEYS, params).persist()
-    behaviours = fl.behaviour_runs(records)
+    """Every report table as a lazy DataFrame (pure transforms of the canonical records).
+
+    The heavy work is three fused passes over the records, each cached when it first runs:
+    flakiness of tests and behaviour IDs together (:func:`reports.flakiness.flakiness_levels`),
+    failure signatures, and the exact percentiles of every latency grain together
+    (:func:`reports.latency.latency_grains`); the tables are small selections of those.
+    """
+    levels = fl.flakiness_levels(records, params).persist()
+    per_test = fl.level(levels, "test")
     signatures = fl.failure_signatures(records, fl.TEST_KEYS).persist()
-    values = lat.metric_values(records).persist()
+    values = lat.metric_values(records)
+    grains = lat.latency_grains(values).persist()
     return {
         "flakiness": per_test.orderBy(F.desc_nulls_last("failure_rate"), *fl.TEST_KEYS),
-        "behaviour_flakiness": fl.flakiness(behaviours, fl.BEHAVIOUR_KEYS, params).orderBy(
+        "behaviour_flakiness": fl.level(levels, "behaviour").orderBy(
             F.desc_nulls_last("failure_rate"), *fl.BEHAVIOUR_KEYS
         ),
         "failure_signatures": signatures.orderBy(*fl.TEST_KEYS, F.desc("failures")),
         "flake_ranking": fl.flake_ranking(per_test, signatures, fl.TEST_KEYS, top),
         "failure_trend": fl.failure_trend(records),
-        "latency": lat.latency_summary(values),
-        "latency_by_day": lat.latency_by_day(values),
-        "latency_by_commit": lat.latency_by_commit(values),
+        "latency": lat.grain(grains, "all"),
+        "latency_by_day": lat.grain(grains, "day"),
+        "latency_by_commit": lat.grain(grains, "commit"),
         "latency_histogram": lat.latency_histogram(values),
     }
 
 
-def _collect(tables: dict[str, DataFrame], log: Callable[[str], None]) -> dict[str, Table]:
+class _Clock:
+    """Wall and JVM CPU seconds since the last lap, for the log."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+        self._wall = time.monotonic()
+        self._cpu = session.jvm_cpu_s(spark)
+
+    def lap(self) -> str:
+        wall, cpu = time.monotonic(), session.jvm_cpu_s(self._spark)
+        text = f"{wall - self._wall:.1f} s"
+        if cpu is not None and self._cpu is not None:
+            text += f", JVM CPU {cpu - self._cpu:.1f} s"
+        self._wall, self._cpu = wall, cpu
+        return text
+
+
+def _collect(tables: dict[str, DataFrame], clock: _Clock, log: Callable[[str], None]) -> dict[str, Table]:
     out: dict[str, Table] = {}
     for name, df in tables.items():
-        t0 = time.monotonic()
         out[name] = Table(name, df.schema, df.collect())
-        log(f"  {name}: {len(out[name].rows)} rows ({time.monotonic() - t0:.1f} s)")
+        log(f"  {name}: {len(out[name].rows)} rows ({clock.lap()})")
     return out
 
 
-def _params(records: DataFrame, options: BuildOptions) -> fl.FlakinessParams:
+def _params(loaded: Loaded, options: BuildOptions) -> fl.FlakinessParams:
     return fl.FlakinessParams(
         flake_rate=options.flake_rate,
         confidence=options.confidence,
-        baseline_before=_cutoff(records, options),
+        baseline_before=_cutoff(loaded, options),
     )
 
 
 def build(spark: SparkSession, options: BuildOptions, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the whole report; returns the summary written to ``summary.json``."""
     t0 = time.monotonic()
+    clock = _Clock(spark)
     started = datetime.now(UTC)
     inputs = discover(options.inputs)
     loaded: Loaded = load(spark, inputs, permissive=options.permissive, defaults=options.defaults)
     log(
         f"reports: {sum(loaded.counts.values())} records loaded, {loaded.rejected_total} rejected "
-        f"({time.monotonic() - t0:.1f} s)"
+        f"({clock.lap()})"
     )
-    params = _params(loaded.records, options)
-    tables = _collect(compute_tables(loaded.records, params, options.top), log)
-    t1 = time.monotonic()
+    params = _params(loaded, options)
+    tables = _collect(compute_tables(loaded.records, params, options.top), clock, log)
     context = {
         "started_at": started.isoformat(timespec="seconds"),
         "spark": {"version": spark.version, "master": spark.sparkContext.master},
@@ -120,7 +141,7 @@ def build(spark: SparkSession, options: BuildOptions, log: Callable[[str], None]
         "params": params,
     }
     summary = write_outputs(spark, options.out, tables, context, wall_s=lambda: time.monotonic() - t0)
-    log(f"  outputs written ({time.monotonic() - t1:.1f} s)")
+    log(f"  outputs written ({clock.lap()})")
     spark.catalog.clearCache()
     return summary
 
@@ -144,6 +165,9 @@ def main(args: argparse.Namespace) -> int:
     )
     try:
         summary = build(spark, options, log=lambda m: print(m, file=sys.stderr))
+        cpu = session.jvm_cpu_s(spark)
+        if cpu is not None:
+            print(f"reports: JVM CPU {cpu:.1f} s in all (Spark start-up included)", file=sys.stderr)
     finally:
         spark.stop()
     print(terminal_summary(summary, args.out))

@@ -27,8 +27,10 @@ __all__ = [
     "LATENCY_KEYS",
     "PERCENTILES",
     "exact_percentiles",
+    "grain",
     "latency_by_commit",
     "latency_by_day",
+    "latency_grains",
     "latency_histogram",
     "latency_summary",
     "metric_values",
@@ -36,6 +38,9 @@ __all__ = [
 
 PERCENTILES: Final = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
 LATENCY_KEYS: Final = ("metric", "unit", "target", "fault_package")
+# The three grains of :func:`latency_grains`: whole, per UTC day, per commit.
+GRAINS: Final = ("all", "day", "commit")
+_GRAIN_KEYS: Final = ("grain", *LATENCY_KEYS, "day", "commit")
 
 
 def metric_values(records: DataFrame) -> DataFrame:
@@ -117,6 +122,35 @@ def latency_by_commit(values: DataFrame) -> DataFrame:
     first_seen = values.groupBy("commit").agg(F.min("started_at").alias("first_seen"))
     per_commit = exact_percentiles(values, (*LATENCY_KEYS, "commit"))
     return per_commit.join(first_seen, "commit").orderBy(*LATENCY_KEYS, "first_seen", "commit")
+
+
+def latency_grains(values: DataFrame) -> DataFrame:
+    """:func:`latency_summary`, :func:`latency_by_day` and :func:`latency_by_commit` in one pass:
+    the values once per grain (``grain`` = "all" | "day" | "commit"; ``day`` / ``commit`` null
+    where the grain does not have them) through one :func:`exact_percentiles`, plus each
+    commit's ``first_seen``. :func:`grain` takes one grain back out as its own table."""
+    no_day, no_commit = F.lit(None).cast("date").alias("day"), F.lit(None).cast("string").alias("commit")
+    per = {
+        "all": values.select(F.lit("all").alias("grain"), *LATENCY_KEYS, no_day, no_commit, "value"),
+        "day": values.select(F.lit("day").alias("grain"), *LATENCY_KEYS, "day", no_commit, "value"),
+        "commit": values.select(F.lit("commit").alias("grain"), *LATENCY_KEYS, no_day, "commit", "value"),
+    }
+    tagged = per["all"].unionByName(per["day"]).unionByName(per["commit"])
+    first_seen = values.groupBy("commit").agg(F.min("started_at").alias("first_seen"))
+    return exact_percentiles(tagged, _GRAIN_KEYS).join(first_seen, "commit", "left")
+
+
+def grain(grains: DataFrame, name: str) -> DataFrame:
+    """One grain of :func:`latency_grains` with the columns (and order) of its own function."""
+    stats = [c for c in grains.columns if c not in (*_GRAIN_KEYS, "first_seen")]
+    rows = grains.filter(F.col("grain") == name)
+    if name == "all":
+        return rows.select(*LATENCY_KEYS, *stats).orderBy(*LATENCY_KEYS)
+    if name == "day":
+        return rows.select(*LATENCY_KEYS, "day", *stats).orderBy(*LATENCY_KEYS, "day")
+    return rows.select("commit", *LATENCY_KEYS, *stats, "first_seen").orderBy(
+        *LATENCY_KEYS, "first_seen", "commit"
+    )
 
 
 def latency_histogram(values: DataFrame, bins_per_decade: int = 10) -> DataFrame:

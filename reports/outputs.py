@@ -11,6 +11,7 @@ import csv
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from reports.inputs import Rejected
 __all__ = ["CSV_TABLES", "SUMMARY_VERSION", "Table", "plain", "terminal_summary", "write_outputs"]
 
 SUMMARY_VERSION: Final = 1
+_PARQUET_WRITERS: Final = 3
 CSV_TABLES: Final = (
     "flakiness",
     "behaviour_flakiness",
@@ -150,11 +152,16 @@ def write_outputs(
 ) -> dict[str, Any]:
     """Every output file under ``out``; returns the summary (also written as summary.json)."""
     out.mkdir(parents=True, exist_ok=True)
-    for name in CSV_TABLES:
-        table = tables[name]
-        columns = list(_RANKING_FIELDS) if name == "flake_ranking" else table.columns
-        _write_csv(out / f"{name}.csv", columns, table.rows)
-        _write_parquet(spark, out, table)
+    # Each Parquet write is a small Spark job whose time is mostly fixed latency (planning, the
+    # output committer): a few at once, while this thread writes the CSV files.
+    with ThreadPoolExecutor(max_workers=_PARQUET_WRITERS, thread_name_prefix="parquet") as pool:
+        writes = [pool.submit(_write_parquet, spark, out, tables[name]) for name in CSV_TABLES]
+        for name in CSV_TABLES:
+            table = tables[name]
+            columns = list(_RANKING_FIELDS) if name == "flake_ranking" else table.columns
+            _write_csv(out / f"{name}.csv", columns, table.rows)
+        for w in writes:
+            w.result()
     if context["rejected"]:
         _rejected_csv(out / "rejected.csv", context["rejected"])
     (out / "report.html").write_text("", encoding="utf-8")

@@ -10,10 +10,11 @@ number; strict mode raises :class:`~reports.errors.InputError` listing the first
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark convention
 from pyspark.sql import types as T  # noqa: N812 - PySpark convention
 
@@ -40,6 +41,7 @@ class Loaded:
     counts: dict[str, int]  # "<source>/<kind>" → records
     rejected_total: int
     rejected: list[Rejected] = field(default_factory=list)
+    latest_started_at: datetime | None = None  # the newest accepted record's start
 
 
 def _lines(spark: SparkSession, paths: list[str]) -> DataFrame:
@@ -58,23 +60,50 @@ def _fail(rejects: list[Rejected], total: int) -> InputError:
     )
 
 
+@dataclass(frozen=True)
+class _Tally:
+    """What one aggregation over a frame of records tells: accepted records per
+    ``<source>/<kind>``, rejected lines, the newest ``started_at``."""
+
+    counts: dict[str, int]
+    rejected: int
+    latest: datetime | None
+
+
+def _tally(frame: DataFrame, ok: Column) -> _Tally:
+    rows = (
+        frame.groupBy(ok.alias("_ok"), "source", "kind")
+        .agg(F.count(F.lit(1)).alias("n"), F.max("started_at").alias("latest"))
+        .collect()
+    )
+    good = [r for r in rows if r["_ok"]]
+    latest = [r["latest"] for r in good if r["latest"] is not None]
+    return _Tally(
+        counts={f"{r['source']}/{r['kind']}": int(r["n"]) for r in good},
+        rejected=sum(int(r["n"]) for r in rows if not r["_ok"]),
+        latest=max(latest) if latest else None,
+    )
+
+
 def _records(
     spark: SparkSession, paths: list[str], permissive: bool, limit: int
-) -> tuple[DataFrame, int, list[Rejected]]:
+) -> tuple[DataFrame, _Tally, list[Rejected]]:
+    """Parse once, cache the parsed rows (a valid line's text is dropped), and count accepted
+    and rejected records in the same job that fills the cache."""
     if not paths:  # only JUnit / allure inputs
-        return spark.createDataFrame([], CANONICAL), 0, []
+        return spark.createDataFrame([], CANONICAL), _Tally({}, 0, None), []
     parsed = parse_lines(_lines(spark, paths))
-    parsed = parsed.withColumn("value", F.when(F.size("problems") > 0, F.col("value")))
+    ok = F.size("problems") == 0
+    parsed = parsed.withColumn("value", F.when(~ok, F.col("value")))
     parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
-    bad = rejected(parsed)
-    total = bad.count()
+    tally = _tally(parsed, ok)
     shown: list[Rejected] = []
-    if total:
-        rows = bad.limit(limit if permissive else _SHOWN_STRICT).collect()
+    if tally.rejected:
+        rows = rejected(parsed).limit(limit if permissive else _SHOWN_STRICT).collect()
         shown = locate_lines([(r["source_file"], r["value"], r["problems"]) for r in rows])
         if not permissive:
-            raise _fail(shown, total)
-    return accepted(parsed), total, shown
+            raise _fail(shown, tally.rejected)
+    return accepted(parsed), tally, shown
 
 
 def _secondary(
@@ -107,7 +136,7 @@ def load(
     spark: SparkSession, inputs: Inputs, *, permissive: bool, defaults: Defaults, list_limit: int = 1000
 ) -> Loaded:
     """All inputs as one persisted canonical frame, with counts per source and the rejects."""
-    records, total_rejected, shown = _records(spark, inputs.records, permissive, list_limit)
+    records, tally, shown = _records(spark, inputs.records, permissive, list_limit)
     merged = records
     secondary_rejects: list[Rejected] = []
     if inputs.allure or inputs.junit:
@@ -117,20 +146,19 @@ def load(
         allure = drop_described(allure, records).drop("window_start", "window_end")
         junit = drop_described(junit, records.unionByName(allure)).drop("window_start", "window_end")
         merged = records.unionByName(allure).unionByName(junit).persist(StorageLevel.MEMORY_AND_DISK)
-    counts = {
-        f"{r['source']}/{r['kind']}": int(r["count"])
-        for r in merged.groupBy("source", "kind").count().collect()
-    }
-    if not counts:
+        whole = _tally(merged, F.lit(True))
+        tally = _Tally(whole.counts, tally.rejected, whole.latest)
+    if not tally.counts:
         named = ", ".join(inputs.records[:3] + [str(p) for p in inputs.junit[:2] + inputs.allure[:2]])
         raise InputError(
             f"the inputs hold no valid run records ({named}{' …' if inputs.files > 3 else ''}): "
             "nothing to report"
-            + (f"; {total_rejected + len(secondary_rejects)} rejected" if total_rejected else "")
+            + (f"; {tally.rejected + len(secondary_rejects)} rejected" if tally.rejected else "")
         )
     return Loaded(
         records=merged,
-        counts=counts,
-        rejected_total=total_rejected + len(secondary_rejects),
+        counts=tally.counts,
+        rejected_total=tally.rejected + len(secondary_rejects),
         rejected=(shown + secondary_rejects)[:list_limit],
+        latest_started_at=tally.latest,
     )

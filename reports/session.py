@@ -26,7 +26,7 @@ from reports.errors import EnvironmentProblem
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["check_java", "check_master", "explain", "start"]
+__all__ = ["check_java", "check_master", "explain", "jvm_cpu_s", "start"]
 
 _JAVA_FIX = (
     "install a Java 17+ runtime (Debian: apt-get install -y openjdk-17-jre-headless, or "
@@ -90,6 +90,16 @@ def check_master(master: str | None, timeout_s: float = 5.0) -> None:
         f"Spark master {master} cannot be reached ({'; '.join(problems)}): start the master or fix "
         "--master (Spark would retry for ~60 s, then fail with 'All masters are unresponsive')"
     )
+
+
+def _loopback(master: str | None) -> bool:
+    """Local mode, or a ``spark://`` master whose every host is a loopback name."""
+    if not master or master.startswith("local"):
+        return True
+    if not master.startswith("spark://"):
+        return False
+    hosts = [hp.rpartition(":")[0] for hp in master.removeprefix("spark://").split(",")]
+    return all(h in ("127.0.0.1", "localhost", "[::1]") for h in hosts)
 
 
 @contextmanager
@@ -160,8 +170,9 @@ def start(
             .config("spark.driver.memory", driver_memory)
             .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
         )
-        if not master or master.startswith("local"):
-            # Loopback only, unless the driver must be reachable from a cluster's executors.
+        if _loopback(master):
+            # Loopback only, unless the driver must be reachable from a cluster's executors
+            # elsewhere (a standalone master on this machine's loopback has its executors here).
             builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
                 "spark.driver.host", "127.0.0.1"
             )
@@ -177,3 +188,14 @@ def start(
             raise EnvironmentProblem(f"Spark could not start with master {where}: {why}") from exc
     spark.sparkContext.setLogLevel(os.environ.get("KZK_REPORTS_SPARK_LOG", "fatal").upper())
     return spark
+
+
+def jvm_cpu_s(spark: SparkSession) -> float | None:
+    """CPU seconds the driver JVM has used (in local mode: the executors too); None if the JVM
+    does not say. Logged next to wall times: on a shared machine wall time is mostly load."""
+    try:
+        jvm = spark.sparkContext._jvm
+        info = jvm.java.lang.ProcessHandle.current().info().totalCpuDuration()  # type: ignore[union-attr]
+        return float(info.get().toNanos()) / 1e9 if info.isPresent() else None
+    except Exception:
+        return None

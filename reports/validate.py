@@ -8,15 +8,22 @@ Each line is parsed twice, both with explicit schemas (no inference):
    an unknown key, an explicit ``null`` and a value of the wrong type are told apart.
 
 ``problems`` lists every schema violation of the line, worded as ``conformance.records.validate``
-words them (``kind: 'x' not in (...)``); an empty list means the record is valid. Known gap:
-Spark's JSON parser reads any scalar into a string field, so ``"test_id": 5`` is accepted as
-``"5"``; the enumerated string fields (``kind``, ``outcome``, metric names/units) are checked.
+words them (``kind: 'x' not in (...)``); an empty list means the record is valid.
+
+Spark's JSON parser reads any JSON value into a string field (``"test_id": 5`` becomes ``"5"``,
+an object its JSON text). A string field whose parsed text could be such a rendering (a number,
+``true``/``false``, ``NaN``/``Infinity``, or text starting with ``{``/``[``) is looked at again
+with the line parsed as ``map<string,variant>``, which keeps each value's JSON type; only those
+few lines pay for that third parse, and a non-string value is ``<field>: wrong type``.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - PySpark convention
+from pyspark.sql import types as T  # noqa: N812 - PySpark convention
 
 from reports.schema import CANONICAL, KINDS, METRIC_UNITS, OUTCOMES, RECORD_SCHEMAS, V1, RecordVersion
 
@@ -40,6 +47,45 @@ def _key_problems(v: RecordVersion) -> list[Column]:
             out.append(F.when(present & raw_value.isNull(), F.lit(f"{name}: null")))
     unknown = F.array_except(F.map_keys(raw), F.array(*[F.lit(n) for n in sorted(v.known)]))
     out.append(F.when(F.size(unknown) > 0, F.concat(F.lit("unknown field(s): "), F.concat_ws(", ", unknown))))
+    return out
+
+
+# How Spark's parser renders a non-string JSON value read into a string field (Jackson's
+# copyCurrentStructure): a number, a literal, or an object's / array's JSON text.
+_COERCED: Final = (
+    r"(?s)^(?:[-+]?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null|NaN|[-+]?Infinity|[-+]?INF"
+    r"|[\[{].*)$"
+)
+# The same for any element of a string array joined with U+0001.
+_COERCED_ELEMENT: Final = (
+    r"(?s)(?:^|\x01)(?:[-+]?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null|NaN|[-+]?Infinity"
+    r"|[-+]?INF|[\[{][^\x01]*)(?:\x01|$)"
+)
+_STRING_ARRAYS: Final = ("ARRAY<STRING>", "ARRAY<VOID>")
+
+
+def _string_fields(v: RecordVersion) -> list[str]:
+    return [f.name for f in v.schema.fields if isinstance(f.dataType, T.StringType)]
+
+
+def _type_problems(v: RecordVersion) -> list[Column]:
+    """String fields that held another JSON type (see the module docstring): a cheap look at the
+    parsed text first; the variant parse only where that text could be a rendering."""
+    r = F.col("_r")
+    typed = F.from_json(F.col("value"), "map<string,variant>")
+    out: list[Column] = []
+    for name in _string_fields(v):
+        maybe = r[name].rlike(_COERCED)
+        out.append(
+            F.when(maybe & (F.schema_of_variant(typed[name]) != "STRING"), F.lit(f"{name}: wrong type"))
+        )
+    maybe_ids = F.exists(F.coalesce(r["behaviour_ids"], F.array()), lambda b: b.rlike(_COERCED))
+    out.append(
+        F.when(
+            maybe_ids & ~F.schema_of_variant(typed["behaviour_ids"]).isin(*_STRING_ARRAYS),
+            F.lit("behaviour_ids: must be strings"),
+        )
+    )
     return out
 
 
@@ -102,6 +148,57 @@ def _value_problems() -> list[Column]:
     return out + _metric_problems()
 
 
+def _lowest_is_null(values: Column) -> Column:
+    """An array holds a null (nulls sort first), without a higher-order function."""
+    return (F.size(values) > 0) & F.element_at(F.sort_array(values), 1).isNull()
+
+
+def _maybe_coerced(parsed: Column, name: str) -> Column:
+    """The string field ``name`` may hold another JSON type: its text looks like a rendering and
+    the line does not show it as a string. In valid JSON, ``"name"`` followed by ``:`` is a key
+    (a quote inside a string is escaped); if no such key is followed by anything but a string and
+    no key is spelled with ``\\u`` escapes, the top-level value is a string (``"profile": "2.5"``)."""
+    line = F.col("value")
+    non_string_after_key = line.rlike(f'"{name}"\\s*:\\s*[^"\\s]')
+    return parsed.rlike(_COERCED) & (line.contains("\\u") | non_string_after_key)
+
+
+def _suspect(v: RecordVersion) -> Column:
+    """True for every line that has a problem, and for few valid ones: the checks above reduced to
+    plain (code-generated) expressions. The checks themselves use higher-order functions, which
+    Spark evaluates row by row without code generation, so they only run where this is true."""
+    raw, r = F.col("_raw"), F.col("_r")
+    known = F.array(*[F.lit(n) for n in sorted(v.known)])
+    pm = r["phase_metrics"]
+    pairs = F.arrays_zip(pm["name"].alias("n"), pm["unit"].alias("u"))
+    allowed = F.array(
+        *[F.struct(F.lit(n).alias("n"), F.lit(u).alias("u")) for n, u in sorted(METRIC_UNITS.items())]
+    )
+    non_string = [f.name for f in v.schema.fields if not isinstance(f.dataType, T.StringType)]
+    # A null condition means a null field, which the checks of the null fields catch: False.
+    conditions = [
+        F.size(F.array_except(F.map_keys(raw), known)) > 0,
+        F.size(raw) != len(v.known),
+        *[r[n].isNull() for n in sorted(v.known - v.nullable)],
+        *[r[n].isNull() & raw.getItem(n).isNotNull() for n in non_string if n in v.nullable],
+        *[_maybe_coerced(r[n], n) for n in _string_fields(v)],
+        F.array_join(r["behaviour_ids"], "\u0001").rlike(_COERCED_ELEMENT),
+        ~r["schema_version"].isin(*RECORD_SCHEMAS),
+        ~r["kind"].isin(*KINDS),
+        ~r["outcome"].isin(*OUTCOMES),
+        (r["kind"] == "conformance-test") & (r["fault_package"] != "none"),
+        r["duration_s"] < 0,
+        _lowest_is_null(r["behaviour_ids"]),
+        *[r[k].isNotNull() & F.try_to_timestamp(r[k]).isNull() for k in ("started_at", "finished_at")],
+        F.size(F.array_except(pairs, allowed)) > 0,
+        _lowest_is_null(pm["value"]),
+    ]
+    out = F.lit(False)
+    for c in conditions:
+        out = out | F.coalesce(c, F.lit(False))
+    return out
+
+
 def parse_lines(lines: DataFrame, version: RecordVersion = V1) -> DataFrame:
     """``value, source_file`` → canonical columns + ``problems`` (array) + ``value``.
 
@@ -114,9 +211,11 @@ def parse_lines(lines: DataFrame, version: RecordVersion = V1) -> DataFrame:
         F.from_json("value", version.schema).alias("_r"),
         F.from_json("value", "map<string,string>").alias("_raw"),
     )
-    checks = _key_problems(version) + _value_problems()
-    problems = F.when(F.col("_raw").isNull(), F.array(F.lit("not a JSON object"))).otherwise(
-        F.filter(F.array(*checks), lambda p: p.isNotNull())
+    checks = _key_problems(version) + _type_problems(version) + _value_problems()
+    problems = (
+        F.when(F.col("_raw").isNull(), F.array(F.lit("not a JSON object")))
+        .when(_suspect(version), F.filter(F.array(*checks), lambda p: p.isNotNull()))
+        .otherwise(F.array().cast("array<string>"))
     )
     canonical = [
         F.try_to_timestamp(F.col(f"_r.{f.name}")).alias(f.name)

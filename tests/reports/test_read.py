@@ -183,3 +183,47 @@ def test_allure_results_map_to_records(spark: SparkSession, tmp_path: Path) -> N
     (tmp_path / "bad-result.json").write_text("{", encoding="utf-8")
     with pytest.raises(InputError, match=r"bad-result\.json:\?: not an allure result"):
         load(spark, discover([str(tmp_path)]), permissive=False, defaults=DEFAULTS)
+
+
+def test_a_value_of_the_wrong_json_type_in_a_string_field_is_rejected(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Spark's JSON parser would read each of these into the string field as text ("5", "true",
+    # '{"a":1}', "2.5"); the reader must see that the JSON value was not a string.
+    bad = {
+        "test_id: wrong type": record(test_id=5),
+        "kind: wrong type": record(kind=True),
+        "reason: wrong type": record(reason={"a": 1}),
+        "profile: wrong type": record(profile=2.5),
+        "commit: wrong type": record(commit=1234567),
+        "behaviour_ids: must be strings": record(behaviour_ids=["EPOCH-1", 7]),
+    }
+    # Strings that look like numbers or literals stay valid: they were strings in the JSON.
+    good = [record(profile="2.5"), record(test_id="5", commit="1234567", reason="[x] {y}", worker="true")]
+    path = write_jsonl(tmp_path / "runs.jsonl", [*good, *bad.values()])
+    with pytest.raises(InputError) as err:
+        _load(spark, path)
+    assert f"{path}:3: test_id: wrong type" in str(err.value)
+    loaded = load(spark, discover([str(path)]), permissive=True, defaults=DEFAULTS)
+    assert loaded.counts == {"records/conformance-test": 2}
+    assert loaded.rejected_total == len(bad)
+    by_line = {r.line: r.problems for r in loaded.rejected}
+    for line, expected in enumerate(bad, start=len(good) + 1):
+        assert expected in by_line[line], (line, by_line[line])
+
+
+def test_nulls_inside_arrays_are_rejected(spark: SparkSession, tmp_path: Path) -> None:
+    bad = {
+        "behaviour_ids: must be strings": record(behaviour_ids=["EPOCH-1", None]),
+        "phase_metrics: value must be a number": record(
+            phase_metrics=[{"name": "isr_expansion", "value": None, "unit": "s"}]
+        ),
+        "phase_metrics: must be objects with name, value, unit": record(phase_metrics=[{"value": 1.0}]),
+        "phase_metrics: must be objects with name, value, unit ": record(phase_metrics=[None]),
+    }
+    path = write_jsonl(tmp_path / "runs.jsonl", [record(), *bad.values()])
+    loaded = load(spark, discover([str(path)]), permissive=True, defaults=DEFAULTS)
+    assert loaded.rejected_total == len(bad)
+    by_line = {r.line: r.problems for r in loaded.rejected}
+    for line, expected in enumerate(bad, start=2):
+        assert expected.strip() in by_line[line], (line, by_line[line])

@@ -1031,7 +1031,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--handler", default="lean", help=f"kazoo handler of the controllers' sessions: {', '.join(HANDLERS)}"
     )
+    parser.add_argument(
+        "--gc-threshold",
+        type=int,
+        default=0,
+        help="gen-0 threshold of Python's cyclic GC (gc.set_threshold(N, 50, 100)); 0: Python's default",
+    )
     args = parser.parse_args(argv)
+    if args.gc_threshold < 0:
+        parser.error(f"--gc-threshold must be >= 0 (0 keeps Python's default), not {args.gc_threshold}")
     if args.handler not in HANDLERS:
         parser.error(f"unknown --handler {args.handler}; valid: {', '.join(HANDLERS)}")
     unknown = [n for n in args.scenarios.split(",") if n not in ("a", "abc", "none")]
@@ -1045,6 +1053,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger(CONTROLLER_LOGGER).propagate = False  # … caught by ReadyWatcher, not printed
     instrument_zkdata()
     gc.callbacks.append(_gc_clock)
+    if args.gc_threshold:
+        gc.set_threshold(args.gc_threshold, 50, 100)
+    print(f"Python cyclic GC thresholds: {gc.get_threshold()}")
     small, total, dead, raw_n = (1000, 2000, 1000, 1000) if args.small else (1000, 10000, 5000, 5000)
     wait_s = args.wait or (60.0 if args.small else 180.0)
     print(f"uptime: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "

@@ -14,6 +14,7 @@ failed) is caught here and answered with `maybeResign`; any other exception is l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import assert_never
 
 from reference_controller.config import KafkaConfig
@@ -27,7 +28,7 @@ from reference_controller.controller import (
 )
 from reference_controller.controller import reassignment as reassign
 from reference_controller.controller.context import ControllerContext
-from reference_controller.controller.effects import Effect, ScheduleEvent
+from reference_controller.controller.effects import AddBroker, Effect, RemoveBroker, ScheduleEvent
 from reference_controller.controller.events import (
     AutoPreferredReplicaLeaderElection,
     BrokerChange,
@@ -110,6 +111,13 @@ class KafkaController:
         self.existed_at_last_check: dict[str, bool] = {}
         self.child_handlers: dict[str, ChildHandler] = {}
         self._effects: list[Effect] = []
+        # Set by the driver to open/close broker channels at once, inside the event: Kafka's
+        # processBrokerChange calls controllerChannelManager.add/removeBroker synchronously
+        # (KafkaController.scala@2.5.1 L1382-1385) before onBrokerFailure/onBrokerStartup, so the
+        # old send thread of a bounced or dead broker can no longer deliver a request queued for
+        # its previous registration (with its old broker epoch) while the rest of the event runs.
+        # Unset (the unit harnesses), channel changes are returned in order like other effects.
+        self.channel_now: Callable[[AddBroker | RemoveBroker], None] | None = None
 
     # ---- public API -----------------------------------------------------------------------
     @property
@@ -143,7 +151,11 @@ class KafkaController:
 
     # ---- services for the handler modules --------------------------------------------------
     def emit(self, effects: list[Effect]) -> None:
-        self._effects.extend(effects)
+        for effect in effects:
+            if self.channel_now is not None and isinstance(effect, AddBroker | RemoveBroker):
+                self.channel_now(effect)
+            else:
+                self._effects.append(effect)
 
     def enqueue(self, event: ControllerEvent) -> None:
         """Kafka's `eventManager.put(event)` from inside a handler: a zero-delay timer."""

@@ -24,12 +24,13 @@ from typing import Any, Protocol
 
 from kafkawire.errors import Errors
 from reference_controller.config import KafkaConfig
+from reference_controller.controller.core import KafkaController
 from reference_controller.controller.driver.channel import ControllerChannelManager
 from reference_controller.controller.driver.config_watcher import ConfigWatcher
 from reference_controller.controller.driver.event_manager import ControllerEventManager
 from reference_controller.controller.driver.scheduler import ControllerScheduler
 from reference_controller.controller.driver.zk_driver import KazooZkPort
-from reference_controller.controller.effects import BrokerRequest, Effect
+from reference_controller.controller.effects import AddBroker, BrokerRequest, Effect, RemoveBroker
 from reference_controller.controller.events import (
     ControlledShutdown,
     ControlledShutdownResult,
@@ -68,8 +69,6 @@ class Channel(Protocol):
 
 
 def _default_core(config: KafkaConfig, zk: ZkPort, clock: Clock, broker_epoch: int) -> Core:
-    from reference_controller.controller.core import KafkaController  # noqa: PLC0415 (built in parallel)
-
     controller: Core = KafkaController(config, zk, clock, broker_epoch)
     return controller
 
@@ -114,6 +113,8 @@ class ControllerService:
                 clear_and_put=events.clear_and_put,
             )  # fmt: skip
             self.core = self._core_factory(self.config, self.port, self.clock, self.broker_epoch)
+            if isinstance(self.core, KafkaController):
+                self.core.channel_now = self._channel_now  # channels change inside the event, as Kafka
             self.channel = self._channel_factory(self.config, events.put)
             self.scheduler = ControllerScheduler(events.put)
             self.config_watcher = ConfigWatcher(self.zk, events.put, self.is_active)
@@ -173,6 +174,12 @@ class ControllerService:
     def _process(self, event: ControllerEvent) -> list[Effect]:
         assert self.core is not None
         return self.core.process(event)
+
+    def _channel_now(self, effect: AddBroker | RemoveBroker) -> None:
+        if isinstance(effect, AddBroker):
+            self.add_broker(effect.broker)
+        else:
+            self.remove_broker(effect.broker_id)
 
     # EffectSink
     def send(self, request: BrokerRequest) -> None:

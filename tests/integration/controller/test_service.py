@@ -9,9 +9,11 @@ import pytest
 from kazoo.client import KazooClient
 
 from reference_controller.config import KafkaConfig
+from reference_controller.controller.core import KafkaController
 from reference_controller.controller.driver.service import ControllerService
-from reference_controller.controller.events import ControlledShutdownResult
-from reference_controller.zkdata import decode_controller
+from reference_controller.controller.effects import BrokerRequest, Effect
+from reference_controller.controller.events import ControlledShutdownResult, ControllerEvent
+from reference_controller.zkdata import BrokerInfo, EndPoint, broker_path, decode_controller, encode_broker
 from tests.integration.controller.helpers import wait_for
 
 pytestmark = pytest.mark.integration
@@ -80,3 +82,70 @@ def test_shutdown_is_idempotent_and_leaves_no_thread(
     assert leftover == []
     assert not service.is_active()
     assert service.controlled_shutdown(1, 0, 0.1) == ControlledShutdownResult(11)
+
+
+class _RecordingChannel:
+    """A channel that records membership changes and whether the core was mid-event at the time."""
+
+    def __init__(self, in_event: threading.Event) -> None:
+        self.in_event = in_event
+        self.calls: list[tuple[str, int, bool]] = []
+
+    def add_broker(self, broker: BrokerInfo) -> None:
+        self.calls.append(("add", broker.broker_id, self.in_event.is_set()))
+
+    def remove_broker(self, broker_id: int) -> None:
+        self.calls.append(("remove", broker_id, self.in_event.is_set()))
+
+    def send(self, request: BrokerRequest) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_a_dead_brokers_channel_is_removed_inside_the_broker_change_event(
+    zk_connect: str, zk_client: KazooClient
+) -> None:
+    """Kafka's processBrokerChange removes a dead (or bounced) broker's channel synchronously,
+    before onBrokerFailure runs (KafkaController.scala@2.5.1 L1382-1385): its send thread cannot
+    deliver a request queued for the old registration while the rest of the event runs (chaos
+    ``partition`` seed 2271: such a StopReplica, answered STALE_BROKER_EPOCH, halted a deletion)."""
+    in_event = threading.Event()
+
+    class _Core(KafkaController):
+        def process(self, event: ControllerEvent) -> list[Effect]:
+            in_event.set()
+            try:
+                return super().process(event)
+            finally:
+                in_event.clear()
+
+    channel = _RecordingChannel(in_event)
+    broker_zk = KazooClient(zk_connect, timeout=10)
+    broker_zk.start(timeout=10)
+    zk = KazooClient(zk_connect, timeout=10)
+    zk.start(timeout=10)
+    service = ControllerService(
+        node_config(1, zk_connect),
+        zk,
+        broker_epoch=-1,
+        core_factory=_Core,
+        channel_factory=lambda config, put: channel,
+    )
+    try:
+        info = BrokerInfo(2, (EndPoint("PLAINTEXT", "127.0.0.1", 9092),), timestamp_ms=1)
+        broker_zk.ensure_path("/brokers/ids")
+        broker_zk.create(broker_path(2), encode_broker(info), ephemeral=True)
+        service.startup()
+        wait_for(service.is_active, what="broker 1 to become controller")
+        wait_for(lambda: ("add", 2) in [c[:2] for c in channel.calls], what="a channel to broker 2")
+        broker_zk.stop()  # broker 2's registration goes with its session
+        wait_for(lambda: ("remove", 2) in [c[:2] for c in channel.calls], what="broker 2's channel removed")
+        assert ("remove", 2, True) in channel.calls, channel.calls
+        assert all(inside for _, _, inside in channel.calls), channel.calls
+    finally:
+        service.shutdown()
+        zk.stop()
+        zk.close()
+        broker_zk.close()

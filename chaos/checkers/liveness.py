@@ -15,6 +15,7 @@ from typing import Any
 
 from chaos.checkers.dropped import dropped_deletions
 from chaos.checkers.final_state import FinalState, MetadataPartition, ReceivedRequest
+from chaos.checkers.halted import held_deletions
 from chaos.checkers.missed import LEADER_DURING_DELETE, absent_during_deletion
 from chaos.checkers.replay import replay
 from chaos.checkers.stranded import stranded_reassignments
@@ -227,13 +228,15 @@ def deletions_completed(
     history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
 ) -> Verdict:
     """Every acknowledged deletion removed its topic (unless the name was created again later,
-    or Kafka 2.5.1 dropped the request because its controller had not yet learned of the topic:
-    :mod:`chaos.checkers.dropped`)."""
+    or Kafka 2.5.1 dropped the request because its controller had not yet learned of the topic —
+    :mod:`chaos.checkers.dropped` — or holds it halted by an earlier topic of the same name —
+    :mod:`chaos.checkers.halted`)."""
     name = "deletions_completed"
     if final_state is None:
         return Verdict.unknown(name, NO_FINAL)
     f, registered = final_state, _registered(final_state, txn_records)
     dropped = dropped_deletions(txn_records) if txn_records is not None else {}
+    held = held_deletions(txn_records) if txn_records is not None else {}
     all_pairs = pairs(history)
     problems: list[str] = []
     evidence: list[dict[str, Any]] = []
@@ -254,6 +257,8 @@ def deletions_completed(
             continue
         if dropped.get(topic) == f.topics[topic].czxid:
             continue  # the request was dropped unprocessed, as Kafka 2.5.1 does (dropped.py)
+        if held.get(topic) == f.topics[topic].czxid:
+            continue  # an earlier topic of the name left its deletion halt behind (halted.py)
         down = {r for rs in f.topics[topic].replicas.values() for r in rs} - f.live_brokers
         if down:
             gaps.append(f"{topic}: replicas on brokers {sorted(down)} not live after heal")
@@ -305,9 +310,12 @@ def admin_znodes_cleaned(
                 partitions=_tps(f.preferred_replica_election),
             )
         )
+    held = held_deletions(txn_records) if txn_records is not None else {}
     for topic in sorted(f.delete_topics):
         if _blocked_deletion(f, topic, registered) is not None:
             continue
+        if topic in f.topics and held.get(topic) == f.topics[topic].czxid:
+            continue  # Kafka 2.5.1 holds it: a halt left by an earlier topic of the name (halted.py)
         t = f.topics.get(topic)
         down = set() if t is None else {r for rs in t.replicas.values() for r in rs} - f.live_brokers
         if down:  # halted for offline replicas (TopicDeletionManager.scala@2.5.1 L291-317)

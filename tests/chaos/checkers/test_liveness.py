@@ -215,6 +215,54 @@ def test_a_deletion_request_kafka_drops_for_a_topic_not_yet_known_is_excused() -
     assert deletions_completed(h.ops, log.records, later).validity == "invalid"
 
 
+def _halt_left_behind(
+    *, back_before_deletion: bool = False, election: bool = False, resume: bool = False
+) -> Log:
+    """Seed 2261 of ``partition`` in miniature: t's first topic [1, 2] is being deleted when broker
+    1 (its replica already deleted) loses its registration; the deletion completes without it; t
+    is created again on broker 2 and its deletion requested — Kafka holds it halted."""
+    log = Log()
+    for b in (1, 2):
+        log.write(0x50 + b, create(f"/brokers/ids/{b}", None, ephemeral=True))
+    log.elect(0x52, 2)
+    log.create_topic(ADMIN, "t", {0: [1, 2]})
+    log.write(ADMIN, create("/admin/delete_topics/t"))
+    log.write(0x51, TxnOp("closeSession", closed_paths=("/brokers/ids/1",)))
+    if back_before_deletion:
+        log.write(0x61, create("/brokers/ids/1", None, ephemeral=True))
+    log.fenced(0x52, delete("/brokers/topics/t"))
+    log.fenced(0x52, delete("/admin/delete_topics/t"))
+    if not back_before_deletion:
+        log.write(0x61, create("/brokers/ids/1", None, ephemeral=True))
+    log.create_topic(ADMIN, "t", {0: [2]})
+    log.write(ADMIN, create("/admin/delete_topics/t"))
+    if election:
+        log.elect(0x51, 1)
+    if resume:  # broker 2, hosting the new topic's replica, registers again
+        log.write(0x52, TxnOp("closeSession", closed_paths=("/brokers/ids/2",)))
+        log.write(0x62, create("/brokers/ids/2", None, ephemeral=True))
+    return log
+
+
+def test_a_deletion_halt_left_by_an_earlier_topic_of_the_name_is_kafkas_behaviour() -> None:
+    h = history_of(
+        ("client-0", "delete_topic", {"topic": "t"}, "ok"),
+        ("client-1", "create_topic", {"topic": "t"}, "ok"),
+        ("client-0", "delete_topic", {"topic": "t"}, "ok"),
+    )
+    log = _halt_left_behind()
+    czxid = log.records[-2].zxid  # the second topic znode
+    state = final_state({"t": {0: [2]}}, {("t", 0): (2, 0, [2])}, live=(1, 2), delete_topics=frozenset({"t"}))
+    state = dataclasses.replace(state, topics={"t": dataclasses.replace(state.topics["t"], czxid=czxid)})
+    assert deletions_completed(h.ops, log.records, state).validity == "valid"
+    assert admin_znodes_cleaned(h.ops, log.records, state).validity == "valid"
+    for variant in ({"back_before_deletion": True}, {"election": True}, {"resume": True}):
+        log = _halt_left_behind(**variant)
+        czxid = next(r.zxid for r in reversed(log.records) if r.txn.path == "/brokers/topics/t")
+        held = dataclasses.replace(state, topics={"t": dataclasses.replace(state.topics["t"], czxid=czxid)})
+        assert admin_znodes_cleaned(h.ops, log.records, held).validity == "invalid", variant
+
+
 def test_deletion_blocked_by_a_never_registered_broker_is_excused_and_by_a_dead_one_unknown() -> None:
     h = history_of(("client-0", "delete_topic", {"topic": "t"}, "ok"))
     never = final_state({"t": {0: [1, 9]}}, {("t", 0): (1, 2, [1])}, delete_topics=frozenset({"t"}))

@@ -102,8 +102,10 @@ class BenchTimeout(Exception):
 #: kazoo handlers (`driver/kazoo_handler.py`) for the controllers' sessions: kazoo's own
 #: `SequentialThreadingHandler` ("stock": an epoll selector built per `select` call of its
 #: connection thread), `PollingThreadingHandler` ("poll": one `poll` per call, same answers) or
-#: `LeanThreadingHandler` ("lean": poll + coalesced sends and read-ahead receives; what
-#: `reference_controller/node/server.py` should pass). The bytes on the wire are the same.
+#: `LeanThreadingHandler` ("lean": poll + coalesced sends and read-ahead receives). The bytes on the
+#: wire are the same. The node runs "stock" (the default here, so the figures are the product's):
+#: with "lean" in the node, 5 of 90 conformance checks timed out waiting for watch-driven
+#: controller work (session 3; cause not found), so "lean" stays a benchmark option.
 HANDLERS = ("lean", "poll", "stock")
 
 
@@ -383,7 +385,7 @@ class Bench:
 
     connect: str
     batch: bool
-    handler: str = "lean"  # the controllers' kazoo handler: see HANDLERS
+    handler: str = "stock"  # the controllers' kazoo handler: see HANDLERS
     counters: Counters = field(default_factory=Counters)
     sessions: list[KazooClient] = field(default_factory=list)
     services: list[ControllerService] = field(default_factory=list)
@@ -1029,7 +1031,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--wait", type=float, default=0.0, help="deadline of each wait, s (0: by size)")
     parser.add_argument(
-        "--handler", default="lean", help=f"kazoo handler of the controllers' sessions: {', '.join(HANDLERS)}"
+        "--handler", default="stock", help=f"kazoo handler of the controllers' sessions: {', '.join(HANDLERS)}"
     )
     parser.add_argument(
         "--gc-threshold",

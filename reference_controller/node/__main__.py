@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib.metadata
 import logging
 import os
@@ -134,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
             f"The configuration '{key}' was supplied but isn't a known config."
         )
     log.info(f"Starting reference node broker.id={config.broker_id} (pid {os.getpid()})")
+    # Young-generation collections every 100k allocations instead of 700: a failover of 100k
+    # partitions allocates millions of short-lived objects (bench/README.md: 7.1 s -> 4.8 s).
+    gc.set_threshold(100_000, 50, 100)
     code = asyncio.run(run_node(config, log_dir))
     logging.shutdown()
     return code

@@ -1031,7 +1031,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--wait", type=float, default=0.0, help="deadline of each wait, s (0: by size)")
     parser.add_argument(
-        "--handler", default="stock", help=f"kazoo handler of the controllers' sessions: {', '.join(HANDLERS)}"
+        "--handler",
+        default="stock",
+        help=f"kazoo handler of the controllers' sessions: {', '.join(HANDLERS)} (default stock, the node's)",
     )
     parser.add_argument(
         "--gc-threshold",

@@ -1038,8 +1038,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--gc-threshold",
         type=int,
-        default=0,
-        help="gen-0 threshold of Python's cyclic GC (gc.set_threshold(N, 50, 100)); 0: Python's default",
+        default=100_000,
+        help="gen-0 threshold of Python's cyclic GC (gc.set_threshold(N, 50, 100)); default 100000, "
+        "the node's (reference_controller/node/__main__.py); 0: Python's default",
     )
     args = parser.parse_args(argv)
     if args.gc_threshold < 0:

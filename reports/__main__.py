@@ -64,7 +64,11 @@ def _spark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--master", default=None, help="Spark master URL (default local[*]; spark://, yarn, k8s://)"
     )
-    p.add_argument("--driver-memory", default="3g", help="driver JVM heap when this process starts it (3g)")
+    p.add_argument(
+        "--driver-memory",
+        default="auto",
+        help="driver JVM heap when this process starts it (auto: a quarter of the RAM, 1g-8g)",
+    )
     p.add_argument(
         "--shuffle-partitions", type=_positive_int, default=8, help="spark.sql.shuffle.partitions (8)"
     )
@@ -119,7 +123,7 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="time the report for 100k, 1M, 10M synthetic records")
     b.add_argument("--sizes", default="100000,1000000,10000000", help="comma list of record counts")
     b.add_argument("--work-dir", type=Path, default=Path("results/reports-bench"))
-    b.add_argument("--driver-memory", default="3g")
+    b.add_argument("--driver-memory", default="auto")
     b.add_argument("--shuffle-partitions", type=_positive_int, default=8)
     n = sub.add_parser("nightly", help="run the chaos runner, then the report over kept records")
     g = n.add_mutually_exclusive_group(required=True)

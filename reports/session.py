@@ -26,7 +26,7 @@ from reports.errors import EnvironmentProblem
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["check_java", "check_master", "explain", "jvm_cpu_s", "start"]
+__all__ = ["auto_driver_memory", "check_java", "check_master", "explain", "jvm_cpu_s", "start"]
 
 _JAVA_FIX = (
     "install a Java 17+ runtime (Debian: apt-get install -y openjdk-17-jre-headless, or "
@@ -140,11 +140,21 @@ def explain(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__)[:400]
 
 
+def auto_driver_memory() -> str:
+    """A quarter of the machine's RAM, at least 1 GiB and at most 8 GiB (the job caches the
+    parsed records; the rest of the machine keeps the other three quarters)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return "3g"
+    return f"{max(1, min(8, total // 4 // 2**30))}g"
+
+
 def start(
     master: str | None = None,
     *,
     app_name: str = "kzk-reports",
-    driver_memory: str = "3g",
+    driver_memory: str = "auto",
     shuffle_partitions: int = 8,
 ) -> SparkSession:
     """A Spark session for the job (an existing one, e.g. from ``spark-submit``, is reused)."""
@@ -167,7 +177,7 @@ def start(
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.memory", driver_memory)
+            .config("spark.driver.memory", auto_driver_memory() if driver_memory == "auto" else driver_memory)
             .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
         )
         if _loopback(master):

@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import subprocess
 import sys
+import time
+import uuid
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -143,3 +146,55 @@ def test_nightly_with_a_failing_runner_still_reports_kept_records(tmp_path: Path
     assert "nightly: the chaos runner rejected its arguments (exit 2)" in done.stderr
     assert f"nightly: report at {tmp_path / 'store' / 'report' / 'report.html'}" in done.stdout
     assert "records: 1  rejected: 0" in done.stdout
+
+
+def _marked_processes(marker: str) -> list[str]:
+    """Processes whose environment carries ``marker`` (everything a run started inherits it)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes()
+            if marker.encode() in environ:
+                found.append(f"{proc.name}: {(proc / 'cmdline').read_bytes()[:200]!r}")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def test_nightly_with_a_budget_runs_chaos_then_reports_and_leaves_nothing_running(tmp_path: Path) -> None:
+    # One-run batches of a short scenario within a one-minute budget, then the report over the night.
+    marker = f"kzk-nightly-test-{uuid.uuid4().hex}"
+    store = tmp_path / "store"
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "reports", "nightly", "--budget-minutes", "1", "--batch-runs", "1",
+         "--store", str(store), "--driver-memory", "1g",
+         "--", "--parallel", "1", "--scenario", "links", "--seed", "7", "--no-progress"],
+        capture_output=True, text=True, timeout=1800, cwd=ROOT, check=False,
+        env=os.environ | {"KZK_NIGHTLY_TEST_MARK": marker},
+    )  # fmt: skip
+    wall_s = time.monotonic() - t0
+    assert done.returncode == 0, done.stderr[-3000:]
+    batches = done.stdout.count("nightly: chaos runner: ")
+    assert batches >= 1
+    nights = list((store / "nights").iterdir())
+    assert len(nights) == 1
+    records = [
+        json.loads(line)
+        for f in sorted((nights[0] / "chaos").rglob("*.jsonl"))
+        for line in f.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    assert len(records) >= batches  # every batch ran at least one chaos run and kept its record
+    assert {r["kind"] for r in records} == {"chaos-run"}
+    summary = json.loads((store / "report" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["records"]["by_source_and_kind"] == {"records/chaos-run": len(records)}
+    assert f"nightly: report at {store / 'report' / 'report.html'}" in done.stdout
+    assert wall_s < 60 + 900  # the budget, plus one batch's overrun and the report
+    # Nothing the night started outlives it: runner, nodes, ZooKeeper, proxies, the Spark JVM.
+    deadline = time.monotonic() + 30
+    while (left := _marked_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert left == []

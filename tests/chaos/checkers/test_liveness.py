@@ -19,7 +19,16 @@ from chaos.checkers.liveness import (
 )
 from fixtures.probes import TopicPartition
 from fixtures.probes.txnrecords import TxnOp
-from tests.chaos.checkers.builders import ADMIN, Log, create, delete, final_state, history_of, request
+from tests.chaos.checkers.builders import (
+    ADMIN,
+    Log,
+    create,
+    delete,
+    final_state,
+    history_of,
+    request,
+    set_data,
+)
 
 pytestmark = [pytest.mark.unit, pytest.mark.chaos]
 
@@ -261,6 +270,42 @@ def test_a_deletion_halt_left_by_an_earlier_topic_of_the_name_is_kafkas_behaviou
         czxid = next(r.zxid for r in reversed(log.records) if r.txn.path == "/brokers/topics/t")
         held = dataclasses.replace(state, topics={"t": dataclasses.replace(state.topics["t"], czxid=czxid)})
         assert admin_znodes_cleaned(h.ops, log.records, held).validity == "invalid", variant
+
+
+def _abandoned_log(*, failover: bool = False, completed: bool = False) -> Log:
+    """Seed 2307 of ``process`` in miniature: t-0 [1] has no state (its replica was down); the
+    reassignment to [2, 3] is written into the topic znode (U1), fails (no state to bump) and its
+    entry is removed from /admin/reassign_partitions; the topic znode keeps the reassignment."""
+    log = Log()
+    log.elect(0x51, 3)
+    log.create_topic(ADMIN, "t", {0: [1]})
+    entry = b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2,3]}]}'
+    log.write(ADMIN, create("/admin/reassign_partitions", entry))
+    mid = (
+        b'{"version":2,"partitions":{"0":[2,3,1]},"adding_replicas":{"0":[2,3]},'
+        b'"removing_replicas":{"0":[1]}}'
+    )
+    log.fenced(0x51, set_data("/brokers/topics/t", mid, 1))
+    log.fenced(0x51, delete("/admin/reassign_partitions"))
+    if completed:
+        log.fenced(0x51, set_data("/brokers/topics/t", b'{"version":2,"partitions":{"0":[2,3]}}', 2))
+    if failover:
+        log.elect(0x52, 2)
+    return log
+
+
+def test_a_reassignment_kafka_gave_up_after_writing_the_topic_znode_is_excused_until_a_failover() -> None:
+    h = history_of(("client-0", "reassign", {"topic": "t", "assignment": {"0": [2, 3]}}, "ok"))
+    state = final_state({"t": {0: [2, 3, 1]}}, {("t", 0): (2, 1, [2, 3, 1])})
+    mid_state = dataclasses.replace(
+        state,
+        topics={"t": dataclasses.replace(state.topics["t"], adding={0: (2, 3)}, removing={0: (1,)})},
+    )
+    assert reassignments_completed(h.ops, _abandoned_log().records, mid_state).validity == "valid"
+    # a failover resumes it: still mid-reassignment afterwards is a violation
+    v = reassignments_completed(h.ops, _abandoned_log(failover=True).records, mid_state)
+    assert v.validity == "invalid"
+    assert "t-0 still reassigning (adding [2, 3], removing [1])" in v.message
 
 
 def test_deletion_blocked_by_a_never_registered_broker_is_excused_and_by_a_dead_one_unknown() -> None:

@@ -1,0 +1,85 @@
+"""Reassignments Kafka 2.5.1 gives up after writing them into the topic znode (decisions ring, pure).
+
+``onPartitionReassignment`` (KafkaController.scala@2.5.1 L630-690) first writes the new full
+assignment — RS, ``adding_replicas``, ``removing_replicas`` — into the topic znode
+(``updateCurrentReassignment``, U1), then bumps the leader epoch (A1, ``updateLeaderEpoch``,
+L1047-1080), which throws ``IllegalStateException`` ("Cannot update leader epoch … leaderAndIsr
+path is empty") when the partition has no state znode yet — e.g. a new topic whose only replica
+was offline, so ``onNewPartitionCreation`` could not elect a leader. ``maybeTriggerPartitionReassignment``
+(L1015-1045) turns that into UNKNOWN_SERVER_ERROR before the partition is added to
+``partitionsBeingReassigned``, and ``processZkPartitionReassignment`` (L1527-1551) removes failed
+partitions from ``/admin/reassign_partitions``. The topic znode keeps saying the partition is
+being reassigned and nothing looks at it again until a new controller's failover
+(``initializeControllerContext`` collects partitions whose topic znode is mid-reassignment and
+``initializePartitionReassignments`` resumes them). Seen in the chaos ``process`` scenario, seed
+2307 (t0-2's only replica, broker 1, was down when t0 was created; its reassignment to [2, 3] was
+given up, the topic znode kept adding [2, 3] / removing [1]).
+
+:func:`abandoned_reassignments` replays a chroot's transaction log and names exactly those: a
+partition whose entry left ``/admin/reassign_partitions`` while its topic znode still showed it
+mid-reassignment (a completed reassignment clears the topic znode first, B6, and only then the
+entry), with no controller election since and the topic znode not rewritten without it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops
+from chaos.checkers.stranded import REASSIGN_PARTITIONS
+from fixtures.probes.errors import MalformedZnode
+from fixtures.probes.txnrecords import TxnRecord
+from fixtures.probes.znode_types import TopicPartition, TopicZNode, decode_reassign_partitions, decode_topic
+
+__all__ = ["abandoned_reassignments"]
+
+_TOPIC = re.compile(r"^/brokers/topics/(?P<topic>[^/]+)$")
+
+
+def _entries(data: bytes | None) -> set[TopicPartition]:
+    try:
+        return set(decode_reassign_partitions(REASSIGN_PARTITIONS, data).as_mapping())
+    except MalformedZnode:
+        return set()
+
+
+def _topic(path: str, data: bytes | None) -> TopicZNode | None:
+    try:
+        return decode_topic(path, data)
+    except MalformedZnode:
+        return None
+
+
+def _mid_reassignment(topic: TopicZNode | None, partition: int) -> bool:
+    return topic is not None and bool(
+        topic.adding_replicas.get(partition) or topic.removing_replicas.get(partition)
+    )
+
+
+def abandoned_reassignments(records: Sequence[TxnRecord]) -> Mapping[TopicPartition, int]:
+    """Partition → zxid at which Kafka 2.5.1 gave up its reassignment (see the module text)."""
+    entries: set[TopicPartition] = set()
+    topics: dict[str, TopicZNode | None] = {}
+    abandoned: dict[TopicPartition, int] = {}
+    for record in sorted(records, key=lambda r: r.zxid):
+        for op in applied_ops(record):
+            path, kind = op.path, op.op
+            if path is None or kind == "check":
+                continue
+            written = kind.startswith("create") or kind == "setData"
+            if path == CONTROLLER_EPOCH and written:
+                abandoned.clear()  # the new controller resumes them from the topic znodes
+            elif path == REASSIGN_PARTITIONS:
+                now = _entries(op.data) if written else set()
+                for tp in entries - now:
+                    if _mid_reassignment(topics.get(tp.topic), tp.partition):
+                        abandoned[tp] = record.zxid
+                entries = now
+            elif m := _TOPIC.match(path):
+                name = m["topic"]
+                topics[name] = _topic(path, op.data) if written else None
+                for tp in [tp for tp in abandoned if tp.topic == name]:
+                    if not _mid_reassignment(topics[name], tp.partition):
+                        del abandoned[tp]
+    return abandoned

@@ -20,6 +20,16 @@ topic znode write that ends partition p's reassignment (its ``removing_replicas`
 p's state has leader -1 and an ISR member that is neither in the new replicas nor anything but a
 replica the reassignment removed — each with the state's (leader, ISR) at that moment. A later
 state write of p, or the topic's deletion, takes p off the list.
+
+The same path leaves a partition leaderless even when its ISR is inside the new replicas (seed
+2318 of ``zk-session``: t3-0 → [2] completed while broker 2's session had expired, so the election
+for [2] failed and the removals left leader -1, ISR [2]). The controller still holds the partition
+as OnlinePartition, so ``triggerOnlinePartitionStateChange`` (which elects Offline and New
+partitions) skips it when broker 2 returns; only a broker failure (``onReplicasBecomeOffline``
+moves every partition whose leader is not online to OfflinePartition, KafkaController.scala@2.5.1
+L464-475) or a new controller elects it. :func:`leaderless_after_reassignment` names those: a
+reassignment completed while p's state had leader -1, with no state write of p, no broker
+deregistration and no controller election since.
 """
 
 from __future__ import annotations
@@ -27,12 +37,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from chaos.checkers.replay import applied_ops
+from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops
 from fixtures.probes.errors import MalformedZnode
 from fixtures.probes.txnrecords import TxnRecord
 from fixtures.probes.znode_types import TopicPartition, TopicZNode, decode_partition_state, decode_topic
 
-__all__ = ["orphaned_isrs"]
+__all__ = ["leaderless_after_reassignment", "orphaned_isrs"]
 
 _TOPIC = re.compile(r"^/brokers/topics/(?P<topic>[^/]+)$")
 _STATE = re.compile(r"^/brokers/topics/(?P<topic>[^/]+)/partitions/(?P<p>\d+)/state$")
@@ -106,3 +116,50 @@ def _completed(
         outside = set(state[1]) - replicas
         if outside and outside <= set(removing):
             orphaned[tp] = state
+
+
+_BROKER = re.compile(r"^/brokers/ids/\d+$")
+
+
+def leaderless_after_reassignment(
+    records: Sequence[TxnRecord],
+) -> Mapping[TopicPartition, tuple[int, tuple[int, ...]]]:
+    """Partition → (leader -1, ISR) of the states Kafka 2.5.1 leaves leaderless (module text)."""
+    topics: dict[str, TopicZNode | None] = {}
+    states: dict[TopicPartition, tuple[int, tuple[int, ...]]] = {}
+    leaderless: dict[TopicPartition, tuple[int, tuple[int, ...]]] = {}
+    for record in sorted(records, key=lambda r: r.zxid):
+        for op in applied_ops(record):
+            path, kind = op.path, op.op
+            if kind == "closeSession":
+                if any(_BROKER.match(p) for p in op.closed_paths or ()):
+                    leaderless.clear()  # onReplicasBecomeOffline elects every leaderless partition
+                continue
+            if path is None or kind == "check":
+                continue
+            written = kind.startswith("create") or kind == "setData"
+            if (path == CONTROLLER_EPOCH and written) or (_BROKER.match(path) and not written):
+                leaderless.clear()
+            elif m := _STATE.match(path):
+                tp = TopicPartition(m["topic"], int(m["p"]))
+                leaderless.pop(tp, None)
+                state = _state(path, op.data) if written else None
+                if state is None:
+                    states.pop(tp, None)
+                else:
+                    states[tp] = state
+            elif m := _TOPIC.match(path):
+                topic = m["topic"]
+                new = _topic(path, op.data) if written else None
+                old = topics.get(topic)
+                if old is not None and new is not None:
+                    for p, removing in old.removing_replicas.items():
+                        tp = TopicPartition(topic, p)
+                        done = removing and not new.removing_replicas.get(p)
+                        if done and (state := states.get(tp)) is not None and state[0] == -1:
+                            leaderless[tp] = state
+                if new is None:
+                    for tp in [tp for tp in leaderless if tp.topic == topic]:
+                        del leaderless[tp]
+                topics[topic] = new
+    return leaderless

@@ -28,6 +28,7 @@ from tests.chaos.checkers.builders import (
     history_of,
     request,
     set_data,
+    state_data,
 )
 
 pytestmark = [pytest.mark.unit, pytest.mark.chaos]
@@ -306,6 +307,41 @@ def test_a_reassignment_kafka_gave_up_after_writing_the_topic_znode_is_excused_u
     v = reassignments_completed(h.ops, _abandoned_log(failover=True).records, mid_state)
     assert v.validity == "invalid"
     assert "t-0 still reassigning (adding [2, 3], removing [1])" in v.message
+
+
+def _leaderless_log(*, then: str | None = None) -> Log:
+    """Seed 2318 of ``zk-session`` in miniature: t-0 [3, 1] → [2] completes while broker 2 is
+    away, so the election for [2] fails; removing 3 and 1 leaves leader -1, ISR [2]; RS [2]."""
+    log = Log()
+    for b in (1, 2, 3):
+        log.write(0x50 + b, create(f"/brokers/ids/{b}", None, ephemeral=True))
+    log.elect(0x53, 3)
+    log.create_topic(ADMIN, "t", {0: [3, 1]})
+    log.set_state(0x53, "t", 0, state_data(3, 0, [3, 1]))
+    mid = (
+        b'{"version":2,"partitions":{"0":[2,3,1]},"adding_replicas":{"0":[2]},'
+        b'"removing_replicas":{"0":[3,1]}}'
+    )
+    log.fenced(0x53, set_data("/brokers/topics/t", mid, 1))
+    log.set_state(0x53, "t", 0, state_data(3, 1, [3, 1, 2]), fenced=False)
+    log.set_state(0x53, "t", 0, state_data(-1, 2, [1, 2]))
+    log.set_state(0x53, "t", 0, state_data(-1, 3, [2]))
+    log.fenced(0x53, set_data("/brokers/topics/t", b'{"version":2,"partitions":{"0":[2]}}', 2))
+    if then == "broker failure":
+        log.write(0x51, TxnOp("closeSession", closed_paths=("/brokers/ids/1",)))
+    elif then == "failover":
+        log.elect(0x51, 1)
+    return log
+
+
+def test_a_partition_kafka_leaves_leaderless_after_its_reassignment_is_excused_until_it_would_elect() -> None:
+    state = final_state({"t": {0: [2]}}, {("t", 0): (-1, 3, [2])})
+    assert partitions_have_leaders([], _leaderless_log().records, state).validity == "valid"
+    assert partitions_have_leaders([], None, state).validity == "invalid"
+    for then in ("broker failure", "failover"):  # either makes Kafka elect leaderless partitions
+        v = partitions_have_leaders([], _leaderless_log(then=then).records, state)
+        assert v.validity == "invalid", then
+        assert "t-0 leader -1 with live ISR members [2]" in v.message
 
 
 def test_deletion_blocked_by_a_never_registered_broker_is_excused_and_by_a_dead_one_unknown() -> None:

@@ -31,12 +31,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from chaos.checkers.final_state import ReceivedRequest
 from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops
 from fixtures.probes.errors import MalformedZnode
 from fixtures.probes.txnrecords import TxnRecord
 from fixtures.probes.znode_types import decode_topic
 
-__all__ = ["held_deletions"]
+__all__ = ["halted_by_failed_replica_deletion", "held_deletions"]
 
 _BROKER = re.compile(r"^/brokers/ids/(?P<id>\d+)$")
 _TOPIC = re.compile(r"^/brokers/topics/(?P<topic>[^/]+)$")
@@ -117,3 +118,61 @@ def held_deletions(records: Sequence[TxnRecord]) -> Mapping[str, int]:
                 elif deleted:
                     walk.requested.discard(m["topic"])
     return {name: walk.topics[name][0] for name in walk.halted if name in walk.topics}
+
+
+def halted_by_failed_replica_deletion(
+    records: Sequence[TxnRecord], journals: Mapping[int, Sequence[ReceivedRequest]]
+) -> frozenset[str]:
+    """Topics whose deletion Kafka 2.5.1 holds halted after a failed replica deletion.
+
+    A StopReplica(delete=true) answered with an error (the request's, or a partition's — e.g.
+    STALE_BROKER_EPOCH when the controller has not yet seen the broker's new registration) makes
+    the controller call ``failReplicaDeletion`` (``TopicDeletionStopReplicaResponseReceived``,
+    KafkaController.scala@2.5.1 L1207-1227), which halts the topic ("replica deletion failure",
+    TopicDeletionManager.scala@2.5.1 L150-165). Only a broker hosting one of its replicas
+    registering again (``onBrokerStartup`` → ``resumeDeletionForTopics``) or a new controller resumes
+    it. Seen in the chaos ``partition`` scenario, seed 2391 (broker 3 bounced twice; answers 77 to
+    StopReplica with its old broker epoch; no registration of a replica's broker after the last).
+
+    From the journals: the last such error answer per topic (its answer time, wall clock); from
+    the transaction log (``time_ms``, the same host's clock): no registration of a broker hosting
+    a replica of the topic and no controller election after it.
+    """
+    failed: dict[str, float] = {}
+    for requests in journals.values():
+        for r in requests:
+            if r.kind != "StopReplica" or not r.delete_partitions:
+                continue
+            at = r.answered_s if r.answered_s is not None else r.sent_s
+            if at is None:
+                continue
+            for p in r.partitions:
+                error = p.error_code if r.error_code in (0, None) else r.error_code
+                if error not in (0, None):
+                    failed[p.topic] = max(failed.get(p.topic, 0.0), at)
+    if not failed:
+        return frozenset()
+    replicas: dict[str, frozenset[int]] = {}
+    resumed: set[str] = set()
+    for record in sorted(records, key=lambda r: r.zxid):
+        at_s = record.time_ms / 1000
+        for op in applied_ops(record):
+            path, kind = op.path, op.op
+            if path is None or kind == "check":
+                continue
+            created = kind.startswith("create")
+            if m := _TOPIC.match(path):
+                if created or kind == "setData":
+                    try:
+                        parts = decode_topic(path, op.data).partitions.values()
+                        replicas[m["topic"]] = frozenset(r for rs in parts for r in rs)
+                    except MalformedZnode:
+                        pass
+            elif path == CONTROLLER_EPOCH and (created or kind == "setData"):
+                resumed |= {t for t, when in failed.items() if at_s >= when}
+            elif (m := _BROKER.match(path)) and created:
+                broker = int(m["id"])
+                resumed |= {
+                    t for t, when in failed.items() if at_s >= when and broker in replicas.get(t, frozenset())
+                }
+    return frozenset(set(failed) - resumed)

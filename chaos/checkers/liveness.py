@@ -16,7 +16,7 @@ from typing import Any
 from chaos.checkers.abandoned import abandoned_reassignments
 from chaos.checkers.dropped import dropped_deletions
 from chaos.checkers.final_state import FinalState, MetadataPartition, ReceivedRequest
-from chaos.checkers.halted import held_deletions
+from chaos.checkers.halted import halted_by_failed_replica_deletion, held_deletions
 from chaos.checkers.missed import LEADER_DURING_DELETE, absent_during_deletion
 from chaos.checkers.orphaned import leaderless_after_reassignment
 from chaos.checkers.replay import replay
@@ -198,8 +198,8 @@ def reassignments_completed(
         for tp, target in sorted(reassign_targets(op.invoke.value).items()):
             if any(tp.topic in _topics_of(o.invoke) for o in later) or not set(target) <= registered:
                 continue
-            if tp in abandoned:
-                continue
+            if tp in abandoned or tp.topic in f.delete_topics:
+                continue  # given up, or skipped: Kafka never reassigns a topic queued for deletion
             final = f.topics.get(tp.topic)
             if final is None or tp.partition not in final.replicas or final.replicas[tp.partition] == target:
                 continue
@@ -228,6 +228,12 @@ def _reassignment_needs_down_broker(f: FinalState, topic: str, partition: int) -
     return None
 
 
+def _halted(txn_records: Sequence[TxnRecord] | None, f: FinalState) -> frozenset[str]:
+    if txn_records is None or not f.journals:
+        return frozenset()
+    return halted_by_failed_replica_deletion(txn_records, f.journals)
+
+
 def _blocked_deletion(f: FinalState, topic: str, registered: set[int]) -> str | None:
     """Why Kafka cannot finish deleting ``topic`` (a replica on a never-registered broker)."""
     t = f.topics.get(topic)
@@ -249,6 +255,7 @@ def deletions_completed(
     f, registered = final_state, _registered(final_state, txn_records)
     dropped = dropped_deletions(txn_records) if txn_records is not None else {}
     held = held_deletions(txn_records) if txn_records is not None else {}
+    halted = _halted(txn_records, f)
     all_pairs = pairs(history)
     problems: list[str] = []
     evidence: list[dict[str, Any]] = []
@@ -269,8 +276,8 @@ def deletions_completed(
             continue
         if dropped.get(topic) == f.topics[topic].czxid:
             continue  # the request was dropped unprocessed, as Kafka 2.5.1 does (dropped.py)
-        if held.get(topic) == f.topics[topic].czxid:
-            continue  # an earlier topic of the name left its deletion halt behind (halted.py)
+        if held.get(topic) == f.topics[topic].czxid or topic in halted:
+            continue  # Kafka 2.5.1 holds the deletion halted (halted.py)
         down = {r for rs in f.topics[topic].replicas.values() for r in rs} - f.live_brokers
         if down:
             gaps.append(f"{topic}: replicas on brokers {sorted(down)} not live after heal")
@@ -323,11 +330,12 @@ def admin_znodes_cleaned(
             )
         )
     held = held_deletions(txn_records) if txn_records is not None else {}
+    halted = _halted(txn_records, f)
     for topic in sorted(f.delete_topics):
         if _blocked_deletion(f, topic, registered) is not None:
             continue
-        if topic in f.topics and held.get(topic) == f.topics[topic].czxid:
-            continue  # Kafka 2.5.1 holds it: a halt left by an earlier topic of the name (halted.py)
+        if (topic in f.topics and held.get(topic) == f.topics[topic].czxid) or topic in halted:
+            continue  # Kafka 2.5.1 holds the deletion halted (halted.py)
         t = f.topics.get(topic)
         down = set() if t is None else {r for rs in t.replicas.values() for r in rs} - f.live_brokers
         if down:  # halted for offline replicas (TopicDeletionManager.scala@2.5.1 L291-317)

@@ -18,7 +18,7 @@ from chaos.checkers.liveness import (
     reassignments_completed,
 )
 from fixtures.probes import TopicPartition
-from fixtures.probes.txnrecords import TxnOp
+from fixtures.probes.txnrecords import TxnOp, TxnRecord
 from tests.chaos.checkers.builders import (
     ADMIN,
     Log,
@@ -342,6 +342,43 @@ def test_a_partition_kafka_leaves_leaderless_after_its_reassignment_is_excused_u
         v = partitions_have_leaders([], _leaderless_log(then=then).records, state)
         assert v.validity == "invalid", then
         assert "t-0 leader -1 with live ISR members [2]" in v.message
+
+
+def test_a_deletion_halted_by_a_failed_replica_deletion_waits_for_a_replicas_broker_to_register() -> None:
+    """Seed 2391 of ``partition`` in miniature: StopReplica(delete) answered STALE_BROKER_EPOCH (77)
+    at wall time 2000 s halts t's deletion; a registration of broker 3 (hosting a replica) after
+    that resumes it in Kafka — before it, it does not."""
+    h = history_of(("client-0", "delete_topic", {"topic": "t"}, "ok"))
+
+    def log_with_registration_at(time_s: float) -> list[TxnRecord]:
+        log = Log()
+        log.elect(0x51, 1)
+        log.create_topic(ADMIN, "t", {0: [1, 3]})
+        log.write(ADMIN, create("/admin/delete_topics/t"))
+        log.write(0x63, create("/brokers/ids/3", None, ephemeral=True))
+        records = [dataclasses.replace(r, time_ms=1_000_000) for r in log.records]
+        records[-1] = dataclasses.replace(records[-1], time_ms=int(time_s * 1000))
+        return records
+
+    failed = request(9, "StopReplica", 1, [("t", 0, 0, 77)], delete=True)
+    failed = dataclasses.replace(failed, sent_s=1999.9, answered_s=2000.0)
+    state = final_state(
+        {"t": {0: [1, 3]}}, {("t", 0): (1, 0, [1])}, delete_topics=frozenset({"t"}), journals={3: (failed,)}
+    )
+    assert deletions_completed(h.ops, log_with_registration_at(1990.0), state).validity == "valid"
+    assert admin_znodes_cleaned(h.ops, log_with_registration_at(1990.0), state).validity == "valid"
+    assert admin_znodes_cleaned(h.ops, log_with_registration_at(2010.0), state).validity == "invalid"
+    no_failure = dataclasses.replace(state, journals={})
+    assert admin_znodes_cleaned(h.ops, log_with_registration_at(1990.0), no_failure).validity == "invalid"
+
+
+def test_a_reassignment_of_a_topic_queued_for_deletion_is_skipped_as_kafka_does() -> None:
+    """maybeTriggerPartitionReassignment skips a topic queued for deletion (UNKNOWN_TOPIC_OR_PARTITION)."""
+    h = history_of(("client-0", "reassign", {"topic": "t", "assignment": {"0": [2, 3, 1]}}, "ok"))
+    queued = final_state({"t": {0: [2, 3]}}, {("t", 0): (2, 1, [2, 3])}, delete_topics=frozenset({"t"}))
+    assert reassignments_completed(h.ops, [], queued).validity == "valid"
+    not_queued = dataclasses.replace(queued, delete_topics=frozenset())
+    assert "t-0 ends on [2, 3], not target [2, 3, 1]" in reassignments_completed(h.ops, [], not_queued).message
 
 
 def test_deletion_blocked_by_a_never_registered_broker_is_excused_and_by_a_dead_one_unknown() -> None:

@@ -378,7 +378,8 @@ def test_a_reassignment_of_a_topic_queued_for_deletion_is_skipped_as_kafka_does(
     queued = final_state({"t": {0: [2, 3]}}, {("t", 0): (2, 1, [2, 3])}, delete_topics=frozenset({"t"}))
     assert reassignments_completed(h.ops, [], queued).validity == "valid"
     not_queued = dataclasses.replace(queued, delete_topics=frozenset())
-    assert "t-0 ends on [2, 3], not target [2, 3, 1]" in reassignments_completed(h.ops, [], not_queued).message
+    v = reassignments_completed(h.ops, [], not_queued)
+    assert "t-0 ends on [2, 3], not target [2, 3, 1]" in v.message
 
 
 def test_deletion_blocked_by_a_never_registered_broker_is_excused_and_by_a_dead_one_unknown() -> None:

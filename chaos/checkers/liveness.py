@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from chaos.checkers.abandoned import abandoned_reassignments
+from chaos.checkers.abandoned import abandoned_reassignments, poisoned_topics
 from chaos.checkers.dropped import dropped_deletions
 from chaos.checkers.final_state import FinalState, MetadataPartition, ReceivedRequest
 from chaos.checkers.halted import halted_by_failed_replica_deletion, held_deletions
@@ -229,9 +229,11 @@ def _reassignment_needs_down_broker(f: FinalState, topic: str, partition: int) -
 
 
 def _halted(txn_records: Sequence[TxnRecord] | None, f: FinalState) -> frozenset[str]:
-    if txn_records is None or not f.journals:
+    """Topics whose deletion Kafka 2.5.1 holds (halted.py, and poisoned_topics of abandoned.py)."""
+    if txn_records is None:
         return frozenset()
-    return halted_by_failed_replica_deletion(txn_records, f.journals)
+    failed = halted_by_failed_replica_deletion(txn_records, f.journals) if f.journals else frozenset()
+    return failed | poisoned_topics(txn_records)
 
 
 def _blocked_deletion(f: FinalState, topic: str, registered: set[int]) -> str | None:

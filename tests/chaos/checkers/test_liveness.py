@@ -382,6 +382,16 @@ def test_a_reassignment_of_a_topic_queued_for_deletion_is_skipped_as_kafka_does(
     assert "t-0 ends on [2, 3], not target [2, 3, 1]" in v.message
 
 
+def test_deleting_a_topic_with_a_given_up_reassignment_stalls_as_in_kafka_until_a_failover() -> None:
+    """Seed 2542 of ``process``: the adding replicas of a given-up reassignment never became
+    NewReplica, so the topic's deletion needs invalid transitions and never completes."""
+    h = history_of(("client-0", "delete_topic", {"topic": "t"}, "ok"))
+    state = final_state({"t": {0: [2, 3, 1]}}, {("t", 0): (2, 1, [2, 3, 1])}, delete_topics=frozenset({"t"}))
+    assert admin_znodes_cleaned(h.ops, _abandoned_log().records, state).validity == "valid"
+    assert deletions_completed(h.ops, _abandoned_log().records, state).validity == "valid"
+    assert admin_znodes_cleaned(h.ops, _abandoned_log(failover=True).records, state).validity == "invalid"
+
+
 def test_deletion_blocked_by_a_never_registered_broker_is_excused_and_by_a_dead_one_unknown() -> None:
     h = history_of(("client-0", "delete_topic", {"topic": "t"}, "ok"))
     never = final_state({"t": {0: [1, 9]}}, {("t", 0): (1, 2, [1])}, delete_topics=frozenset({"t"}))

@@ -28,7 +28,7 @@ from reference_controller.controller import (
 )
 from reference_controller.controller import reassignment as reassign
 from reference_controller.controller.context import ControllerContext
-from reference_controller.controller.effects import AddBroker, Effect, RemoveBroker, ScheduleEvent
+from reference_controller.controller.effects import AddBroker, Effect, RemoveBroker, Resigned, ScheduleEvent
 from reference_controller.controller.events import (
     AutoPreferredReplicaLeaderElection,
     BrokerChange,
@@ -115,9 +115,11 @@ class KafkaController:
         # processBrokerChange calls controllerChannelManager.add/removeBroker synchronously
         # (KafkaController.scala@2.5.1 L1382-1385) before onBrokerFailure/onBrokerStartup, so the
         # old send thread of a bounced or dead broker can no longer deliver a request queued for
-        # its previous registration (with its old broker epoch) while the rest of the event runs.
+        # its previous registration (with its old broker epoch) while the rest of the event runs;
+        # and onControllerResignation shuts every channel down at once (a controller that resigns
+        # and wins again in one Reelect event opens fresh channels after that, in order).
         # Unset (the unit harnesses), channel changes are returned in order like other effects.
-        self.channel_now: Callable[[AddBroker | RemoveBroker], None] | None = None
+        self.channel_now: Callable[[AddBroker | RemoveBroker | Resigned], None] | None = None
 
     # ---- public API -----------------------------------------------------------------------
     @property
@@ -152,8 +154,10 @@ class KafkaController:
     # ---- services for the handler modules --------------------------------------------------
     def emit(self, effects: list[Effect]) -> None:
         for effect in effects:
-            if self.channel_now is not None and isinstance(effect, AddBroker | RemoveBroker):
+            if self.channel_now is not None and isinstance(effect, AddBroker | RemoveBroker | Resigned):
                 self.channel_now(effect)
+                if isinstance(effect, Resigned):
+                    self._effects.append(effect)  # the event manager's is_active still follows it
             else:
                 self._effects.append(effect)
 

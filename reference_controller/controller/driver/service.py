@@ -30,7 +30,7 @@ from reference_controller.controller.driver.config_watcher import ConfigWatcher
 from reference_controller.controller.driver.event_manager import ControllerEventManager
 from reference_controller.controller.driver.scheduler import ControllerScheduler
 from reference_controller.controller.driver.zk_driver import KazooZkPort
-from reference_controller.controller.effects import AddBroker, BrokerRequest, Effect, RemoveBroker
+from reference_controller.controller.effects import AddBroker, BrokerRequest, Effect, RemoveBroker, Resigned
 from reference_controller.controller.events import (
     ControlledShutdown,
     ControlledShutdownResult,
@@ -175,11 +175,15 @@ class ControllerService:
         assert self.core is not None
         return self.core.process(event)
 
-    def _channel_now(self, effect: AddBroker | RemoveBroker) -> None:
+    def _channel_now(self, effect: AddBroker | RemoveBroker | Resigned) -> None:
+        if self.channel is None:
+            return
         if isinstance(effect, AddBroker):
-            self.add_broker(effect.broker)
+            self.channel.add_broker(effect.broker)
+        elif isinstance(effect, RemoveBroker):
+            self.channel.remove_broker(effect.broker_id)
         else:
-            self.remove_broker(effect.broker_id)
+            self.channel.shutdown()
 
     # EffectSink
     def send(self, request: BrokerRequest) -> None:
@@ -195,7 +199,10 @@ class ControllerService:
             self.channel.remove_broker(broker_id)
 
     def remove_all_brokers(self) -> None:
-        if self.channel is not None:
+        """The event manager's part of Resigned; done already, inside the event, when the core
+        applies channel changes at once (``channel_now``)."""
+        eager = isinstance(self.core, KafkaController) and self.core.channel_now is not None
+        if self.channel is not None and not eager:
             self.channel.shutdown()
 
     def schedule(self, key: str, delay_ms: int, event: ControllerEvent) -> None:

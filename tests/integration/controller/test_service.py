@@ -101,7 +101,7 @@ class _RecordingChannel:
         pass
 
     def shutdown(self) -> None:
-        pass
+        self.calls.append(("shutdown", -1, self.in_event.is_set()))
 
 
 def test_a_dead_brokers_channel_is_removed_inside_the_broker_change_event(
@@ -144,8 +144,22 @@ def test_a_dead_brokers_channel_is_removed_inside_the_broker_change_event(
         wait_for(lambda: ("remove", 2) in [c[:2] for c in channel.calls], what="broker 2's channel removed")
         assert ("remove", 2, True) in channel.calls, channel.calls
         assert all(inside for _, _, inside in channel.calls), channel.calls
+
+        # the controller resigns and wins again in one Reelect event (its /controller deleted):
+        # every channel is shut down inside the event, then the new term's channels open
+        broker_zk.start(timeout=10)
+        broker_zk.create(broker_path(2), encode_broker(info), ephemeral=True)
+        wait_for(lambda: channel.calls[-1][:2] == ("add", 2), what="broker 2 back")
+        calls_before = len(channel.calls)
+        zk_client.delete("/controller")
+        wait_for(lambda: zk_client.get("/controller_epoch")[0] == b"2", what="re-election, epoch 2")
+        wait_for(lambda: ("add", 2) in [c[:2] for c in channel.calls[calls_before:]], what="channels again")
+        term = channel.calls[calls_before:]
+        assert [c[0] for c in term] == ["shutdown", "add"], term
+        assert all(inside for _, _, inside in term), term
     finally:
         service.shutdown()
         zk.stop()
         zk.close()
+        broker_zk.stop()
         broker_zk.close()

@@ -22,13 +22,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import logging
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NodeExistsError
+from kazoo.exceptions import ConnectionLoss, NodeExistsError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
@@ -82,6 +84,14 @@ def generate_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
 
 
+_T = TypeVar("_T")
+
+
+def _create_if_absent(zk: KazooClient, path: str, data: bytes | None) -> None:
+    with contextlib.suppress(NodeExistsError):
+        create_recursive(zk, path, data)
+
+
 class KafkaNode:
     def __init__(self, config: KafkaConfig, log_dir: Any) -> None:
         self.config = config
@@ -130,13 +140,30 @@ class KafkaNode:
 
     def _create_top_level_paths(self, zk: KazooClient) -> None:
         for path in zkdata.PERSISTENT_PATHS:
-            with contextlib.suppress(NodeExistsError):
-                create_recursive(zk, path, None)
+            self._until_connected(zk, functools.partial(_create_if_absent, zk, path, None))
 
     def _create_or_get_cluster_id(self, zk: KazooClient) -> str:
-        with contextlib.suppress(NodeExistsError):
-            create_recursive(zk, zkdata.CLUSTER_ID, zkdata.encode_cluster_id(generate_cluster_id()))
-        return zkdata.decode_cluster_id(zk.get(zkdata.CLUSTER_ID)[0])
+        data = zkdata.encode_cluster_id(generate_cluster_id())
+        self._until_connected(zk, lambda: _create_if_absent(zk, zkdata.CLUSTER_ID, data))
+        return zkdata.decode_cluster_id(self._until_connected(zk, lambda: zk.get(zkdata.CLUSTER_ID))[0])
+
+    def _until_connected(self, zk: KazooClient, call: Callable[[], _T]) -> _T:
+        """Kafka's `retryRequestUntilConnected` for start-up: a request that loses its connection
+        is sent again once kazoo has reconnected (a node restarted while its ZooKeeper link is
+        flaky must not die of one ConnectionLoss — chaos partition seed 2616), for at most
+        `zookeeper.connection.timeout.ms`; then start-up fails with the reason."""
+        give_up = time.monotonic() + self.config.zookeeper_connection_timeout_ms / 1000
+        while True:
+            try:
+                return call()
+            except ConnectionLoss:
+                if zk.client_state == "CLOSED" or time.monotonic() >= give_up:
+                    raise StartupError(
+                        f"Lost the connection to ZooKeeper at {self.config.zookeeper_connect} during "
+                        f"start-up and could not resend within zookeeper.connection.timeout.ms="
+                        f"{self.config.zookeeper_connection_timeout_ms}"
+                    ) from None
+                time.sleep(0.1)
 
     async def _bind_listeners(self, apis: KafkaApis) -> None:
         for listener in self.config.listeners:

@@ -159,3 +159,19 @@ def test_an_isr_change_notification_lost_in_flight_is_sent_again(
     finally:
         follower.signal(signal.SIGCONT)
     assert [("fence", 0)] in notes
+
+
+def test_a_connection_lost_during_start_up_is_survived(
+    node_factory: NodeFactory, zk_client: KazooClient, zk_proxy: tuple[toxiproxy.Proxy, str]
+) -> None:
+    """Chaos ``partition`` seed 2616: a node restarted while its ZooKeeper link misbehaved died of
+    one ConnectionLoss while creating the top-level paths. Kafka resends such requests once
+    reconnected (``retryRequestUntilConnected``). Here every connection through the proxy is cut
+    after 600 bytes from ZooKeeper, so start-up's requests lose their connection again and again;
+    the node must still register."""
+    proxy, through_proxy = zk_proxy
+    proxy.add_toxic(type="limit_data", attributes={"bytes": 600}, stream="downstream", name="cut")
+    node = node_factory.start(1, {**BROKER_ONLY, "zookeeper.connect": through_proxy})
+    wait_for(lambda: zk_client.exists(zkdata.broker_path(1)) is not None, 60, "broker 1 registered")
+    assert node.proc.poll() is None, node.stderr()
+    assert "ConnectionLoss" not in node.stderr()

@@ -64,70 +64,27 @@ def _topic(path: str, data: bytes | None) -> TopicZNode | None:
         return None
 
 
-def orphaned_isrs(records: Sequence[TxnRecord]) -> Mapping[TopicPartition, tuple[int, tuple[int, ...]]]:
-    """Partition → (leader, ISR) of the states Kafka 2.5.1 leaves outside the replicas (module text)."""
-    topics: dict[str, TopicZNode | None] = {}
-    states: dict[TopicPartition, tuple[int, tuple[int, ...]]] = {}
-    orphaned: dict[TopicPartition, tuple[int, tuple[int, ...]]] = {}
-    for record in sorted(records, key=lambda r: r.zxid):
-        for op in applied_ops(record):
-            path, kind = op.path, op.op
-            if path is None or kind == "check":
-                continue
-            written = kind.startswith("create") or kind == "setData"
-            if m := _STATE.match(path):
-                tp = TopicPartition(m["topic"], int(m["p"]))
-                orphaned.pop(tp, None)
-                state = _state(path, op.data) if written else None
-                if state is None:
-                    states.pop(tp, None)
-                else:
-                    states[tp] = state
-            elif m := _TOPIC.match(path):
-                topic = m["topic"]
-                if not written:
-                    topics.pop(topic, None)
-                    for tp in [tp for tp in orphaned if tp.topic == topic]:
-                        del orphaned[tp]
-                    continue
-                new = _topic(path, op.data)
-                _completed(topics.get(topic), new, topic, states, orphaned)
-                topics[topic] = new
-    return orphaned
-
-
-def _completed(
-    old: TopicZNode | None,
-    new: TopicZNode | None,
-    topic: str,
-    states: Mapping[TopicPartition, tuple[int, tuple[int, ...]]],
-    orphaned: dict[TopicPartition, tuple[int, tuple[int, ...]]],
-) -> None:
-    if old is None or new is None:
-        return
-    for p, removing in old.removing_replicas.items():
-        if not removing or new.removing_replicas.get(p):
-            continue  # not being reassigned before, or still being reassigned
-        tp = TopicPartition(topic, p)
-        state = states.get(tp)
-        replicas = set(new.partitions.get(p, ()))
-        if state is None or state[0] != -1:
-            continue
-        outside = set(state[1]) - replicas
-        if outside and outside <= set(removing):
-            orphaned[tp] = state
-
-
 _BROKER = re.compile(r"^/brokers/ids/\d+$")
 
+_State = tuple[int, tuple[int, ...]]
 
-def leaderless_after_reassignment(
-    records: Sequence[TxnRecord],
-) -> Mapping[TopicPartition, tuple[int, tuple[int, ...]]]:
+
+def orphaned_isrs(records: Sequence[TxnRecord]) -> Mapping[TopicPartition, _State]:
+    """Partition → (leader, ISR) of the states Kafka 2.5.1 leaves outside the replicas (module text)."""
+    return _walk(records)[0]
+
+
+def leaderless_after_reassignment(records: Sequence[TxnRecord]) -> Mapping[TopicPartition, _State]:
     """Partition → (leader -1, ISR) of the states Kafka 2.5.1 leaves leaderless (module text)."""
+    return _walk(records)[1]
+
+
+def _walk(records: Sequence[TxnRecord]) -> tuple[dict[TopicPartition, _State], dict[TopicPartition, _State]]:
+    """One replay for both: reassignments completed while the partition's state had leader -1."""
     topics: dict[str, TopicZNode | None] = {}
-    states: dict[TopicPartition, tuple[int, tuple[int, ...]]] = {}
-    leaderless: dict[TopicPartition, tuple[int, tuple[int, ...]]] = {}
+    states: dict[TopicPartition, _State] = {}
+    orphaned: dict[TopicPartition, _State] = {}
+    leaderless: dict[TopicPartition, _State] = {}
     for record in sorted(records, key=lambda r: r.zxid):
         for op in applied_ops(record):
             path, kind = op.path, op.op
@@ -142,6 +99,7 @@ def leaderless_after_reassignment(
                 leaderless.clear()
             elif m := _STATE.match(path):
                 tp = TopicPartition(m["topic"], int(m["p"]))
+                orphaned.pop(tp, None)
                 leaderless.pop(tp, None)
                 state = _state(path, op.data) if written else None
                 if state is None:
@@ -151,15 +109,37 @@ def leaderless_after_reassignment(
             elif m := _TOPIC.match(path):
                 topic = m["topic"]
                 new = _topic(path, op.data) if written else None
-                old = topics.get(topic)
-                if old is not None and new is not None:
-                    for p, removing in old.removing_replicas.items():
-                        tp = TopicPartition(topic, p)
-                        done = removing and not new.removing_replicas.get(p)
-                        if done and (state := states.get(tp)) is not None and state[0] == -1:
-                            leaderless[tp] = state
-                if new is None:
-                    for tp in [tp for tp in leaderless if tp.topic == topic]:
-                        del leaderless[tp]
+                _completed(topics.get(topic), new, topic, states, orphaned=orphaned, leaderless=leaderless)
+                if not written:
+                    for found in (orphaned, leaderless):
+                        for tp in [tp for tp in found if tp.topic == topic]:
+                            del found[tp]
                 topics[topic] = new
-    return leaderless
+    return orphaned, leaderless
+
+
+def _completed(
+    old: TopicZNode | None,
+    new: TopicZNode | None,
+    topic: str,
+    states: Mapping[TopicPartition, _State],
+    *,
+    orphaned: dict[TopicPartition, _State],
+    leaderless: dict[TopicPartition, _State],
+) -> None:
+    """Partitions whose reassignment this topic-znode write completed while their state had leader
+    -1: all of them are leaderless; those whose ISR is outside the new replicas, and only of
+    replicas the reassignment removed, are orphaned too."""
+    if old is None or new is None:
+        return
+    for p, removing in old.removing_replicas.items():
+        if not removing or new.removing_replicas.get(p):
+            continue  # not being reassigned before, or still being reassigned
+        tp = TopicPartition(topic, p)
+        state = states.get(tp)
+        if state is None or state[0] != -1:
+            continue
+        leaderless[tp] = state
+        outside = set(state[1]) - set(new.partitions.get(p, ()))
+        if outside and outside <= set(removing):
+            orphaned[tp] = state

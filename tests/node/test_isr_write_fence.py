@@ -24,7 +24,14 @@ from kazoo.client import KazooClient
 
 from chaos.toxiproxy.launch import client_for, toxiproxy_server
 from reference_controller import zkdata
-from tests.node.helpers import NodeFactory, PartitionSpec, leader_and_isr, stop_replica, update_metadata
+from tests.node.helpers import (
+    NodeFactory,
+    NodeProcess,
+    PartitionSpec,
+    leader_and_isr,
+    stop_replica,
+    update_metadata,
+)
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
@@ -49,11 +56,12 @@ def _state(zk: KazooClient) -> tuple[zkdata.LeaderIsrAndControllerEpoch, int]:
     return zkdata.decode_partition_state(data, stat.version, path), stat.version
 
 
-def test_stop_replica_waits_for_the_isr_write_in_flight(
-    node_factory: NodeFactory, zk_client: KazooClient, zk_proxy: tuple[toxiproxy.Proxy, str]
-) -> None:
-    proxy, through_proxy = zk_proxy
-    leader = node_factory.start(1, {**BROKER_ONLY, "zookeeper.connect": through_proxy})
+def _leader_and_follower(
+    node_factory: NodeFactory, zk_client: KazooClient, leader_overrides: dict[str, str]
+) -> tuple[NodeProcess, NodeProcess, dict[int, tuple[str, int]]]:
+    """Broker 1 leads fence-0 (ISR [1, 2], controller epoch 7), broker 2 follows; the test plays
+    the controller (state znode, then UpdateMetadata and LeaderAndIsr to both)."""
+    leader = node_factory.start(1, {**BROKER_ONLY, **leader_overrides})
     follower = node_factory.start(2, BROKER_ONLY)
     addresses = {1: leader.endpoint(zk_client), 2: follower.endpoint(zk_client)}
     spec = PartitionSpec(
@@ -68,6 +76,16 @@ def test_stop_replica_waits_for_the_isr_write_in_flight(
         um = update_metadata(addresses[bid], addresses, [spec], controller_id=1, controller_epoch=7)
         assert int(um.error_code) == 0
         assert int(leader_and_isr(addresses[bid], [spec], controller_epoch=7).error_code) == 0
+    return leader, follower, addresses
+
+
+def test_stop_replica_waits_for_the_isr_write_in_flight(
+    node_factory: NodeFactory, zk_client: KazooClient, zk_proxy: tuple[toxiproxy.Proxy, str]
+) -> None:
+    proxy, through_proxy = zk_proxy
+    leader, follower, addresses = _leader_and_follower(
+        node_factory, zk_client, {"zookeeper.connect": through_proxy}
+    )
 
     answer: dict[str, Any] = {}
     proxy.disable()  # the leader's ZooKeeper session lives on (6 s) but nothing reaches ZooKeeper
@@ -113,31 +131,17 @@ def test_an_isr_change_notification_lost_in_flight_is_sent_again(
     ZooKeeper link went black; the connection loss must not lose the notification (Kafka's
     ``retryRequestUntilConnected`` resends it; the pending set is cleared only after the write)."""
     proxy, through_proxy = zk_proxy
-    leader = node_factory.start(
-        1,
+    zk_client.ensure_path(zkdata.ISR_CHANGE_NOTIFICATION)
+    leader, follower, _ = _leader_and_follower(
+        node_factory,
+        zk_client,
         {
-            **BROKER_ONLY,
             "zookeeper.connect": through_proxy,
             "zookeeper.session.timeout.ms": "12000",
             # propagation at the first 2.5 s tick >= 3 s after the change: well after the toxics
             "reference.isr.change.propagation.blackout.ms": "3000",
         },
     )
-    follower = node_factory.start(2, BROKER_ONLY)
-    addresses = {1: leader.endpoint(zk_client), 2: follower.endpoint(zk_client)}
-    spec = PartitionSpec(
-        "fence", 0, leader=1, leader_epoch=0, isr=(1, 2), replicas=(1, 2), controller_epoch=7
-    )
-    zk_client.create(
-        zkdata.partition_state_path("fence", 0),
-        zkdata.encode_partition_state(zkdata.LeaderAndIsr(1, 0, (1, 2)), 7),
-        makepath=True,
-    )
-    zk_client.ensure_path(zkdata.ISR_CHANGE_NOTIFICATION)
-    for bid in (1, 2):
-        um = update_metadata(addresses[bid], addresses, [spec], controller_id=1, controller_epoch=7)
-        assert int(um.error_code) == 0
-        assert int(leader_and_isr(addresses[bid], [spec], controller_epoch=7).error_code) == 0
     follower.signal(signal.SIGSTOP)
     try:
         wait_for(lambda: _state(zk_client)[0].leader_and_isr.isr == (1,), 15, "the shrink written")

@@ -34,11 +34,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops
+from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, topic_or_none
 from chaos.checkers.stranded import REASSIGN_PARTITIONS
 from fixtures.probes.errors import MalformedZnode
 from fixtures.probes.txnrecords import TxnRecord
-from fixtures.probes.znode_types import TopicPartition, TopicZNode, decode_reassign_partitions, decode_topic
+from fixtures.probes.znode_types import TopicPartition, TopicZNode, decode_reassign_partitions
 
 __all__ = ["abandoned_reassignments", "poisoned_topics"]
 
@@ -51,13 +51,6 @@ def _entries(data: bytes | None) -> set[TopicPartition]:
         return set(decode_reassign_partitions(REASSIGN_PARTITIONS, data).as_mapping())
     except MalformedZnode:
         return set()
-
-
-def _topic(path: str, data: bytes | None) -> TopicZNode | None:
-    try:
-        return decode_topic(path, data)
-    except MalformedZnode:
-        return None
 
 
 def _mid_reassignment(topic: TopicZNode | None, partition: int) -> bool:
@@ -105,7 +98,7 @@ def _walk(records: Sequence[TxnRecord]) -> tuple[dict[TopicPartition, int], set[
                 entries = now
             elif m := _TOPIC.match(path):
                 name = m["topic"]
-                topics[name] = _topic(path, op.data) if written else None
+                topics[name] = topic_or_none(path, op.data) if written else None
                 if not written:
                     poisoned.discard(name)
                 for tp in [tp for tp in abandoned if tp.topic == name]:

@@ -37,10 +37,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops
+from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, topic_or_none
 from fixtures.probes.errors import MalformedZnode
 from fixtures.probes.txnrecords import TxnRecord
-from fixtures.probes.znode_types import TopicPartition, TopicZNode, decode_partition_state, decode_topic
+from fixtures.probes.znode_types import TopicPartition, TopicZNode, decode_partition_state
 
 __all__ = ["leaderless_after_reassignment", "orphaned_isrs"]
 
@@ -55,13 +55,6 @@ def _state(path: str, data: bytes | None) -> tuple[int, tuple[int, ...]] | None:
     except MalformedZnode:
         return None
     return state.leader, state.isr
-
-
-def _topic(path: str, data: bytes | None) -> TopicZNode | None:
-    try:
-        return decode_topic(path, data)
-    except MalformedZnode:
-        return None
 
 
 _BROKER = re.compile(r"^/brokers/ids/\d+$")
@@ -108,7 +101,7 @@ def _walk(records: Sequence[TxnRecord]) -> tuple[dict[TopicPartition, _State], d
                     states[tp] = state
             elif m := _TOPIC.match(path):
                 topic = m["topic"]
-                new = _topic(path, op.data) if written else None
+                new = topic_or_none(path, op.data) if written else None
                 _completed(topics.get(topic), new, topic, states, orphaned=orphaned, leaderless=leaderless)
                 if not written:
                     for found in (orphaned, leaderless):

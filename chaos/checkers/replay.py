@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from fixtures.probes.errors import MalformedZnode
 from fixtures.probes.txnrecords import TxnOp, TxnRecord
-from fixtures.probes.znode_types import PartitionStateZNode, decode_partition_state, decode_topic
+from fixtures.probes.znode_types import PartitionStateZNode, TopicZNode, decode_partition_state, decode_topic
 
 __all__ = [
     "CONTROLLER_EPOCH",
@@ -57,6 +57,15 @@ _CONTROLLER_DELETES = re.compile(
     r"|/admin/delete_topics/[^/]+|/isr_change_notification/[^/]+|/log_dir_event_notification/[^/]+)$"
 )
 _BROKER_ID = re.compile(r"^/brokers/ids/(?P<id>-?\d+)$")
+
+
+def topic_or_none(path: str, data: bytes | None) -> TopicZNode | None:
+    """The topic znode written at ``path``, or None when malformed (the checkers then know nothing
+    about its partitions)."""
+    try:
+        return decode_topic(path, data)
+    except MalformedZnode:
+        return None
 
 
 def applied_ops(record: TxnRecord) -> tuple[TxnOp, ...]:

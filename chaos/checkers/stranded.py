@@ -33,14 +33,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops
+from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, topic_or_none
 from fixtures.probes.errors import MalformedZnode
 from fixtures.probes.txnrecords import TxnOp, TxnRecord
 from fixtures.probes.znode_types import (
     TopicPartition,
     TopicZNode,
     decode_reassign_partitions,
-    decode_topic,
 )
 
 __all__ = ["REASSIGN_PARTITIONS", "stranded_reassignments"]
@@ -54,13 +53,6 @@ def _reassign_entries(data: bytes | None) -> dict[TopicPartition, tuple[int, ...
         return decode_reassign_partitions(REASSIGN_PARTITIONS, data).as_mapping()
     except MalformedZnode:
         return {}  # Kafka decodes a malformed znode as empty (spec §12)
-
-
-def _topic_or_none(path: str, data: bytes | None) -> TopicZNode | None:
-    try:
-        return decode_topic(path, data)
-    except MalformedZnode:
-        return None
 
 
 def _reassigning(topic: TopicZNode | None, partition: int) -> bool:
@@ -90,7 +82,7 @@ class _Walk:
             self.stranded = {tp: z for tp, z in self.stranded.items() if tp in self.entries}
         elif m := _TOPIC.match(path):
             if written:
-                self.topics[m["topic"]] = _topic_or_none(path, op.data)
+                self.topics[m["topic"]] = topic_or_none(path, op.data)
             elif deleted:
                 self._topic_deleted(zxid, m["topic"])
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from chaos.checkers.abandoned import abandoned_reassignments, poisoned_topics
+from chaos.checkers.deadlocked import Deadlock, deadlocked_reassignments
 from chaos.checkers.dropped import dropped_deletions
 from chaos.checkers.final_state import FinalState, MetadataPartition, ReceivedRequest
 from chaos.checkers.halted import halted_by_failed_replica_deletion, held_deletions
@@ -168,6 +169,7 @@ def reassignments_completed(
         return Verdict.unknown(name, NO_FINAL)
     f, registered = final_state, _registered(final_state, txn_records)
     abandoned = abandoned_reassignments(txn_records) if txn_records is not None else {}
+    deadlocked = _deadlock(txn_records, f).partitions
     problems: list[str] = []
     evidence: list[dict[str, Any]] = []
     gaps: list[str] = []
@@ -177,6 +179,8 @@ def reassignments_completed(
                 continue
             if TopicPartition(topic, p) in abandoned:
                 continue  # given up by Kafka 2.5.1, resumed only by a failover (abandoned.py)
+            if TopicPartition(topic, p) in deadlocked:
+                continue  # waits for its topic's held deletion, as in Kafka 2.5.1 (deadlocked.py)
             if down := _reassignment_needs_down_broker(f, topic, p):
                 gaps.append(f"{topic}-{p} still reassigning: {down}")
                 continue
@@ -208,7 +212,10 @@ def reassignments_completed(
                 f"not target {list(target)}"
             )
             evidence.append(op_evidence(op.invoke, f"target of {tp.topic}-{tp.partition} not reached"))
-    return _finish(name, problems, evidence, gaps, f"{len(acked)} acknowledged reassignment(s) complete")
+    ok = f"{len(acked)} acknowledged reassignment(s) complete"
+    if deadlocked:
+        ok += f" ({_tps(deadlocked)} wait for their topics' held deletions, as in Kafka 2.5.1)"
+    return _finish(name, problems, evidence, gaps, ok)
 
 
 def _reassignment_needs_down_broker(f: FinalState, topic: str, partition: int) -> str | None:
@@ -228,12 +235,18 @@ def _reassignment_needs_down_broker(f: FinalState, topic: str, partition: int) -
     return None
 
 
+def _deadlock(txn_records: Sequence[TxnRecord] | None, f: FinalState) -> Deadlock:
+    """Reassignments and deletions Kafka 2.5.1 leaves waiting for each other (deadlocked.py)."""
+    return Deadlock() if txn_records is None else deadlocked_reassignments(txn_records, f)
+
+
 def _halted(txn_records: Sequence[TxnRecord] | None, f: FinalState) -> frozenset[str]:
-    """Topics whose deletion Kafka 2.5.1 holds (halted.py, and poisoned_topics of abandoned.py)."""
+    """Topics whose deletion Kafka 2.5.1 holds (halted.py, poisoned_topics of abandoned.py, and
+    deadlocked.py)."""
     if txn_records is None:
         return frozenset()
     failed = halted_by_failed_replica_deletion(txn_records, f.journals) if f.journals else frozenset()
-    return failed | poisoned_topics(txn_records)
+    return failed | poisoned_topics(txn_records) | _deadlock(txn_records, f).topics
 
 
 def _blocked_deletion(f: FinalState, topic: str, registered: set[int]) -> str | None:
@@ -304,6 +317,7 @@ def admin_znodes_cleaned(
     evidence: list[dict[str, Any]] = []
     gaps: list[str] = []
     stranded: Mapping[TopicPartition, int] = {}
+    kept_by_deadlock: frozenset[TopicPartition] = frozenset()
     if f.reassign_partitions is not None:
         waiting = {tp: r for tp, r in f.reassign_partitions.items() if not set(r) <= registered}
         if txn_records is not None:
@@ -313,7 +327,8 @@ def admin_znodes_cleaned(
             f"/admin/reassign_partitions: {tp.topic}-{tp.partition} targets a broker not live after heal"
             for tp in sorted(unreachable - set(waiting) - set(stranded))
         ]
-        left = set(f.reassign_partitions) - set(waiting) - set(stranded) - unreachable
+        kept_by_deadlock = _deadlock(txn_records, f).entries  # Kafka 2.5.1 keeps them (deadlocked.py)
+        left = set(f.reassign_partitions) - set(waiting) - set(stranded) - unreachable - kept_by_deadlock
         deleted = {q.invoke.value.get("topic") for q in pairs(history) if q.invoke.f == "delete_topic"}
         if txn_records is None and left and all(tp.topic in deleted for tp in left):
             gaps.append(f"no transaction log to tell whether deletion stranded {_tps(left)}")
@@ -348,6 +363,9 @@ def admin_znodes_cleaned(
         problems.append(f"/admin/delete_topics/{topic} left")
         evidence.append(_znode(f"/admin/delete_topics/{topic}", "not cleaned"))
     kept = f" but {_tps(stranded)}, stranded by topic deletion as in Kafka 2.5.1" if stranded else ""
+    if held_entries := set(f.reassign_partitions or {}) & kept_by_deadlock:
+        joint = " and" if kept else " but"
+        kept += f"{joint} {_tps(held_entries)}, waiting for a held deletion as in Kafka 2.5.1"
     return _finish(name, problems, evidence, gaps, f"no admin znode left{kept}")
 
 

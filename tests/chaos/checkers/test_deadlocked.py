@@ -7,8 +7,9 @@ starts deleting it at once; the deletion's OfflineReplica leaves t0-1 leader -1,
 (0x17bc); broker 1 registers again (0x17cd: the halt is lifted); t4's deletion request is created
 (0x17ce) and removed (0x17d7) after the controller had queued t0 (its UpdateMetadata with leader -2
 reached broker 2 at 1795481346.977 s), and each TopicDeletion event halts t0 for "topic
-reassignment in progress". The hand-made logs below are that run in miniature, with the variants
-in which Kafka 2.5.1 would have finished the deletion or the reassignment.
+reassignment in progress". ``data/deadlock-replay`` is the same seed run again (another
+interleaving, same end). The hand-made logs below are the run in miniature, with the variants in
+which Kafka 2.5.1 would have finished the deletion or the reassignment.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ from tests.chaos.checkers.builders import (
 
 pytestmark = [pytest.mark.unit, pytest.mark.chaos]
 
-CAPTURE = Path(__file__).parent / "data" / "deadlock"
+DATA = Path(__file__).parent / "data"
+CAPTURE = DATA / "deadlock"
+REPLAY = DATA / "deadlock-replay"  # `chaos run --scenario partition --seed 2651 --runs 1`, again
 T_1 = TopicPartition("t", 1)
 START_MS = 1_000_000
 STEP_MS = 100
@@ -54,13 +57,17 @@ MID = (
 # ---- the real run ---------------------------------------------------------------------------------
 
 
-def real_run() -> tuple[History, list[TxnRecord], FinalState]:
-    state = final_state_from_json(json.loads((CAPTURE / "final_state.json").read_text()))
-    return History.load(CAPTURE / "history.jsonl"), load_records(CAPTURE / "records.jsonl"), state
+def real_run(run: Path = CAPTURE) -> tuple[History, list[TxnRecord], FinalState]:
+    state = final_state_from_json(json.loads((run / "final_state.json").read_text()))
+    return History.load(run / "history.jsonl"), load_records(run / "records.jsonl"), state
 
 
-def test_the_real_run_is_kafkas_deadlock_and_judged_valid() -> None:
-    history, records, state = real_run()
+@pytest.mark.parametrize("run", [CAPTURE, REPLAY], ids=["kept", "replay"])
+def test_the_real_run_is_kafkas_deadlock_and_judged_valid(run: Path) -> None:
+    """The replay took another path to the same end: broker 1, then the controller, bounced (a
+    failover before t0's deletion request); broker 1 registered after t4's request, and the
+    controller's removal of t4's request (0xb2) halted t0 after that registration."""
+    history, records, state = real_run(run)
     verdicts = check_all(history, records, state)
     assert [(v.checker, v.validity) for v in verdicts if not v.is_valid] == []
     deadlock = deadlocked_reassignments(records, state)

@@ -103,9 +103,10 @@ class BenchTimeout(Exception):
 #: `SequentialThreadingHandler` ("stock": an epoll selector built per `select` call of its
 #: connection thread), `PollingThreadingHandler` ("poll": one `poll` per call, same answers) or
 #: `LeanThreadingHandler` ("lean": poll + coalesced sends and read-ahead receives). The bytes on the
-#: wire are the same. The node runs "stock" (the default here, so the figures are the product's):
-#: with "lean" in the node, 5 of 90 conformance checks timed out waiting for watch-driven
-#: controller work (session 3; cause not found), so "lean" stays a benchmark option.
+#: wire are the same. The node runs "lean" (the default here, so the figures are the product's)
+#: since session 4: two full conformance runs (quiet and under a 2-process CPU hog) passed 90/90
+#: and a 100-run chaos campaign was 100/100 valid with it (session 3's 5 timed-out checks did not
+#: recur; that run shared the machine with two other engineers' suites).
 HANDLERS = ("lean", "poll", "stock")
 
 
@@ -385,7 +386,7 @@ class Bench:
 
     connect: str
     batch: bool
-    handler: str = "stock"  # the controllers' kazoo handler: see HANDLERS
+    handler: str = "lean"  # the controllers' kazoo handler: see HANDLERS
     counters: Counters = field(default_factory=Counters)
     sessions: list[KazooClient] = field(default_factory=list)
     services: list[ControllerService] = field(default_factory=list)
@@ -1032,8 +1033,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--wait", type=float, default=0.0, help="deadline of each wait, s (0: by size)")
     parser.add_argument(
         "--handler",
-        default="stock",
-        help=f"kazoo handler of the controllers' sessions: {', '.join(HANDLERS)} (default stock, the node's)",
+        default="lean",
+        help=f"kazoo handler of the controllers' sessions: {', '.join(HANDLERS)} (default lean, the node's)",
     )
     parser.add_argument(
         "--gc-threshold",

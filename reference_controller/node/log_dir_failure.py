@@ -4,7 +4,8 @@ As Kafka 2.5.1:
 - `LogDirFailureChannel`: every I/O error on a log dir (creating a partition dir or its files,
   writing a checkpoint, renaming a log for deletion) is reported with `maybe_add_offline_log_dir`,
   which logs the message at ERROR and queues the dir once; a dir stays offline until restart.
-- `LogDirFailureHandler` (ReplicaManager's thread of that name): for each newly offline dir,
+- `LogDirFailureHandler` (ReplicaManager's thread of that name; in `log_dir_handler.py`, which
+  imports the ReplicaManager that imports this module): for each newly offline dir,
   `handleLogDirFailure`: WARN "Stopping serving replicas in dir <dir>"; the partitions whose log
   is in it are marked offline (fetchers stopped, leader/follower state dropped; LeaderAndIsr
   and StopReplica(delete) for them answer KAFKA_STORAGE_ERROR (56)); `LogManager.
@@ -26,16 +27,12 @@ import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
 
 from reference_controller import zkdata
 from reference_controller.errors import ReferenceControllerError
-
-if TYPE_CHECKING:  # replica_manager imports this module
-    from reference_controller.node.replica_manager import ReplicaManager
 
 log = logging.getLogger("kafka.server.LogDirFailureChannel")
 rm_log = logging.getLogger("kafka.server.ReplicaManager")
@@ -92,54 +89,6 @@ def propagate_log_dir_event(zk: KazooClient, broker_id: int) -> str:
             continue
         rm_log.debug(f"Added {path} for broker {broker_id}")
         return path
-
-
-class LogDirFailureHandler:
-    def __init__(
-        self,
-        channel: LogDirFailureChannel,
-        replica_manager: ReplicaManager,
-        zk: KazooClient,
-        halt: Callable[[str], None],
-        halt_on_failure: bool,
-    ) -> None:
-        self.channel = channel
-        self.rm = replica_manager
-        self.zk = zk
-        self.halt = halt
-        self.halt_on_failure = halt_on_failure
-
-    async def run(self) -> None:
-        while True:
-            log_dir = await self.channel.take_next_offline_log_dir()
-            if self.halt_on_failure:
-                reason = f"Halting broker because dir {log_dir} is offline"
-                rm_log.critical(reason)
-                self.halt(reason)
-                return
-            if not await self.handle_log_dir_failure(log_dir):
-                return
-
-    async def handle_log_dir_failure(self, log_dir: Path) -> bool:
-        """`ReplicaManager.handleLogDirFailure`; False when no log dir is left (broker halted)."""
-        rm, lm = self.rm, self.rm.log_manager
-        if not lm.is_log_dir_online(log_dir):
-            return True
-        rm_log.warning(f"Stopping serving replicas in dir {log_dir}")
-        offline = sorted(tp for tp, lg in lm.logs.items() if lg.dir.parent == log_dir)
-        rm.mark_partitions_offline(offline)
-        rm_log.warning(
-            f"Broker {rm.broker_id} stopped fetcher for partitions "
-            f"{','.join(f'{t}-{p}' for t, p in offline)} and stopped moving logs for partitions  "
-            f"because they are in the failed log directory {log_dir}."
-        )
-        if not lm.handle_log_dir_failure(log_dir):  # it logged the fatal message
-            dirs = ", ".join(str(d) for d in lm.log_dirs)
-            self.halt(f"Shutdown broker because all log dirs in {dirs} have failed")
-            return False
-        await asyncio.to_thread(propagate_log_dir_event, self.zk, rm.broker_id)
-        rm_log.warning(f"Stopped serving replicas in dir {log_dir}")
-        return True
 
 
 async def run_health_check(

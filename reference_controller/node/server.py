@@ -49,9 +49,9 @@ from reference_controller.node.journal import ControllerRequestJournal
 from reference_controller.node.log_dir_failure import (
     HEALTH_CHECK_INTERVAL_S,
     LogDirFailureChannel,
-    LogDirFailureHandler,
     run_health_check,
 )
+from reference_controller.node.log_dir_handler import LogDirFailureHandler
 from reference_controller.node.log_manager import LogManager
 from reference_controller.node.metadata_cache import MetadataCache
 from reference_controller.node.protocol import KafkaProtocolServer

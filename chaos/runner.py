@@ -25,28 +25,24 @@ import shutil
 import threading
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-from kazoo.client import KazooClient
 
 from chaos.checkers import check_all
 from chaos.checkers.verdict import Verdict, aggregate
 from chaos.final_state import Quiescence, quiesce
 from chaos.generator import Schedule, Step, generate
 from chaos.history import History
-from chaos.links import ChaosCluster, LinkFabric, PortPool
-from chaos.nemesis import Ensemble, Nemesis, NodeGuard
+from chaos.links import ChaosCluster, LinkFabric
+from chaos.nemesis import Nemesis, NodeGuard
 from chaos.run.artefacts import write_artefacts
+from chaos.run.env import RunEnv
 from chaos.run.metrics import phase_metrics
 from chaos.scenarios import Scenario
 from chaos.workload import Client
 from conformance.records import RunRecord, run_order_key, utc_now_iso
-from conformance.targets import Target
-from fixtures.launcher import Launcher
 from fixtures.probes.errors import TxnLogCorrupt
 from fixtures.zookeeper import process
 
@@ -70,26 +66,6 @@ class RunPlan:
     @property
     def name(self) -> str:
         return f"{self.scenario.name}-{self.index:05d}-s{self.seed}"
-
-
-@dataclass
-class RunEnv:
-    """What a worker shares across its runs: target, ZooKeeper, Toxiproxy, ports, launcher."""
-
-    target: Target
-    target_version: str | None
-    slot: str
-    launcher: Launcher
-    ports: PortPool
-    toxiproxy: Any
-    zk_connect: str
-    zk_txn_dir: Path
-    zk_admin: KazooClient
-    zk_log_tail: Callable[[], str]
-    four_letter: Callable[[str], str] | None
-    ensemble_env: Callable[[], RunEnv] | None = None
-    ensemble: Ensemble | None = None
-    commit: str | None = None
 
 
 @dataclass(frozen=True)

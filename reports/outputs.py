@@ -12,17 +12,16 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from datetime import UTC, date, datetime
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Final
 
 from pyspark.sql import Row, SparkSession
-from pyspark.sql import types as T  # noqa: N812 - PySpark convention
 
 from reports import page
 from reports.flakiness import FlakinessParams
 from reports.inputs import Rejected
+from reports.table import Table, plain
 
 __all__ = ["CSV_TABLES", "SUMMARY_VERSION", "Table", "plain", "terminal_summary", "write_outputs"]
 
@@ -43,37 +42,6 @@ _RANKING_FIELDS: Final = (
     "rank", "kind", "test_id", "target", "profile", "fault_package", "runs", "executed", "failures",
     "failure_rate", "wilson_low", "wilson_high", "flip_rate", "entropy", "signatures",
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Table:
-    name: str
-    schema: T.StructType
-    rows: list[Row]
-
-    @property
-    def columns(self) -> list[str]:
-        return self.schema.fieldNames()
-
-    def dicts(self) -> list[dict[str, Any]]:
-        return [{c: plain(r[c]) for c in self.columns} for r in self.rows]
-
-
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def plain(value: Any) -> Any:
-    """A JSON-able value: rows → dicts, timestamps → ISO-8601 UTC."""
-    if isinstance(value, Row):
-        return {k: plain(v) for k, v in value.asDict().items()}
-    if isinstance(value, datetime):
-        return _iso(value)
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
 
 
 def _cell(value: Any) -> str:
@@ -132,7 +100,7 @@ def _summary(tables: dict[str, Table], context: dict[str, Any], out: Path) -> di
             "flake_rate": params.flake_rate,
             "confidence": params.confidence,
             "runs_needed": params.runs_needed,
-            "baseline_before": _iso(params.baseline_before) if params.baseline_before else None,
+            "baseline_before": plain(params.baseline_before) if params.baseline_before else None,
             "regression_alpha": params.alpha,
         },
         "classification": dict(Counter(d["classification"] for d in flak)),

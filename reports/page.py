@@ -10,12 +10,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import date
 from html import escape
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from reports import flakiness, latency, svg
-
-if TYPE_CHECKING:
-    from reports.outputs import Table
+from reports.table import Table
 
 __all__ = ["render"]
 

@@ -34,11 +34,11 @@ from chaos.checkers.txnjson import dump_records
 from chaos.checkers.verdict import Verdict
 from chaos.generator import Schedule
 from chaos.history import History
+from chaos.run.env import RunEnv
 
 if TYPE_CHECKING:
     from chaos.final_state import Quiescence
     from chaos.links import ChaosCluster
-    from chaos.runner import RunEnv
 
 __all__ = ["write_artefacts"]
 

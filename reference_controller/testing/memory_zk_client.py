@@ -5,7 +5,7 @@ documented there."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from reference_controller.controller.events import ControllerEvent
 from reference_controller.controller.ports import (
@@ -24,8 +24,19 @@ from reference_controller.controller.ports import (
 )
 from reference_controller.zkdata import CONTROLLER_EPOCH
 
-if TYPE_CHECKING:
-    from reference_controller.testing.memory_zk import MemoryZooKeeper
+
+class Ensemble(Protocol):
+    """What a session needs of the ensemble it lives on (`memory_zk.MemoryZooKeeper`, which imports
+    this module): reads of the tree, the read journal, and transactions."""
+
+    reads: list[tuple[int, str, str]]
+
+    def get(self, path: str) -> tuple[bytes | None, Stat] | None: ...
+
+    def children(self, path: str) -> list[str] | None: ...
+
+    def transact(self, session_id: int, ops: Sequence[ZkOp], multi: bool = True) -> list[OpResult]: ...
+
 
 NODE_CREATED = "NodeCreated"
 NODE_DELETED = "NodeDeleted"
@@ -36,7 +47,7 @@ NODE_CHILDREN_CHANGED = "NodeChildrenChanged"
 class MemoryZkClient:
     """One ZooKeeper session: implements `ZkPort`; fired watches queue events (`drain_events`)."""
 
-    def __init__(self, server: MemoryZooKeeper, session: int) -> None:
+    def __init__(self, server: Ensemble, session: int) -> None:
         self.server = server
         self.session = session
         self.node_handlers: dict[str, NodeHandler] = {}

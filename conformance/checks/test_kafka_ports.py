@@ -26,6 +26,7 @@ from conformance.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import (
     Step,
     create_topic,
+    fmt,
     pinned,
     settle,
     wait_cluster_known,
@@ -416,6 +417,110 @@ def test_back_to_back_preferred_elections(cluster_factory: ClusterFactory) -> No
             _is(ce, other, epoch + 2),
             f"preferred leader {other} at epoch {epoch + 2}",
         )
+
+
+#: ``KeeperException.Code.BADVERSION``: a multi's ``/controller_epoch`` check failed.
+BAD_VERSION = -103
+#: The broker id the check registers as controller (Kafka: ``servers.size``, no such broker).
+FAKE_CONTROLLER = 2
+
+
+def _move_controller_away(cluster: Cluster) -> None:
+    """Kafka's ``zkClient.deleteController(epochZkVersion)`` then
+    ``registerControllerAndIncrementControllerEpoch(servers.size)`` (KafkaZkClient.scala@2.5.1):
+    two multis, each fenced on ``/controller_epoch``'s version; ``/controller`` names a broker
+    that does not exist and the epoch is incremented."""
+    data, stat = cluster.zk.get("/controller_epoch")
+    epoch, version = int(data), stat.version
+    delete = cluster.zk.transaction()
+    delete.check("/controller_epoch", version)
+    delete.delete("/controller")
+    assert all(r is True for r in delete.commit()), "deleteController failed"
+    register = cluster.zk.transaction()
+    register.create(
+        "/controller",
+        admin.encode({"version": 1, "brokerid": FAKE_CONTROLLER, "timestamp": "0"}),
+        ephemeral=True,
+    )
+    register.set_data("/controller_epoch", str(epoch + 1).encode(), version=version)
+    results = register.commit()
+    assert not any(isinstance(r, Exception) for r in results), f"registerController failed: {results}"
+
+
+#: The controller event each action triggers (KafkaController.scala@2.5.1 L2068-2101).
+EVENT = {
+    "topic-creation": "TopicChange",
+    "topic-deletion": "TopicDeletion",
+    "preferred-replica-election": "ReplicaLeaderElection",
+    "partition-reassignment": "ZkPartitionReassignment",
+}
+
+
+def _action(cluster: Cluster, action: str) -> None:
+    if action == "topic-creation":
+        admin.create_topic_zk(cluster, "t", {0: [1]})
+    elif action == "topic-deletion":
+        admin.delete_topic_zk(cluster, "t")
+    elif action == "preferred-replica-election":
+        admin.preferred_election_zk(cluster, [("t", 0)])
+    else:
+        admin.reassign_zk(cluster, {("t", 0): [1]})
+
+
+@pytest.mark.behaviour("FENCE-1")
+@pytest.mark.parametrize(
+    "action", ["topic-creation", "topic-deletion", "preferred-replica-election", "partition-reassignment"]
+)
+def test_controller_moved_while_an_event_is_queued_resigns(
+    cluster_factory: ClusterFactory, action: str
+) -> None:
+    """ControllerIntegrationTest ``testControllerMoveOnTopicCreation``, ``…OnTopicDeletion``,
+    ``…OnPreferredReplicaElection``, ``…OnPartitionReassignment`` (``testControllerMove``: one
+    broker; its event thread held; the action done; ``/controller`` deleted and re-registered for
+    another id with the epoch incremented; the event thread released): the controller handles the
+    action's event first, its fenced write fails on ``/controller_epoch``'s version, and it logs
+    "Controller moved to another broker when processing <the action's event>" at INFO with a
+    ControllerMovedException (KafkaController.scala@2.5.1 L1866-1869) and resigns. Here the event
+    thread is held by pausing the node (SIGSTOP; a 20 s session so it stays registered); besides
+    Kafka's log assertion, the failed fenced multi and the absence of any landed write are read
+    from the transaction log."""
+    cluster = cluster_factory(1, node_overrides={1: {"zookeeper.session.timeout.ms": "20000"}})
+    assert cluster.wait_controller() == 1, cluster.summary()
+    if action == "topic-creation":
+        wait_cluster_known(cluster)
+    else:
+        create_topic(cluster, "t", {0: [1]})
+    stat = cluster.zk.exists("/brokers/ids/1")
+    assert stat is not None, cluster.summary()
+    session = int(stat.ephemeralOwner)
+    cluster.pause(1)
+    try:
+        _action(cluster, action)
+        _move_controller_away(cluster)
+        mark = len(cluster.history())
+    finally:
+        cluster.resume(1)
+    moved = f"Controller moved to another broker when processing {EVENT[action]}"
+    wait_for(
+        lambda: moved in cluster.log_tail(1, lines=400),
+        cluster.deadline(15),
+        lambda: f"INFO '{moved} …' in broker 1's log:\n{cluster.log_tail(1)}",
+    )
+    later = [r for r in cluster.history()[mark:] if r.session_id == session]
+    rejected = [r for r in later if r.op == "multi" and r.failed and r.error_codes[0] == BAD_VERSION]
+    assert rejected, (
+        f"no fenced write of controller 1 rejected on /controller_epoch after the move ({action}):\n"
+        f"{fmt(later)}"
+    )
+    landed = [
+        r
+        for r in later
+        if not r.failed
+        and r.op not in ("createSession", "closeSession")
+        and not any((o.path or "").startswith("/brokers/ids") for o in (r.ops or (r.txn,)))
+    ]
+    assert not landed, f"writes of the moved controller landed ({action}):\n{fmt(landed)}"
+    assert cluster.controller_id() == FAKE_CONTROLLER, cluster.summary()
 
 
 # --- DeleteTopicTest ----------------------------------------------------------------------------

@@ -754,3 +754,34 @@ def test_unclean_election_after_the_whole_cluster_went_down(
     wait_state(
         cluster, "topic", 0, lambda s: s["leader"] == follower, f"clean transition to ISR follower {follower}"
     )
+
+
+# --- ReassignPartitionsClusterTest --------------------------------------------------------------
+
+
+@pytest.mark.behaviour("REASSIGN-15", "REASSIGN-14")
+def test_reassignment_written_while_every_broker_is_down_runs_at_startup(
+    cluster_factory: ClusterFactory,
+) -> None:
+    """ReassignPartitionsClusterTest ``shouldTriggerReassignmentOnControllerStartup`` (3 brokers,
+    ``orders`` = {0: [0, 1], 1: [1, 2]}; every broker shut down; ``/admin/reassign_partitions``
+    written with orders-0 → [2, 1] (moves), orders-1 → [1, 2] (stays) and customers-0 → [1, 2]
+    (no such topic); every broker started): the reassignment completes (the znode is removed),
+    orders-0 = [2, 1], orders-1 = [1, 2], and no ``customers`` topic exists. Here ids + 1."""
+    cluster = _placed(cluster_factory, 1, 3)
+    create_topic(cluster, "orders", {0: [1, 2], 1: [2, 3]})
+    for bid in (1, 2, 3):
+        cluster.stop(bid)
+        cluster.wait_unregistered(bid)
+    admin.reassign_zk(cluster, {("orders", 0): [3, 2], ("orders", 1): [2, 3], ("customers", 0): [2, 3]})
+    cluster.start([1, 2, 3])
+    wait_for(
+        lambda: not cluster.zk.exists("/admin/reassign_partitions"),
+        cluster.deadline(30),
+        lambda: (
+            f"reassignment completed at controller startup: {cluster.get_json('/admin/reassign_partitions')}"
+        ),
+    )
+    orders = _topic(cluster, "orders")
+    assert orders["partitions"] == {"0": [3, 2], "1": [2, 3]}, f"orders after the reassignment: {orders}"
+    assert not cluster.zk.exists("/brokers/topics/customers"), "a reassignment created topic customers"

@@ -27,7 +27,9 @@ from conformance.scenarios import (
     Step,
     create_topic,
     fmt,
+    journal,
     pinned,
+    requests_for,
     settle,
     wait_cluster_known,
     wait_state,
@@ -624,6 +626,56 @@ def test_reassignment_of_a_topic_being_deleted_fails(cluster_factory: ClusterFac
     assert assigned == [1, 2, 3], f"partition should not be reassigned to [2, 3, 4]: {assigned}"
     cluster.start([3])
     _verify_topic_deletion(cluster, "test", 1)
+
+
+@pytest.mark.behaviour("TOPIC-5", "DELETE-3", "FAILOVER-2")
+def test_partitions_added_to_a_topic_being_deleted_are_undone(cluster_factory: ClusterFactory) -> None:
+    """DeleteTopicTest ``testIncreasePartitionCountDuringDeleteTopic`` (4 brokers, ``test`` =
+    [0, 1, 2]; a follower shut down; deletion started; once every live replica's deletion was
+    tried, the partition count raised to 2 (``TopicCommand --alter``: the topic znode rewritten
+    with a partition 1); the controller shut down and another one elected; the follower and the
+    old controller started): the deletion of both partitions completes. Black-box, "every live
+    replica's deletion tried" is their answered StopReplica(delete=true). The controller's answer
+    to the partition addition is TOPIC-5's: a topic queued for deletion gets its znode restored
+    (``processPartitionModifications`` → ``restorePartitionReplicaAssignment``,
+    KafkaController.scala@2.5.1), so ``test-1`` is never created. Here [1, 2, 3] on brokers 1-4,
+    controller and leader 1, follower 3, partition 1 = [2, 3, 4]."""
+    cluster = _placed(cluster_factory, 1, 4, overrides=NO_CONTROLLED_SHUTDOWN)
+    create_topic(cluster, "test", {0: [1, 2, 3]})
+    _wait_logs(cluster, "test", 0, (1, 2, 3))
+    cluster.stop(3)
+    cluster.wait_unregistered(3)
+    mark = journal(cluster).mark()
+    admin.delete_topic_zk(cluster, "test")
+
+    def deletion_tried() -> bool:
+        return all(
+            any(
+                r.delete_partitions and r.error_code is not None
+                for r in requests_for(cluster, "StopReplica", dest=b, topic="test", since=mark)
+            )
+            for b in (1, 2)
+        )
+
+    wait_for(
+        deletion_tried,
+        cluster.deadline(15),
+        lambda: f"StopReplica(delete=true) for test answered by 1 and 2:\n{journal(cluster).dump(mark)}",
+    )
+    cluster.zk.set("/brokers/topics/test", admin.topic_znode({0: [1, 2, 3], 1: [2, 3, 4]}))
+    wait_for(
+        lambda: _topic(cluster, "test")["partitions"] == {"0": [1, 2, 3]},
+        cluster.deadline(15),
+        lambda: f"topic znode restored to {{0: [1, 2, 3]}} (TOPIC-5): {_topic(cluster, 'test')}",
+    )
+    settle(cluster, 2)
+    assert not cluster.zk.exists("/brokers/topics/test/partitions/1"), (
+        "partition 1 of a topic queued for deletion was created"
+    )
+    cluster.stop(1)
+    assert cluster.wait_controller(not_in=[1]) != 1, cluster.summary()
+    cluster.start([3, 1])
+    _verify_topic_deletion(cluster, "test", 2)
 
 
 @pytest.mark.behaviour("TOPIC-5", "DELETE-3")

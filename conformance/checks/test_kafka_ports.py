@@ -60,14 +60,18 @@ def _placed(cluster_factory: ClusterFactory, controller: int, n: int, **kw: Any)
 
 
 def _partition_info(cluster: Cluster, bid: int, topic: str, partition: int) -> PartitionInfo | None:
-    """``bid``'s metadata for ``topic``-``partition`` (None: the broker does not know it)."""
+    """``bid``'s metadata for ``topic``-``partition`` (None: the broker does not know it, or does
+    not answer — a waiting check keeps polling, an asserting one says so)."""
     req = md9.MetadataRequest(
         topics=(md9.MetadataRequestTopic(name=TopicName(topic)),),
         allow_auto_topic_creation=False,
         include_cluster_authorized_operations=False,
         include_topic_authorized_operations=False,
     )
-    resp = send_request(*cluster.endpoint(bid), req, timeout_s=cluster.deadline(5))
+    try:
+        resp = send_request(*cluster.endpoint(bid), req, timeout_s=cluster.deadline(5))
+    except OSError:
+        return None
     for t in resp.topics:
         if str(t.name) != topic or int(t.error_code) != 0:
             continue

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, topic_or_none
+from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, creates, topic_or_none, writes_data
 from chaos.checkers.stranded import REASSIGN_PARTITIONS
 from fixtures.probes.errors import MalformedZnode
 from fixtures.probes.txnrecords import TxnRecord
@@ -79,11 +79,11 @@ def _walk(records: Sequence[TxnRecord]) -> tuple[dict[TopicPartition, int], set[
             path, kind = op.path, op.op
             if path is None or kind == "check":
                 continue
-            written = kind.startswith("create") or kind == "setData"
+            written = writes_data(kind)
             if path == CONTROLLER_EPOCH and written:
                 abandoned.clear()  # the new controller resumes them from the topic znodes
                 poisoned.clear()
-            elif (m := _BROKER.match(path)) and kind.startswith("create"):
+            elif (m := _BROKER.match(path)) and creates(kind):
                 broker = int(m["id"])
                 for tp in list(abandoned):
                     topic = topics.get(tp.topic)

@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 
 from chaos.checkers.final_state import FinalState, ReceivedRequest
 from chaos.checkers.missed import LEADER_DURING_DELETE
-from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, topic_or_none
+from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, creates, deletes, topic_or_none, writes_data
 from chaos.checkers.stranded import REASSIGN_PARTITIONS
 from fixtures.probes.errors import MalformedZnode
 from fixtures.probes.txnrecords import TxnRecord
@@ -186,9 +186,9 @@ def _walk(records: Iterable[TxnRecord], journals: Mapping[int, Sequence[Received
             path, kind = op.path, op.op
             if kind == "closeSession" or path is None or kind == "check":
                 continue
-            created = kind.startswith("create")
-            written = created or kind == "setData"
-            deleted = kind in ("delete", "deleteContainer")
+            created = creates(kind)
+            written = writes_data(kind)
+            deleted = deletes(kind)
             if path == CONTROLLER_EPOCH and written:
                 walk.election()
             elif (m := _BROKER.match(path)) and created:

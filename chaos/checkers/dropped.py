@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from chaos.checkers.replay import applied_ops, epoch_check_version
+from chaos.checkers.replay import applied_ops, creates, deletes, epoch_check_version
 from fixtures.probes.txnrecords import TxnRecord
 
 __all__ = ["dropped_deletions"]
@@ -48,8 +48,8 @@ def dropped_deletions(records: Sequence[TxnRecord]) -> Mapping[str, int]:
             path, kind = op.path, op.op
             if path is None or kind == "check":
                 continue
-            created = kind.startswith("create")
-            deleted = kind in ("delete", "deleteContainer")
+            created = creates(kind)
+            deleted = deletes(kind)
             if m := _TOPIC.match(path):
                 if created:
                     topics[m["topic"]] = record.zxid

@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from chaos.checkers.final_state import ReceivedRequest
-from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops
+from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, creates, deletes, writes_data
 from fixtures.probes.errors import MalformedZnode
 from fixtures.probes.txnrecords import TxnRecord
 from fixtures.probes.znode_types import decode_topic
@@ -97,9 +97,9 @@ def held_deletions(records: Sequence[TxnRecord]) -> Mapping[str, int]:
                 continue
             if path is None or kind == "check":
                 continue
-            created = kind.startswith("create")
-            written = created or kind == "setData"
-            deleted = kind in ("delete", "deleteContainer")
+            created = creates(kind)
+            written = writes_data(kind)
+            deleted = deletes(kind)
             if path == CONTROLLER_EPOCH and written:
                 walk.election()
             elif m := _BROKER.match(path):
@@ -160,15 +160,15 @@ def halted_by_failed_replica_deletion(
             path, kind = op.path, op.op
             if path is None or kind == "check":
                 continue
-            created = kind.startswith("create")
+            created = creates(kind)
             if m := _TOPIC.match(path):
-                if created or kind == "setData":
+                if writes_data(kind):
                     try:
                         parts = decode_topic(path, op.data).partitions.values()
                         replicas[m["topic"]] = frozenset(r for rs in parts for r in rs)
                     except MalformedZnode:
                         pass
-            elif path == CONTROLLER_EPOCH and (created or kind == "setData"):
+            elif path == CONTROLLER_EPOCH and writes_data(kind):
                 resumed |= {t for t, when in failed.items() if at_s >= when}
             elif (m := _BROKER.match(path)) and created:
                 broker = int(m["id"])

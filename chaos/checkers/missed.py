@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from chaos.checkers.replay import applied_ops
+from chaos.checkers.replay import applied_ops, creates, deletes
 from fixtures.probes.txnrecords import TxnRecord
 
 __all__ = ["LEADER_DURING_DELETE", "absent_during_deletion"]
@@ -54,8 +54,8 @@ def absent_during_deletion(records: Sequence[TxnRecord]) -> Mapping[str, frozens
                 continue
             if path is None or kind == "check":
                 continue
-            created = kind.startswith("create")
-            deleted = kind in ("delete", "deleteContainer")
+            created = creates(kind)
+            deleted = deletes(kind)
             if m := _BROKER.match(path):
                 broker = int(m["id"])
                 if created:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, topic_or_none
+from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, topic_or_none, writes_data
 from fixtures.probes.errors import MalformedZnode
 from fixtures.probes.txnrecords import TxnRecord
 from fixtures.probes.znode_types import TopicPartition, TopicZNode, decode_partition_state
@@ -87,7 +87,7 @@ def _walk(records: Sequence[TxnRecord]) -> tuple[dict[TopicPartition, _State], d
                 continue
             if path is None or kind == "check":
                 continue
-            written = kind.startswith("create") or kind == "setData"
+            written = writes_data(kind)
             if (path == CONTROLLER_EPOCH and written) or (_BROKER.match(path) and not written):
                 leaderless.clear()
             elif m := _STATE.match(path):

@@ -45,8 +45,11 @@ __all__ = [
     "StateWrite",
     "WriteClass",
     "applied_ops",
+    "creates",
+    "deletes",
     "epoch_check_version",
     "replay",
+    "writes_data",
 ]
 
 CONTROLLER_EPOCH = "/controller_epoch"
@@ -66,6 +69,21 @@ def topic_or_none(path: str, data: bytes | None) -> TopicZNode | None:
         return decode_topic(path, data)
     except MalformedZnode:
         return None
+
+
+def creates(kind: str) -> bool:
+    """A transaction op kind that creates a znode (create, create2, createContainer, createTTL)."""
+    return kind.startswith("create")
+
+
+def writes_data(kind: str) -> bool:
+    """A transaction op kind that writes a znode's data (a create or a setData)."""
+    return creates(kind) or kind == "setData"
+
+
+def deletes(kind: str) -> bool:
+    """A transaction op kind that deletes a znode."""
+    return kind in ("delete", "deleteContainer")
 
 
 def applied_ops(record: TxnRecord) -> tuple[TxnOp, ...]:
@@ -181,13 +199,13 @@ class Replay:
         path = op.path
         if path is None or op.op == "check":
             return
-        if op.op.startswith("create"):
+        if creates(op.op):
             self._write(record, path, op.data, 0)
             if m := _BROKER_ID.match(path):
                 self.registered_brokers.add(int(m["id"]))
         elif op.op == "setData":
             self._write(record, path, op.data, op.version if op.version is not None else 0)
-        elif op.op in ("delete", "deleteContainer"):
+        elif deletes(op.op):
             self._data.pop(path, None)
             self._version.pop(path, None)
             if m := _TOPIC.match(path):

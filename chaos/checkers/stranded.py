@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, topic_or_none
+from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, deletes, topic_or_none, writes_data
 from fixtures.probes.errors import MalformedZnode
 from fixtures.probes.txnrecords import TxnOp, TxnRecord
 from fixtures.probes.znode_types import (
@@ -73,8 +73,8 @@ class _Walk:
         path, kind = op.path, op.op
         if path is None or kind == "check":
             return
-        written = kind.startswith("create") or kind == "setData"
-        deleted = kind in ("delete", "deleteContainer")
+        written = writes_data(kind)
+        deleted = deletes(kind)
         if path == CONTROLLER_EPOCH and written:
             self.stranded.clear()  # a new controller's failover re-reads the znode
         elif path == REASSIGN_PARTITIONS:

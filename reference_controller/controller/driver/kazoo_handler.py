@@ -75,16 +75,7 @@ def poll_select(
             fd = fileobj_to_fd(fileobj)
             masks[fd] = masks.get(fd, 0) | mask
             objects.setdefault(fd, []).append(fileobj)
-    poller = select.poll()
-    for fd, mask in masks.items():
-        try:
-            poller.register(fd, mask)
-        except (ValueError, OSError) as exc:
-            raise ValueError("Invalid event mask or fd") from exc
-    if timeout is None:
-        ready = poller.poll()
-    else:  # selectors.PollSelector: milliseconds, rounded up
-        ready = poller.poll(math.ceil(timeout * 1e3) if timeout > 0 else 0)
+    ready = _poll(masks.items(), timeout)
     readable: list[Any] = []
     writable: list[Any] = []
     for fd, event in ready:
@@ -98,20 +89,25 @@ def poll_select(
 def _readable(rlist: Sequence[Any], timeout: float | None) -> list[Any]:
     """The objects of ``rlist`` with any poll event (POLLIN registered: never pure POLLOUT)."""
     fds = [fileobj_to_fd(fileobj) for fileobj in rlist]
-    poller = select.poll()
-    for fd in fds:
-        try:
-            poller.register(fd, _POLL_READ)
-        except (ValueError, OSError) as exc:
-            raise ValueError("Invalid event mask or fd") from exc
-    if timeout is None:
-        ready = poller.poll()
-    else:  # selectors.PollSelector: milliseconds, rounded up
-        ready = poller.poll(math.ceil(timeout * 1e3) if timeout > 0 else 0)
+    ready = _poll(((fd, _POLL_READ) for fd in fds), timeout)
     if not ready:
         return []
     ready_fds = {fd for fd, _event in ready}
     return [fileobj for fileobj, fd in zip(rlist, fds, strict=True) if fd in ready_fds]
+
+
+def _poll(masks: Iterable[tuple[int, int]], timeout: float | None) -> list[tuple[int, int]]:
+    """One ``poll`` over ``(fd, event mask)`` pairs, with ``selectors.PollSelector``'s error for a
+    bad descriptor and its timeout in milliseconds, rounded up."""
+    poller = select.poll()
+    for fd, mask in masks:
+        try:
+            poller.register(fd, mask)
+        except (ValueError, OSError) as exc:
+            raise ValueError("Invalid event mask or fd") from exc
+    if timeout is None:
+        return poller.poll()
+    return poller.poll(math.ceil(timeout * 1e3) if timeout > 0 else 0)
 
 
 class CoalescingSocket:

@@ -96,10 +96,11 @@ LARGE_PARTITIONS = 100_000
 #: -Xms32m), made for short tests. "kafka": how Kafka 2.5.1's scripts start ZooKeeper
 #: (bin/zookeeper-server-start.sh: -Xmx512M -Xms512M; bin/kafka-run-class.sh's
 #: KAFKA_JVM_PERFORMANCE_OPTS: G1 with 20 ms pauses, C2), so ZooKeeper's CPU per request is a
-#: deployed server's, not a test fixture's.
+#: deployed server's, not a test fixture's. The heap's maximum is the fixture's -Xmx, per --zk-jvm
+#: in ZK_HEAP_MB.
+ZK_HEAP_MB = {"kafka": 512, "fixture": 1024}
 ZK_JVM_FLAGS: dict[str, tuple[str, ...]] = {
     "kafka": (
-        "-Xmx512m",
         "-Xms512m",
         "-XX:TieredStopAtLevel=4",
         "-XX:-UseSerialGC",
@@ -1106,7 +1107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"uptime: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
           f"(load 1/5/15 min, {os.cpu_count()} CPUs)")  # fmt: skip
     started = time.monotonic()
-    with ZooKeeperServer(name="bench", heap_mb=1024, jvm_flags=ZK_JVM_FLAGS[args.zk_jvm]) as server:
+    jvm = args.zk_jvm
+    with ZooKeeperServer(name="bench", heap_mb=ZK_HEAP_MB[jvm], jvm_flags=ZK_JVM_FLAGS[jvm]) as server:
         JVM_PID[:] = [server.pid] if server.pid else []
         print(f"ZooKeeper {server.connect_string} (JVM flags: {args.zk_jvm}); controller in-process, "
               "fake channel (requests counted)", flush=True)  # fmt: skip

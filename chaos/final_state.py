@@ -20,6 +20,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kazoo.exceptions import NoNodeError
+
 from chaos.checkers import LIVENESS_CHECKERS
 from chaos.checkers.final_state import (
     BrokerMetadata,
@@ -31,8 +33,13 @@ from chaos.checkers.final_state import (
 from chaos.history import Op
 from chaos.links import ChaosCluster
 from fixtures.probes.txnrecords import TxnRecord
+from fixtures.probes.znodes import ZkReadClient, controller_id
+from fixtures.zookeeper.observer import DeadlineReads
 
-__all__ = ["Quiescence", "build_final_state", "heal_problem", "quiesce"]
+__all__ = ["LAST_READ_S", "Quiescence", "build_final_state", "heal_problem", "quiesce"]
+
+#: How long an unquiet cluster's last read may keep failing before the run has no final state.
+LAST_READ_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -46,23 +53,26 @@ class Quiescence:
     last_problem: str | None
 
 
-def heal_problem(cluster: ChaosCluster) -> str | None:
-    """None when the healed invariants hold, else the first one that does not (for the trace)."""
-    zk = cluster.zk
+def heal_problem(cluster: ChaosCluster, zk: ZkReadClient | None = None) -> str | None:
+    """None when the healed invariants hold, else the first one that does not (for the trace);
+    reads through ``zk`` (default: the cluster's own client)."""
+    zk = cluster.zk if zk is None else zk
     live = {int(b) for b in zk.get_children("/brokers/ids")}
     missing = set(cluster.broker_ids) - live
     if missing:
         return f"brokers {sorted(missing)} not registered"
-    controller = cluster.controller_id()
+    controller = controller_id(zk)
     if controller not in live:
         return f"controller {controller} not a live broker"
     for topic in zk.get_children("/brokers/topics"):
         try:
             parts = zk.get_children(f"/brokers/topics/{topic}/partitions")
-        except Exception:
+        except NoNodeError:
             return f"topic {topic} has no partitions znode yet"
         for p in parts:
             data, _ = zk.get(f"/brokers/topics/{topic}/partitions/{p}/state")
+            if data is None:
+                return f"{topic}-{p} has a state znode without data"
             state = json.loads(data)
             if state["leader"] not in live or not set(state["isr"]) <= live:
                 return f"{topic}-{p} leader {state['leader']} isr {state['isr']} live {sorted(live)}"
@@ -84,10 +94,11 @@ def _metadata(
 
 
 def build_final_state(
-    cluster: ChaosCluster, *, quiesced: bool, metadata_timeout_s: float = 3.0
+    cluster: ChaosCluster, *, quiesced: bool, metadata_timeout_s: float = 3.0, zk: ZkReadClient | None = None
 ) -> FinalState:
-    """A :class:`FinalState` of ``cluster`` now: ZooKeeper, every live broker's Metadata, journals."""
-    zk_fields = read_zookeeper_state(cluster.zk)
+    """A :class:`FinalState` of ``cluster`` now: ZooKeeper (through ``zk``, default the cluster's
+    client), every live broker's Metadata, journals."""
+    zk_fields = read_zookeeper_state(cluster.zk if zk is None else zk)
     journals = journals_from_requests(cluster.journal.requests()) if cluster.journal is not None else {}
     return FinalState(
         **zk_fields,
@@ -95,6 +106,20 @@ def build_final_state(
         journals=journals,
         quiesced=quiesced,
     )
+
+
+def _last_state(cluster: ChaosCluster, give_up: float, poll_s: float) -> tuple[FinalState | None, str | None]:
+    """The unquiet cluster's state for the checkers, retried until ``give_up``; else why not."""
+    zk = DeadlineReads(cluster.zk, give_up)
+    why: str | None = None
+    while True:
+        try:
+            return build_final_state(cluster, quiesced=False, zk=zk), None
+        except Exception as exc:
+            why = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        if time.monotonic() + poll_s >= give_up:
+            return None, why
+        time.sleep(max(poll_s, 0.25))
 
 
 def _liveness_problem(ops: Sequence[Op], records: Sequence[TxnRecord], state: FinalState) -> str | None:
@@ -105,15 +130,27 @@ def _liveness_problem(ops: Sequence[Op], records: Sequence[TxnRecord], state: Fi
     return None
 
 
-def quiesce(cluster: ChaosCluster, ops: Sequence[Op], deadline_s: float, poll_s: float = 0.1) -> Quiescence:
-    """Wait for the healed invariants, then for quiet (module docstring); never raises on timeout."""
+def quiesce(
+    cluster: ChaosCluster,
+    ops: Sequence[Op],
+    deadline_s: float,
+    poll_s: float = 0.1,
+    last_read_s: float = LAST_READ_S,
+) -> Quiescence:
+    """Wait for the healed invariants, then for quiet (module docstring); never raises on timeout.
+
+    Every ZooKeeper read honours the deadline (:class:`DeadlineReads`). A cluster that did not get
+    quiet is read once more for the checkers, retried for up to ``last_read_s`` when that read
+    fails (a session the observer is re-establishing): only a ZooKeeper that stays unreadable
+    leaves no final state, and ``last_problem`` then says why."""
     start = time.monotonic()
     give_up = start + deadline_s
+    zk = DeadlineReads(cluster.zk, give_up)
     healed_at: float | None = None
     problem: str | None = "not polled yet"
     while time.monotonic() < give_up:
         try:
-            problem = heal_problem(cluster)
+            problem = heal_problem(cluster, zk)
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"
         if problem is None:
@@ -123,7 +160,7 @@ def quiesce(cluster: ChaosCluster, ops: Sequence[Op], deadline_s: float, poll_s:
     state: FinalState | None = None
     while healed_at is not None:
         try:
-            state = build_final_state(cluster, quiesced=True)
+            state = build_final_state(cluster, quiesced=True, zk=zk)
             problem = _liveness_problem(ops, cluster.history(), state)
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"
@@ -132,10 +169,9 @@ def quiesce(cluster: ChaosCluster, ops: Sequence[Op], deadline_s: float, poll_s:
         time.sleep(max(poll_s, 0.25))
     quiet = healed_at is not None and problem is None
     if not quiet:
-        try:
-            state = build_final_state(cluster, quiesced=False)
-        except Exception as exc:
-            problem, state = f"final state unreadable: {type(exc).__name__}: {exc}", None
+        state, unreadable = _last_state(cluster, time.monotonic() + last_read_s, poll_s)
+        if state is None:
+            problem = f"{problem}; final state unreadable: {unreadable}"
     return Quiescence(
         None if healed_at is None else healed_at - start,
         quiet,

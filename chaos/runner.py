@@ -117,6 +117,8 @@ def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
     verdict = "unknown" if reason is not None else aggregate(verdicts)
     if reason is None and verdict != "valid":
         reason = "; ".join(f"{v.checker}: {v.message}" for v in verdicts if not v.is_valid)[:1000]
+        if quiet is not None and quiet.final_state is None:  # why there is none comes first
+            reason = f"final phase: {quiet.last_problem}; {reason}"[:1000]
     metrics = phase_metrics(cluster, history, quiet) if cluster is not None else []
     write_artefacts(run_dir, env, cluster, history, verdicts, verdict, quiet, schedule, reason)
     _teardown(env, cluster, chroot, work)

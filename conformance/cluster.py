@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from conformance.nodeconfig import (
@@ -62,6 +61,7 @@ from fixtures.probes.request_proxy import RecordingProxy, RequestJournal
 from fixtures.probes.state_change_log import LogEntry, read_state_change_log
 from fixtures.probes.txnrecords import TxnRecord
 from fixtures.probes.zk_journal import ProxyLoop, ZkJournal, ZkRecordingProxy
+from fixtures.zookeeper.observer import observer_client
 
 __all__ = ["Cluster", "ClusterFactory", "ConditionTimeout", "Node", "wait_for"]
 
@@ -215,7 +215,7 @@ class Cluster:
         self.view = ChrootView(chroot)
         self._records: list[TxnRecord] = []
         self._sessions: set[int] = set()
-        self.zk = KazooClient(hosts=f"{zk_connect_string}{chroot}", timeout=10.0)
+        self.zk = observer_client(f"{zk_connect_string}{chroot}", timeout_s=10.0)
         self.zk.start(timeout=15.0)
         self.journal: RequestJournal | None = RequestJournal() if record_requests else None
         self.proxies: dict[tuple[int, int], RecordingProxy] = {}

@@ -23,8 +23,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from kazoo.client import KazooClient
-
 from chaos.links import PortPool, use_toxiproxy
 from chaos.runner import RunEnv, RunPlan, RunResult, run_once
 from chaos.scenarios import SCENARIOS, Scenario
@@ -33,6 +31,7 @@ from conformance.records import RunRecord, run_order_key, utc_now_iso
 from conformance.targets import REPO_ROOT, Target, load_target
 from fixtures.launcher import launcher_named
 from fixtures.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
+from fixtures.zookeeper.observer import observer_client
 
 __all__ = ["main", "plan_from_task", "task_of"]
 
@@ -81,7 +80,7 @@ def worker_env(slot: int, slots: int, target: Target, launcher_name: str) -> Ite
             ZooKeeperServer(name=f"chaos-w{slot}", tick_time_ms=ZK_TICK_TIME_MS, max_session_timeout_ms=30000)
         )
         url = stack.enter_context(toxiproxy_server())
-        admin = KazooClient(hosts=zk.connect_string, timeout=10.0)
+        admin = observer_client(zk.connect_string, timeout_s=10.0)
         admin.start(timeout=15.0)
         stack.callback(admin.close)
         stack.callback(admin.stop)
@@ -114,7 +113,7 @@ def _ensemble_factory(stack: contextlib.ExitStack, base: RunEnv, slot: int) -> A
                 3, name=f"chaos-w{slot}-ens", tick_time_ms=ZK_TICK_TIME_MS, max_session_timeout_ms=30000
             )
         )
-        admin = KazooClient(hosts=ensemble.connect_string, timeout=10.0)
+        admin = observer_client(ensemble.connect_string, timeout_s=10.0)
         admin.start(timeout=30.0)
         stack.callback(admin.close)
         stack.callback(admin.stop)

@@ -59,7 +59,9 @@ def test_latency_upstream_and_downstream_add_up(
     with connect(proxy.listen) as sock:
         raw_s = [round_trip_s(sock) for _ in range(5)]
     assert min(raw_s) >= 0.250 - 0.001, raw_s
-    assert max(raw_s) - baseline_s <= 0.250 + SLACK_S, raw_s
+    # not more than the sum either (the median: one round trip delayed by the scheduler on a
+    # loaded machine says nothing about the toxics; a toxic applied twice delays every one)
+    assert statistics.median(raw_s) - baseline_s <= 0.250 + SLACK_S, raw_s
 
 
 def test_removing_a_toxic_restores_an_open_connection(

@@ -172,6 +172,7 @@ def test_edits_under_load_are_quick_and_leave_no_sockets(
                 f"server fds back to {baseline_fds}",
             )
         except AssertionError as exc:
-            held = sorted(os.readlink(f"/proc/{server.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{server.pid}/fd"))
+            fd_dir = f"/proc/{server.pid}/fd"
+            held = sorted(os.readlink(f"{fd_dir}/{fd}") for fd in os.listdir(fd_dir))
             raise AssertionError(f"{exc}; it holds {held}") from None
     assert slowest_s < 2.0, slowest_s

@@ -46,6 +46,7 @@ from conformance.cluster import Cluster
 from conformance.nodeconfig import CLIENT_LISTENER, Interpose, control_listener, inter_broker_listener
 from conformance.targets import Target
 from fixtures.launcher import Launcher
+from fixtures.port_claims import claim_port
 from fixtures.probes.request_proxy import RecordingProxy
 
 __all__ = ["ChaosCluster", "LinkFabric", "PortPool", "use_toxiproxy"]
@@ -71,12 +72,15 @@ class PortPool:
 
     Ports go back to the pool when a cluster closes and are reused only after ``cooldown`` other
     releases (a listener of the last run may still be closing). Disjoint slices per runner slot
-    keep parallel workers of one runner apart; a port any other process holds fails the bind probe
-    (:data:`CHAOS_PORTS` by default).
+    keep parallel workers of one runner apart; a port is handed out only with a host-wide claim
+    (:func:`fixtures.port_claims.claim_port`, held until it is released), so a concurrent
+    campaign or conformance run never takes it while its node is down between a kill and the
+    restart; a port any process has bound fails the bind probe (:data:`CHAOS_PORTS` by default).
     """
 
     def __init__(self, ports: range, cooldown: int = 400) -> None:
         self.ports = ports
+        self._claims: dict[int, socket.socket] = {}
         self._in_use: set[int] = set()
         self._recent: collections.deque[int] = collections.deque(maxlen=cooldown)
         self._lock = threading.Lock()
@@ -91,14 +95,23 @@ class PortPool:
     def take(self, count: int) -> list[int]:
         out: list[int] = []
         with self._lock:
-            for _ in range(len(self.ports)):
+            # every port once, in random order: a nearly full pool still finds its last ports
+            for port in self._rng.sample(self.ports, len(self.ports)):
                 if len(out) == count:
                     return out
-                port = self._rng.choice(self.ports)
-                if port in self._in_use or port in self._recent or not _bindable(port):
+                if port in self._in_use or port in self._recent:
                     continue
+                claim = claim_port(port)
+                if claim is None:
+                    continue
+                if not _bindable(port):
+                    claim.close()
+                    continue
+                self._claims[port] = claim
                 self._in_use.add(port)
                 out.append(port)
+            if len(out) == count:
+                return out
         self.release(out)
         raise RuntimeError(f"no {count} free ports left in {self.ports}")
 
@@ -107,6 +120,7 @@ class PortPool:
             for port in ports:
                 if port in self._in_use:
                     self._in_use.discard(port)
+                    self._claims.pop(port).close()
                     self._recent.append(port)
 
 

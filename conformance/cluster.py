@@ -56,6 +56,7 @@ from conformance.nodeconfig import (
 from conformance.nodeconfig import server_properties as build_properties
 from conformance.targets import Target, profile_properties
 from fixtures.launcher import Handle, Launcher, LaunchSpec, launcher_from_env
+from fixtures.port_claims import claim_port
 from fixtures.probes.history import ChrootView, TxnLogCursor
 from fixtures.probes.request_proxy import RecordingProxy, RequestJournal
 from fixtures.probes.state_change_log import LogEntry, read_state_change_log
@@ -115,13 +116,10 @@ _reservations: list[socket.socket] = []
 
 
 def _reserve_across_processes(port: int) -> bool:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.bind(f"\0kzk-static-port-{port}")
-    except OSError:
-        sock.close()
+    claim = claim_port(port)
+    if claim is None:
         return False
-    _reservations.append(sock)
+    _reservations.append(claim)
     return True
 
 

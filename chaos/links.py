@@ -134,19 +134,35 @@ def _bindable(port: int) -> bool:
 
 
 class LinkFabric:
-    """The run's named Toxiproxy proxies: create, look up by link name, destroy."""
+    """The run's named Toxiproxy proxies: create, look up by link name, destroy.
 
-    def __init__(self, client: Toxiproxy, prefix: str) -> None:
-        self.client, self.prefix = client, prefix
+    Each proxy listens on a port of the run's :class:`PortPool` (claimed host-wide, below the
+    kernel's ephemeral range), never on a kernel-chosen one: a disabled proxy (a ``down`` fault)
+    closes its listener, and a port-0 listener anywhere on the host (another campaign's proxy)
+    could be handed that port meanwhile — the brokers, which advertise the proxy's port, would
+    then talk to somebody else's node, and the proxy could not be enabled again.
+    """
+
+    def __init__(self, client: Toxiproxy, prefix: str, ports: PortPool) -> None:
+        self.client, self.prefix, self.ports = client, prefix, ports
         self.proxies: dict[str, Proxy] = {}
+        self._listen_ports: list[int] = []
 
     def create(self, link: str, upstream: Address) -> int:
         """A proxy named ``<prefix><link>`` to ``upstream``; returns its listen port."""
-        proxy = self.client.create(
-            upstream=f"{upstream[0]}:{upstream[1]}", name=f"{self.prefix}{link}", listen=f"{LOOPBACK}:0"
-        )
+        (port,) = self.ports.take(1)
+        try:
+            proxy = self.client.create(
+                upstream=f"{upstream[0]}:{upstream[1]}",
+                name=f"{self.prefix}{link}",
+                listen=f"{LOOPBACK}:{port}",
+            )
+        except BaseException:
+            self.ports.release([port])
+            raise
+        self._listen_ports.append(port)
         self.proxies[link] = proxy
-        return int(str(proxy.listen).rsplit(":", 1)[1])
+        return port
 
     def __getitem__(self, link: str) -> Proxy:
         return self.proxies[link]
@@ -179,6 +195,8 @@ class LinkFabric:
             with contextlib.suppress(Exception):
                 proxy.destroy()
         self.proxies.clear()
+        self.ports.release(self._listen_ports)
+        self._listen_ports = []
 
 
 def _ends(link: str) -> tuple[int, ...]:

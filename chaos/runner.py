@@ -172,7 +172,7 @@ def _run_json(env: RunEnv, plan: RunPlan, schedule: Schedule) -> dict[str, Any]:
 
 def _start_cluster(env: RunEnv, plan: RunPlan, schedule: Schedule, chroot: str, work: Path) -> ChaosCluster:
     env.zk_admin.ensure_path(chroot)
-    fabric = LinkFabric(env.toxiproxy, prefix=f"{env.slot}r{plan.index}_")
+    fabric = LinkFabric(env.toxiproxy, prefix=f"{env.slot}r{plan.index}_", ports=env.ports)
     cluster = ChaosCluster(
         env.target,
         fabric=fabric,

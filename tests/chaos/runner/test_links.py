@@ -3,6 +3,7 @@ exactly that link (real ZooKeeper, real reference nodes, the project's Toxiproxy
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from conformance.cluster import wait_for
 from conformance.nodeconfig import split_zookeeper_connect
 from conformance.targets import load_target
 from fixtures.launcher import launcher_named
+from fixtures.port_claims import claim_port
 from fixtures.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.chaos
@@ -42,10 +44,11 @@ def cluster(
     root = KazooClient(hosts=zk.connect_string)
     root.start()
     root.ensure_path(chroot)
+    ports = PortPool(range(19000, 20000))
     made = ChaosCluster(
         load_target("reference"),
-        fabric=LinkFabric(use_toxiproxy(toxiproxy_url), prefix=f"{request.node.name[:20]}_"),
-        ports=PortPool(range(19000, 20000)),
+        fabric=LinkFabric(use_toxiproxy(toxiproxy_url), prefix=f"{request.node.name[:20]}_", ports=ports),
+        ports=ports,
         launcher=launcher_named("process"),
         zk_connect_string=zk.connect_string,
         chroot=chroot,
@@ -129,3 +132,21 @@ def test_partition_cuts_only_links_crossing_the_split(cluster: ChaosCluster) -> 
     assert "ZK_1" not in crossing
     assert {"CTRL_1_3", "CTRL_3_1", "FROM_3_2", "FROM_2_3"} <= crossing
     assert not {"CTRL_1_2", "FROM_1_2", "CTRL_3_3", "CLIENT_3"} & crossing
+
+
+def test_proxies_listen_on_claimed_pool_ports_that_a_disabled_proxy_keeps(cluster: ChaosCluster) -> None:
+    """A ``down`` fault disables proxies, which closes their listeners: their ports must stay
+    this run's (claimed, below the ephemeral range) so that nobody else is handed them meanwhile
+    and enabling the proxy binds the same port again."""
+    ports = {name: _port(cluster, name) for name in cluster.fabric.names()}
+    assert all(port in range(19000, 20000) for port in ports.values()), ports
+    proxy = cluster.fabric["CLIENT_1"]
+    proxy.disable()
+    try:
+        assert claim_port(ports["CLIENT_1"]) is None, "the disabled proxy's port is not claimed"
+    finally:
+        proxy.enable()
+    with socket.create_connection(("127.0.0.1", ports["CLIENT_1"]), timeout=5.0):
+        pass
+    cluster.fabric.destroy_all()
+    assert all(claim_port(port) is not None for port in ports.values()), "ports kept after destroy_all"

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kazoo.exceptions import NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
 
 from chaos.checkers import LIVENESS_CHECKERS
 from chaos.checkers.final_state import (
@@ -151,6 +152,10 @@ def quiesce(
     while time.monotonic() < give_up:
         try:
             problem = heal_problem(cluster, zk)
+        except KazooTimeoutError:
+            if time.monotonic() >= give_up:
+                break  # the bound ran out mid-read: the last problem seen says more
+            problem = "a ZooKeeper read timed out"
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"
         if problem is None:
@@ -162,6 +167,10 @@ def quiesce(
         try:
             state = build_final_state(cluster, quiesced=True, zk=zk)
             problem = _liveness_problem(ops, cluster.history(), state)
+        except KazooTimeoutError:
+            if time.monotonic() >= give_up:
+                break  # the bound ran out mid-read: the last problem seen says more
+            problem = "a ZooKeeper read timed out"
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"
         if problem is None or time.monotonic() >= give_up:

@@ -46,7 +46,7 @@ from conformance.cluster import Cluster
 from conformance.nodeconfig import CLIENT_LISTENER, Interpose, control_listener, inter_broker_listener
 from conformance.targets import Target
 from fixtures.launcher import Launcher
-from fixtures.port_claims import claim_port
+from fixtures.port_claims import claim_free_port
 from fixtures.probes.request_proxy import RecordingProxy
 
 __all__ = ["ChaosCluster", "LinkFabric", "PortPool", "use_toxiproxy"]
@@ -101,11 +101,8 @@ class PortPool:
                     return out
                 if port in self._in_use or port in self._recent:
                     continue
-                claim = claim_port(port)
+                claim = claim_free_port(port)
                 if claim is None:
-                    continue
-                if not _bindable(port):
-                    claim.close()
                     continue
                 self._claims[port] = claim
                 self._in_use.add(port)
@@ -122,15 +119,6 @@ class PortPool:
                     self._in_use.discard(port)
                     self._claims.pop(port).close()
                     self._recent.append(port)
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind((LOOPBACK, port))
-        except OSError:
-            return False
-    return True
 
 
 class LinkFabric:

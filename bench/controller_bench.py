@@ -46,7 +46,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
-from fixtures.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer
 from reference_controller import zkdata as zd
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.core import KafkaController

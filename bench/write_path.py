@@ -24,7 +24,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.protocol.serialization import CheckVersion, SetData
 
-from fixtures.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer
 from reference_controller.controller.driver.kazoo_handler import LeanThreadingHandler, PollingThreadingHandler
 from reference_controller.controller.driver.zk_driver import KazooZkPort
 from reference_controller.controller.ports import SetDataOp

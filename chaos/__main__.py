@@ -33,9 +33,9 @@ from chaos.run.pool import CampaignResult, run_campaign
 from chaos.run.reap import reap
 from chaos.runner import RunPlan
 from chaos.scenarios import FAULTS, SCENARIOS, SCOPES, NameError_, resolve_faults, resolve_scenarios
-from conformance.records import new_run_id
-from conformance.targets import TargetError, load_target
-from fixtures.launcher import LAUNCHERS, LauncherError, launcher_named
+from cluster.targets import TargetError, load_target
+from harness.launcher import LAUNCHERS, LauncherError, launcher_named
+from records.run_record import new_run_id
 
 USAGE_ERROR = 2
 

@@ -33,9 +33,9 @@ from chaos.checkers.final_state import (
 )
 from chaos.history import Op
 from chaos.links import ChaosCluster
-from fixtures.probes.txnrecords import TxnRecord
-from fixtures.probes.znodes import ZkReadClient, controller_id
-from fixtures.zookeeper.observer import DeadlineReads
+from harness.zookeeper.observer import DeadlineReads
+from probes.txnrecords import TxnRecord
+from probes.znodes import ZkReadClient, controller_id
 
 __all__ = ["LAST_READ_S", "Quiescence", "build_final_state", "heal_problem", "quiesce"]
 

@@ -1,6 +1,6 @@
 """Every link of a chaos cluster through its own named Toxiproxy proxy (ring: drivers).
 
-:class:`ChaosCluster` is the conformance :class:`~conformance.cluster.Cluster` with a fault
+:class:`ChaosCluster` is the conformance :class:`~cluster.cluster.Cluster` with a fault
 proxy on each directed link (names from :func:`chaos.generator.link_names`, prefixed per run):
 
 ==============  ===========================================================================
@@ -15,12 +15,12 @@ CLIENT_<y>      AdminClient / Metadata → **CLIENT_y** → y's ``CLIENT`` liste
 The fault proxy sits in front of each recording proxy, so the request and ZooKeeper journals
 record exactly what got through the fault (what the node received), and stay complete. Node y
 binds each interposed listener on a fixed port from this process's :class:`PortPool` and
-advertises the fault proxy's port (:class:`~conformance.nodeconfig.Interpose`).
+advertises the fault proxy's port (:class:`~cluster.nodeconfig.Interpose`).
 
-Nodes start through the launcher seam (:mod:`fixtures.launcher`): the ``process`` launcher runs
+Nodes start through the launcher seam (:mod:`harness.launcher`): the ``process`` launcher runs
 them with pid files, ``PR_SET_PDEATHSIG`` from a long-lived spawner thread, and the reaper's
 owner records, so a killed runner leaves nothing the next run cannot reap. A second launcher
-slots in by implementing :class:`~fixtures.launcher.Launcher` / :class:`~fixtures.launcher.Handle`.
+slots in by implementing :class:`~harness.launcher.Launcher` / :class:`~harness.launcher.Handle`.
 
 Toxiproxy is driven only through the unmodified ``toxiproxy-python`` client; that client keeps
 its API address in class attributes, so one process talks to one Toxiproxy server
@@ -42,12 +42,12 @@ from urllib.parse import urlsplit
 from toxiproxy import Toxiproxy
 from toxiproxy.proxy import Proxy
 
-from conformance.cluster import Cluster
-from conformance.nodeconfig import CLIENT_LISTENER, Interpose, control_listener, inter_broker_listener
-from conformance.targets import Target
-from fixtures.launcher import Launcher
-from fixtures.port_claims import claim_free_port
-from fixtures.probes.request_proxy import RecordingProxy
+from cluster.cluster import Cluster
+from cluster.nodeconfig import CLIENT_LISTENER, Interpose, control_listener, inter_broker_listener
+from cluster.targets import Target
+from harness.launcher import Launcher
+from harness.port_claims import claim_free_port
+from probes.request_proxy import RecordingProxy
 
 __all__ = ["ChaosCluster", "LinkFabric", "PortPool", "use_toxiproxy"]
 
@@ -73,7 +73,7 @@ class PortPool:
     Ports go back to the pool when a cluster closes and are reused only after ``cooldown`` other
     releases (a listener of the last run may still be closing). Disjoint slices per runner slot
     keep parallel workers of one runner apart; a port is handed out only with a host-wide claim
-    (:func:`fixtures.port_claims.claim_port`, held until it is released), so a concurrent
+    (:func:`harness.port_claims.claim_port`, held until it is released), so a concurrent
     campaign or conformance run never takes it while its node is down between a kill and the
     restart; a port any process has bound fails the bind probe (:data:`CHAOS_PORTS` by default).
     """

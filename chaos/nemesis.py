@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from chaos.links import ChaosCluster
 from chaos.scenarios import LINK_FAULTS
-from conformance.cluster import wait_for
+from cluster.cluster import wait_for
 
 __all__ = ["Ensemble", "FaultResult", "Nemesis", "NodeGuard", "start_when_unregistered"]
 
@@ -36,7 +36,7 @@ FaultResult = tuple[str, dict[str, Any], str | None]
 
 
 class Ensemble(Protocol):
-    """The ZooKeeper ensemble faults act on (``fixtures.zookeeper.ZooKeeperEnsemble``)."""
+    """The ZooKeeper ensemble faults act on (``harness.zookeeper.ZooKeeperEnsemble``)."""
 
     @property
     def members(self) -> list[Any]: ...

@@ -42,9 +42,9 @@ from chaos.run.env import RunEnv
 from chaos.run.metrics import phase_metrics
 from chaos.scenarios import Scenario
 from chaos.workload import Client
-from conformance.records import RunRecord, run_order_key, utc_now_iso
-from fixtures.probes.errors import TxnLogCorrupt
-from fixtures.zookeeper import process
+from harness.zookeeper import process
+from probes.errors import TxnLogCorrupt
+from records.run_record import RunRecord, run_order_key, utc_now_iso
 
 __all__ = ["RunEnv", "RunPlan", "RunResult", "run_once"]
 

@@ -41,7 +41,7 @@ from kazoo.exceptions import (
 
 from chaos.links import ChaosCluster
 from chaos.nemesis import NodeGuard, start_when_unregistered
-from conformance import admin
+from cluster import admin
 
 __all__ = ["Client", "OpResult"]
 

@@ -26,11 +26,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from conformance import catalogue
+import catalogue
+from cluster.targets import REPO_ROOT, Target, TargetError, load_target
 from conformance.plugin import Selection, SelectionError, current_commit, resolve_selection
-from conformance.records import new_run_id, read_records
-from conformance.targets import REPO_ROOT, Target, TargetError, load_target
-from fixtures.launcher import LAUNCHERS
+from harness.launcher import LAUNCHERS
+from records.run_record import new_run_id, read_records
 
 CERTIFICATE_VERSION = 2
 

@@ -2,9 +2,9 @@
 
 Re-exports the plugin's hooks so ``pytest conformance/checks`` and ``python -m conformance`` behave
 the same. ``cluster_factory(n=3, kafka_defaults=False, **options)`` builds a
-:class:`~conformance.cluster.Cluster` in this test's chroot on the worker's ZooKeeper
+:class:`~cluster.cluster.Cluster` in this test's chroot on the worker's ZooKeeper
 (``kafka_defaults=True``: the safety-relevant keys are left out of ``server.properties``,
-:data:`~conformance.targets.SAFETY_DEFAULTS`); every cluster is killed at teardown and its evidence
+:data:`~cluster.targets.SAFETY_DEFAULTS`); every cluster is killed at teardown and its evidence
 is attached when the check fails.
 """
 
@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from conformance.cluster import Cluster, ClusterFactory
+from cluster.cluster import Cluster, ClusterFactory
+from cluster.targets import KAFKA_DEFAULTS_SUFFIX, Target
 from conformance.evidence import add_evidence, cluster_evidence
 from conformance.plugin import (
     conformance_target,
@@ -28,8 +29,7 @@ from conformance.plugin import (
     pytest_runtest_makereport,
     pytest_runtest_protocol,
 )
-from conformance.targets import KAFKA_DEFAULTS_SUFFIX, Target
-from fixtures.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer
 
 __all__ = [
     "ClusterFactory",

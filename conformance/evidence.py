@@ -17,7 +17,7 @@ import allure
 import pytest
 from kazoo.exceptions import NoNodeError
 
-from conformance.cluster import Cluster
+from cluster.cluster import Cluster
 
 __all__ = ["EVIDENCE", "add_evidence", "attach", "cluster_evidence", "dump_tree", "fmt_records"]
 

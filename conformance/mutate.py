@@ -46,10 +46,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from conformance import catalogue
-from conformance.records import new_run_id, read_records
-from conformance.targets import REPO_ROOT
-from fixtures.zookeeper.reaper import is_same_process, proc_start_time
+import catalogue
+from cluster.targets import REPO_ROOT
+from harness.zookeeper.reaper import is_same_process, proc_start_time
+from records.run_record import new_run_id, read_records
 
 __all__ = ["MUTANTS_DIR", "Mutant", "MutantError", "MutantResult", "load_mutants", "main", "parse_mutant"]
 

@@ -6,7 +6,7 @@
   areas plus the given IDs (everything when neither is given), validated by
   :func:`resolve_selection` (an unknown area, ID or profile is a usage error listing the valid
   ones);
-- one run record (``conformance.records``) per test execution, written by the process that
+- one run record (``records.run_record``) per test execution, written by the process that
   ran the test (xdist workers each write their own file), with phase metrics the test reported
   through the ``phase_metrics`` fixture.
 
@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance import catalogue
+import catalogue
+from cluster.targets import IBP_BY_PROFILE, REPO_ROOT, Target, TargetError, load_target
 from conformance.evidence import EVIDENCE, attach
-from conformance.records import PhaseMetric, RunRecord, new_run_id, run_order_key, utc_now_iso, write_record
-from conformance.targets import IBP_BY_PROFILE, REPO_ROOT, Target, TargetError, load_target
+from records.run_record import PhaseMetric, RunRecord, new_run_id, run_order_key, utc_now_iso, write_record
 
 __all__ = [
     "PhaseMetrics",

@@ -23,11 +23,11 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from conformance import admin
-from conformance.cluster import Cluster, wait_for
-from fixtures.probes.request_proxy import ControllerRequest, RequestJournal
-from fixtures.probes.state_change_log import LogEntry, invalid_transitions
-from fixtures.probes.txnrecords import TxnOp, TxnRecord
+from cluster import admin
+from cluster.cluster import Cluster, wait_for
+from probes.request_proxy import ControllerRequest, RequestJournal
+from probes.state_change_log import LogEntry, invalid_transitions
+from probes.txnrecords import TxnOp, TxnRecord
 
 __all__ = [
     "VALID_PARTITION_PREVIOUS",

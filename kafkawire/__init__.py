@@ -7,6 +7,6 @@ wire — used by drivers and probes alike).
 - `states`: `LeaderAndIsrPartitionState`, the one partition state both sides of a LeaderAndIsr
   request use.
 
-It is a top-level package because both `reference_controller` and `fixtures.probes` use it and the
+It is a top-level package because both `reference_controller` and `probes` use it and the
 probes may not import the reference. It imports neither (a wall in `tests/architecture`).
 """

@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from conformance.records import run_order_key
+from records.run_record import run_order_key
 from reports.errors import InputError
 
 __all__ = ["Defaults", "Inputs", "Rejected", "discover", "locate_lines", "parse_allure", "parse_junit"]

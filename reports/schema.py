@@ -1,6 +1,6 @@
 """Spark schemas of the run-record stream, one per record version (reports, decisions ring).
 
-The contract is :mod:`conformance.records` (version 1); this module states it as Spark types:
+The contract is :mod:`records.run_record` (version 1); this module states it as Spark types:
 
 - :data:`RECORD_SCHEMAS` maps ``schema_version`` → the ``StructType`` its JSON lines are parsed
   with (``from_json``, never inference), plus which keys are required and which nullable;
@@ -19,7 +19,7 @@ from typing import Final
 
 from pyspark.sql import types as T  # noqa: N812 - PySpark convention
 
-from conformance.records import KINDS, METRICS, OUTCOMES, SCHEMA_VERSION
+from records.run_record import KINDS, METRICS, OUTCOMES, SCHEMA_VERSION
 
 __all__ = [
     "CANONICAL",
@@ -89,7 +89,7 @@ V1: Final = RecordVersion(
 )
 
 RECORD_SCHEMAS: Final[dict[int, RecordVersion]] = {1: V1}
-assert max(RECORD_SCHEMAS) == SCHEMA_VERSION, "conformance.records has a version this reader lacks"
+assert max(RECORD_SCHEMAS) == SCHEMA_VERSION, "records.run_record has a version this reader lacks"
 
 CANONICAL: Final = T.StructType(
     [T.StructField(n, T.TimestampType() if n in ("started_at", "finished_at") else t) for n, t in _V1_FIELDS]

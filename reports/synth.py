@@ -24,7 +24,7 @@ from typing import Final
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark convention
 
-from conformance.catalogue import CATALOGUE
+from catalogue import CATALOGUE
 from reports import session
 
 __all__ = ["FAULT_PACKAGES", "TARGETS", "main", "synthetic_records"]

@@ -7,7 +7,7 @@ Each line is parsed twice, both with explicit schemas (no inference):
 2. as ``map<string,string>`` — which keys are present and their raw text, so that a missing key,
    an unknown key, an explicit ``null`` and a value of the wrong type are told apart.
 
-``problems`` lists every schema violation of the line, worded as ``conformance.records.validate``
+``problems`` lists every schema violation of the line, worded as ``records.run_record.validate``
 words them (``kind: 'x' not in (...)``); an empty list means the record is valid.
 
 Spark's JSON parser reads any JSON value into a string field (``"test_id": 5`` becomes ``"5"``,

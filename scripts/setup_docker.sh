@@ -2,7 +2,7 @@
 # Makes a Docker engine available for the container launcher (idempotent):
 #   installs Debian's docker.io and debootstrap when missing (as root), starts dockerd when no
 #   daemon answers, and waits until `docker info` does. Not root and no daemon → says what to do.
-# Images are not pulled (no registry is reachable): `python -m fixtures.cli build-images` builds them.
+# Images are not pulled (no registry is reachable): `python -m harness build-images` builds them.
 set -euo pipefail
 if docker info >/dev/null 2>&1; then
   command -v debootstrap >/dev/null 2>&1 || { [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null; }

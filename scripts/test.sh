@@ -49,7 +49,7 @@ set +e
 
 if [ "$docker_ok" = 1 ]; then
   stage "container images (built offline, cached by content hash)"
-  "$py" -m fixtures.cli build-images
+  "$py" -m harness.cli build-images
   record "build-images" $?
 fi
 

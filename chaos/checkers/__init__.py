@@ -11,7 +11,7 @@ Every checker is ``check(history, txn_records, final_state) -> Verdict``:
   never healed.
 
 A checker answers ``unknown`` when the data it needs is missing, never a guess. The wall: this
-package imports ``fixtures.probes`` types and :mod:`chaos.history`, never the implementation
+package imports ``probes`` types and :mod:`chaos.history`, never the implementation
 under test. Building a final state from a live cluster (I/O, through ports) is in
 :mod:`chaos.checkers.final_state`.
 
@@ -69,7 +69,7 @@ from chaos.checkers.safety import (
 )
 from chaos.checkers.verdict import Validity, Verdict, aggregate
 from chaos.history import Op
-from fixtures.probes.txnrecords import TxnRecord
+from probes.txnrecords import TxnRecord
 
 __all__ = [
     "ALL_CHECKERS",

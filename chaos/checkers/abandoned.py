@@ -36,9 +36,9 @@ from collections.abc import Mapping, Sequence
 
 from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, creates, topic_or_none, writes_data
 from chaos.checkers.stranded import REASSIGN_PARTITIONS
-from fixtures.probes.errors import MalformedZnode
-from fixtures.probes.txnrecords import TxnRecord
-from fixtures.probes.znode_types import TopicPartition, TopicZNode, decode_reassign_partitions
+from probes.errors import MalformedZnode
+from probes.txnrecords import TxnRecord
+from probes.znode_types import TopicPartition, TopicZNode, decode_reassign_partitions
 
 __all__ = ["abandoned_reassignments", "poisoned_topics"]
 

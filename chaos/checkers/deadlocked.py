@@ -70,9 +70,9 @@ from chaos.checkers.final_state import FinalState, ReceivedRequest
 from chaos.checkers.missed import LEADER_DURING_DELETE
 from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, creates, deletes, topic_or_none, writes_data
 from chaos.checkers.stranded import REASSIGN_PARTITIONS
-from fixtures.probes.errors import MalformedZnode
-from fixtures.probes.txnrecords import TxnRecord
-from fixtures.probes.znode_types import TopicPartition, TopicZNode, decode_partition_state
+from probes.errors import MalformedZnode
+from probes.txnrecords import TxnRecord
+from probes.znode_types import TopicPartition, TopicZNode, decode_partition_state
 
 __all__ = ["Deadlock", "deadlocked_reassignments"]
 

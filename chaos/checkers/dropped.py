@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from chaos.checkers.replay import applied_ops, creates, deletes, epoch_check_version
-from fixtures.probes.txnrecords import TxnRecord
+from probes.txnrecords import TxnRecord
 
 __all__ = ["dropped_deletions"]
 

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fixtures.probes.znode_types import TopicPartition
-from fixtures.probes.znodes import (
+from probes.znode_types import TopicPartition
+from probes.znodes import (
     ZkReadClient,
     read_all_topics,
     read_broker_ids,
@@ -273,7 +273,7 @@ def fetch_broker_metadata(host: str, port: int, timeout_s: float = 10.0) -> Brok
     """
     from kio.schema.metadata.v1.request import MetadataRequest  # noqa: PLC0415 - kio only when fetching
 
-    from fixtures.probes.request_proxy import send_request  # noqa: PLC0415
+    from probes.request_proxy import send_request  # noqa: PLC0415
 
     response = send_request(host, port, MetadataRequest(topics=None), timeout_s=timeout_s)
     view: dict[str, dict[int, MetadataPartition]] = {}

@@ -33,9 +33,9 @@ from collections.abc import Mapping, Sequence
 
 from chaos.checkers.final_state import ReceivedRequest
 from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, creates, deletes, writes_data
-from fixtures.probes.errors import MalformedZnode
-from fixtures.probes.txnrecords import TxnRecord
-from fixtures.probes.znode_types import decode_topic
+from probes.errors import MalformedZnode
+from probes.txnrecords import TxnRecord
+from probes.znode_types import decode_topic
 
 __all__ = ["halted_by_failed_replica_deletion", "held_deletions"]
 

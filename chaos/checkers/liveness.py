@@ -24,8 +24,8 @@ from chaos.checkers.replay import replay
 from chaos.checkers.stranded import stranded_reassignments
 from chaos.checkers.verdict import Verdict, op_evidence
 from chaos.history import Op, OpPair, pairs
-from fixtures.probes.txnrecords import TxnRecord
-from fixtures.probes.znode_types import TopicPartition
+from probes.txnrecords import TxnRecord
+from probes.znode_types import TopicPartition
 
 __all__ = [
     "admin_znodes_cleaned",

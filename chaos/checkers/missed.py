@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from chaos.checkers.replay import applied_ops, creates, deletes
-from fixtures.probes.txnrecords import TxnRecord
+from probes.txnrecords import TxnRecord
 
 __all__ = ["LEADER_DURING_DELETE", "absent_during_deletion"]
 

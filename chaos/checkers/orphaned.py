@@ -38,9 +38,9 @@ import re
 from collections.abc import Mapping, Sequence
 
 from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, topic_or_none, writes_data
-from fixtures.probes.errors import MalformedZnode
-from fixtures.probes.txnrecords import TxnRecord
-from fixtures.probes.znode_types import TopicPartition, TopicZNode, decode_partition_state
+from probes.errors import MalformedZnode
+from probes.txnrecords import TxnRecord
+from probes.znode_types import TopicPartition, TopicZNode, decode_partition_state
 
 __all__ = ["leaderless_after_reassignment", "orphaned_isrs"]
 

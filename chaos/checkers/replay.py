@@ -34,9 +34,9 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fixtures.probes.errors import MalformedZnode
-from fixtures.probes.txnrecords import TxnOp, TxnRecord
-from fixtures.probes.znode_types import PartitionStateZNode, TopicZNode, decode_partition_state, decode_topic
+from probes.errors import MalformedZnode
+from probes.txnrecords import TxnOp, TxnRecord
+from probes.znode_types import PartitionStateZNode, TopicZNode, decode_partition_state, decode_topic
 
 __all__ = [
     "CONTROLLER_EPOCH",

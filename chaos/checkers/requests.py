@@ -14,7 +14,7 @@ from typing import Any
 from chaos.checkers.final_state import FinalState, ReceivedRequest
 from chaos.checkers.verdict import Verdict
 from chaos.history import Op
-from fixtures.probes.txnrecords import TxnRecord
+from probes.txnrecords import TxnRecord
 
 __all__ = ["CONCURRENT_WINDOW_S", "brokers_apply_requests_in_epoch_order"]
 

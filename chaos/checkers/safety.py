@@ -18,7 +18,7 @@ from chaos.checkers.orphaned import orphaned_isrs
 from chaos.checkers.replay import StateWrite, epoch_check_version, replay
 from chaos.checkers.verdict import Verdict, op_evidence, record_evidence
 from chaos.history import Op, OpPair, pairs
-from fixtures.probes.txnrecords import TxnRecord
+from probes.txnrecords import TxnRecord
 
 __all__ = [
     "acknowledged_creations_survive",

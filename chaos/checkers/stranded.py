@@ -34,9 +34,9 @@ import re
 from collections.abc import Mapping, Sequence
 
 from chaos.checkers.replay import CONTROLLER_EPOCH, applied_ops, deletes, topic_or_none, writes_data
-from fixtures.probes.errors import MalformedZnode
-from fixtures.probes.txnrecords import TxnOp, TxnRecord
-from fixtures.probes.znode_types import (
+from probes.errors import MalformedZnode
+from probes.txnrecords import TxnOp, TxnRecord
+from probes.znode_types import (
     TopicPartition,
     TopicZNode,
     decode_reassign_partitions,

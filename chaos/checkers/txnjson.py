@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from fixtures.probes import Acl, TxnOp, TxnRecord
+from probes import Acl, TxnOp, TxnRecord
 
 
 def op_to_json(op: TxnOp) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from fixtures.probes.txnrecords import TxnRecord
+from probes.txnrecords import TxnRecord
 
 if TYPE_CHECKING:
     from chaos.history import Op

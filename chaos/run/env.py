@@ -13,8 +13,8 @@ from kazoo.client import KazooClient
 
 from chaos.links import PortPool
 from chaos.nemesis import Ensemble
-from conformance.targets import Target
-from fixtures.launcher import Launcher
+from cluster.targets import Target
+from harness.launcher import Launcher
 
 __all__ = ["RunEnv"]
 

@@ -18,7 +18,7 @@ from typing import TypeVar
 from chaos.checkers.final_state import FinalState, final_state_from_json
 from chaos.checkers.txnjson import load_records
 from chaos.history import History, Op
-from fixtures.probes.txnrecords import TxnRecord
+from probes.txnrecords import TxnRecord
 
 __all__ = ["JudgedRun", "JudgedRunError", "load_judged_run"]
 

@@ -1,4 +1,4 @@
-"""Phase metrics of a chaos run (:data:`conformance.records.METRICS`), black-box (ring: drivers).
+"""Phase metrics of a chaos run (:data:`records.run_record.METRICS`), black-box (ring: drivers).
 
 ``time_to_heal`` comes from the final phase; ``controller_election`` is the run's last election
 (a re-election when faults moved the controller, else the cluster's first);
@@ -13,9 +13,9 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from chaos.history import History
-from conformance import phases
-from conformance.records import PhaseMetric
-from fixtures.probes.txnrecords import TxnRecord
+from probes.txnrecords import TxnRecord
+from records import phases
+from records.run_record import PhaseMetric
 
 if TYPE_CHECKING:
     from chaos.final_state import Quiescence

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from chaos.run.worker import task_of
 from chaos.runner import RunPlan
-from conformance.records import write_record
+from records.run_record import write_record
 
 __all__ = ["CampaignResult", "run_campaign"]
 
@@ -119,7 +119,7 @@ def run_campaign(
 
 
 def _record(done: dict[str, Any], out_dir: Path, result: CampaignResult) -> None:
-    from conformance.records import PhaseMetric, RunRecord  # noqa: PLC0415
+    from records.run_record import PhaseMetric, RunRecord  # noqa: PLC0415
 
     rec = dict(done["record"])
     rec.pop("schema_version", None)

@@ -3,7 +3,7 @@
 ``python -m chaos.run.worker --slot N --slots P --target T`` reads one JSON task per line on
 stdin and answers one JSON result per line on stdout (the only thing written there: anything
 else that prints goes to stderr). Everything it starts — the ZooKeeper JVM(s), the Toxiproxy
-server, the nodes — is owned through :mod:`fixtures.zookeeper.process` (pid files, pdeathsig),
+server, the nodes — is owned through :mod:`harness.zookeeper.process` (pid files, pdeathsig),
 and the worker itself dies with the runner (pdeathsig), so a SIGKILLed runner leaves nothing
 that :func:`chaos.run.reap.reap` cannot remove. A worker that cannot set up (no Java, no
 ZooKeeper, no Toxiproxy) answers every task with an ``unknown`` run and the reason.
@@ -27,11 +27,11 @@ from chaos.links import PortPool, use_toxiproxy
 from chaos.runner import RunEnv, RunPlan, RunResult, run_once
 from chaos.scenarios import SCENARIOS, Scenario
 from chaos.toxiproxy.launch import toxiproxy_server
-from conformance.records import RunRecord, run_order_key, utc_now_iso
-from conformance.targets import REPO_ROOT, Target, load_target
-from fixtures.launcher import launcher_named
-from fixtures.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
-from fixtures.zookeeper.observer import observer_client
+from cluster.targets import REPO_ROOT, Target, load_target
+from harness.launcher import launcher_named
+from harness.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
+from harness.zookeeper.observer import observer_client
+from records.run_record import RunRecord, run_order_key, utc_now_iso
 
 __all__ = ["main", "plan_from_task", "task_of"]
 

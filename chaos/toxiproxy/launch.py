@@ -8,9 +8,9 @@
 3. Otherwise ``python -m chaos.toxiproxy --port 0 --port-file F`` is started; the port is read
    from ``F`` (written only once the API listens, so there is no free-port race).
 
-A started server runs through :func:`fixtures.zookeeper.process.spawn_jvm` — the project's way to
+A started server runs through :func:`harness.zookeeper.process.spawn_jvm` — the project's way to
 own a process: its own session, ``PR_SET_PDEATHSIG=SIGKILL`` (it dies with its owner), a pid file
-with its start time and owner for :func:`fixtures.zookeeper.reaper.reap_orphans`, and the
+with its start time and owner for :func:`harness.zookeeper.reaper.reap_orphans`, and the
 owner's ``atexit``/signal clean-up. Our server also carries the reaper's ``-Dkzk.run.root=<root>``
 marker in its argv (it ignores it), so a server started just before its pid file was written is
 found too, as JVMs are. It is stopped (SIGTERM, then SIGKILL) when the context exits.
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import toxiproxy
 
-from fixtures.zookeeper import process, reaper
+from harness.zookeeper import process, reaper
 
 READY_DEADLINE_S = 20.0
 BINARY = "toxiproxy-server"

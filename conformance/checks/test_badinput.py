@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from conformance import admin
-from conformance.cluster import Cluster, wait_for
+from cluster import admin
+from cluster.cluster import Cluster, wait_for
 from conformance.scenarios import create_topic
 
 pytestmark = pytest.mark.conformance

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from conformance import phases
-from conformance.cluster import Cluster, ClusterFactory, wait_for
+from cluster.cluster import Cluster, ClusterFactory, wait_for
 from conformance.plugin import PhaseMetrics
 from conformance.scenarios import (
     CREATES,
@@ -21,6 +20,7 @@ from conformance.scenarios import (
     wait_cluster_known,
     wait_state,
 )
+from records import phases
 
 pytestmark = pytest.mark.conformance
 

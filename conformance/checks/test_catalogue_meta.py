@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import catalogue
+import catalogue
 
 pytestmark = pytest.mark.unit
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import admin
-from conformance.cluster import Cluster, ClusterFactory, wait_for
+from cluster import admin
+from cluster.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import (
     create_topic,
     journal,

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from conformance import phases
-from conformance.cluster import Cluster, ClusterFactory, ConditionTimeout, wait_for
+from cluster.cluster import Cluster, ClusterFactory, ConditionTimeout, wait_for
 from conformance.evidence import fmt_records
 from conformance.plugin import PhaseMetrics
 from conformance.scenarios import settle, wait_cluster_known
-from fixtures.probes.watches import read_watches
+from probes.watches import read_watches
+from records import phases
 
 pytestmark = pytest.mark.conformance
 

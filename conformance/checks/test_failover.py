@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from conformance import admin
-from conformance.admin import encode
-from conformance.cluster import ClusterFactory, wait_for
+from cluster import admin
+from cluster.admin import encode
+from cluster.cluster import ClusterFactory, wait_for
 from conformance.scenarios import create_topic, fenced, fmt, journal, wait_state, writes
 
 pytestmark = pytest.mark.conformance

@@ -11,12 +11,12 @@ from kio.schema.types import BrokerId, TopicName
 from kio.schema.update_metadata.v6 import request as um6
 from kio.static.primitive import i32, i64
 
-from conformance import admin
-from conformance.cluster import Cluster, ClusterFactory, wait_for
-from conformance.nodeconfig import control_listener
+from cluster import admin
+from cluster.cluster import Cluster, ClusterFactory, wait_for
+from cluster.nodeconfig import control_listener
 from conformance.scenarios import CREATES, create_topic, fenced, fmt, settle, wait_state
-from fixtures.probes.logdirs import scan_log_dirs
-from fixtures.probes.request_proxy import send_request
+from probes.logdirs import scan_log_dirs
+from probes.request_proxy import send_request
 
 pytestmark = pytest.mark.conformance
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from conformance import admin, phases
-from conformance.cluster import Cluster, ClusterFactory, wait_for
+from cluster import admin
+from cluster.cluster import Cluster, ClusterFactory, wait_for
 from conformance.plugin import PhaseMetrics
 from conformance.scenarios import (
     Step,
@@ -22,6 +22,7 @@ from conformance.scenarios import (
     wait_state,
     writes,
 )
+from records import phases
 
 pytestmark = pytest.mark.conformance
 

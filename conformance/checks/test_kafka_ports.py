@@ -21,8 +21,8 @@ from kio.schema.metadata.v9 import request as md9
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i64
 
-from conformance import admin
-from conformance.cluster import Cluster, ClusterFactory, wait_for
+from cluster import admin
+from cluster.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import (
     Step,
     create_topic,
@@ -34,8 +34,8 @@ from conformance.scenarios import (
     wait_cluster_known,
     wait_state,
 )
-from fixtures.probes.logdirs import scan_log_dirs
-from fixtures.probes.request_proxy import send_request
+from probes.logdirs import scan_log_dirs
+from probes.request_proxy import send_request
 
 pytestmark = pytest.mark.conformance
 

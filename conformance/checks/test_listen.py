@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from conformance import admin
-from conformance.admin import encode
-from conformance.cluster import Cluster, ClusterFactory, wait_for
+from cluster import admin
+from cluster.admin import encode
+from cluster.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import (
     assert_invalid_transitions_in_kafka_shape,
     create_topic,
@@ -17,7 +17,7 @@ from conformance.scenarios import (
     wait_online,
     wait_state,
 )
-from fixtures.probes.watches import read_watches
+from probes.watches import read_watches
 
 pytestmark = pytest.mark.conformance
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import admin
-from conformance.admin import encode
-from conformance.cluster import Cluster, ClusterFactory, wait_for
+from cluster import admin
+from cluster.admin import encode
+from cluster.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import create_topic, journal, wait_state
-from fixtures.probes.logdirs import LogDirScan, PartitionDir, scan_log_dirs
-from fixtures.probes.request_proxy import ControllerRequest
+from probes.logdirs import LogDirScan, PartitionDir, scan_log_dirs
+from probes.request_proxy import ControllerRequest
 
 pytestmark = pytest.mark.conformance
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from conformance import admin
-from conformance.admin import encode
-from conformance.cluster import Cluster, ClusterFactory, wait_for
+from cluster import admin
+from cluster.admin import encode
+from cluster.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import (
     create_topic,
     journal,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from conformance import admin, phases
-from conformance.cluster import Cluster, ClusterFactory, wait_for
+from cluster import admin
+from cluster.cluster import Cluster, ClusterFactory, wait_for
 from conformance.plugin import PhaseMetrics
 from conformance.scenarios import (
     Step,
@@ -21,9 +21,10 @@ from conformance.scenarios import (
     wait_state,
     writes,
 )
-from fixtures.probes.logdirs import scan_log_dirs
-from fixtures.probes.state_change_log import replica_transitions
-from fixtures.probes.txnrecords import TxnRecord
+from probes.logdirs import scan_log_dirs
+from probes.state_change_log import replica_transitions
+from probes.txnrecords import TxnRecord
+from records import phases
 
 pytestmark = pytest.mark.conformance
 Milestone = tuple[frozenset[int], int, frozenset[int]]

@@ -7,7 +7,7 @@ from kio.schema.controlled_shutdown.v3 import request as cs3
 from kio.schema.types import BrokerId
 from kio.static.primitive import i64
 
-from conformance.cluster import Cluster, ClusterFactory, wait_for
+from cluster.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import (
     Step,
     create_topic,
@@ -22,7 +22,7 @@ from conformance.scenarios import (
     wait_state,
     wait_told_gone,
 )
-from fixtures.probes.request_proxy import send_request
+from probes.request_proxy import send_request
 
 pytestmark = pytest.mark.conformance
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import admin
-from conformance.admin import encode
-from conformance.cluster import Cluster, ClusterFactory, wait_for
+from cluster import admin
+from cluster.admin import encode
+from cluster.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import (
     Step,
     assert_invalid_transitions_in_kafka_shape,
@@ -18,7 +18,7 @@ from conformance.scenarios import (
     wait_cluster_known,
     wait_state,
 )
-from fixtures.probes.state_change_log import invalid_transitions, partition_transitions, replica_transitions
+from probes.state_change_log import invalid_transitions, partition_transitions, replica_transitions
 
 pytestmark = pytest.mark.conformance
 

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from conformance import admin
-from conformance.cluster import Cluster, ClusterFactory, wait_for
+from cluster import admin
+from cluster.cluster import Cluster, ClusterFactory, wait_for
+from cluster.targets import SAFETY_DEFAULTS
 from conformance.scenarios import (
     Step,
     assert_invalid_transitions_in_kafka_shape,
@@ -30,8 +31,7 @@ from conformance.scenarios import (
     wait_state,
     wait_told_gone,
 )
-from conformance.targets import SAFETY_DEFAULTS
-from fixtures.probes.state_change_log import invalid_transitions
+from probes.state_change_log import invalid_transitions
 
 pytestmark = pytest.mark.conformance
 

@@ -12,8 +12,8 @@ from kio.schema.create_topics.v4 import request as ct4
 from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
 
-from conformance import admin, phases
-from conformance.cluster import Cluster, ClusterFactory, wait_for
+from cluster import admin
+from cluster.cluster import Cluster, ClusterFactory, wait_for
 from conformance.plugin import PhaseMetrics
 from conformance.scenarios import (
     CREATES,
@@ -26,8 +26,9 @@ from conformance.scenarios import (
     wait_online,
     writes,
 )
-from fixtures.probes.logdirs import scan_log_dirs
-from fixtures.probes.request_proxy import send_request
+from probes.logdirs import scan_log_dirs
+from probes.request_proxy import send_request
+from records import phases
 
 pytestmark = pytest.mark.conformance
 

@@ -1,6 +1,6 @@
 """Checks on the requests each node sends to ZooKeeper (the ZooKeeper request journal, spec §2.1–2.3).
 
-The journal sits on each node's ZooKeeper link (:mod:`fixtures.probes.zk_journal`), so it sees
+The journal sits on each node's ZooKeeper link (:mod:`probes.zk_journal`), so it sees
 what ``wchc`` cannot — child watches are set by a *watched getChildren* request — and it tells
 senders apart: every request is journalled per node and per session. A watch counts as armed when
 the watched request was answered without error (``exists`` also arms on NONODE).
@@ -13,12 +13,12 @@ from collections.abc import Iterable
 
 import pytest
 
-from conformance import admin
-from conformance.admin import encode
-from conformance.cluster import Cluster, ClusterFactory, wait_for
+from cluster import admin
+from cluster.admin import encode
+from cluster.cluster import Cluster, ClusterFactory, wait_for
 from conformance.scenarios import create_topic, wait_cluster_known, wait_state
-from fixtures.probes.jute import ClientOp
-from fixtures.probes.zk_journal import ZkClosed, ZkJournal, ZkRequest
+from probes.jute import ClientOp
+from probes.zk_journal import ZkClosed, ZkJournal, ZkRequest
 
 pytestmark = pytest.mark.conformance
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import catalogue
-from conformance.records import (
+import catalogue
+from records.run_record import (
     METRICS,
     PhaseMetric,
     RecordError,

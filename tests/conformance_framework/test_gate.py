@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from conformance import catalogue
-from conformance.targets import REPO_ROOT
+import catalogue
+from cluster.targets import REPO_ROOT
 
 CHEAP_ID = "EPOCH-2"
 TIMEOUT_S = 300.0
@@ -211,7 +211,7 @@ def test_areas_and_ids_select_their_union(tmp_path: Path) -> None:
     assert cert["conformant"] is False
 
 
-# --- fixtures.cli help ----------------------------------------------------------------------------
+# --- harness.cli help ----------------------------------------------------------------------------
 
 
 @pytest.mark.unit
@@ -224,7 +224,7 @@ def test_areas_and_ids_select_their_union(tmp_path: Path) -> None:
 )
 def test_every_fixtures_cli_subcommand_help_says_what_it_does(command: str, says: list[str]) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "fixtures.cli", command, "--help"],
+        [sys.executable, "-m", "harness", command, "--help"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -240,7 +240,7 @@ def test_every_fixtures_cli_subcommand_help_says_what_it_does(command: str, says
 @pytest.mark.unit
 def test_fixtures_cli_top_level_help_lists_what_each_subcommand_does() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "fixtures.cli", "--help"],
+        [sys.executable, "-m", "harness", "--help"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

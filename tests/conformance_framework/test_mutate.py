@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from conformance import catalogue
+import catalogue
+from cluster.targets import REPO_ROOT
 from conformance.mutate import (
     MUTANTS_DIR,
     SCRATCH_PREFIX,
@@ -34,7 +35,6 @@ from conformance.mutate import (
     summary,
     write_reports,
 )
-from conformance.targets import REPO_ROOT
 
 PATCHES = sorted(MUTANTS_DIR.glob("*.patch"))
 ZK_CLIENT = "reference_controller/controller/zk_client.py"

@@ -1,4 +1,4 @@
-"""Unit: black-box phase metrics (``conformance.phases``) and the run records that carry them."""
+"""Unit: black-box phase metrics (``records.phases``) and the run records that carry them."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance import phases
+from cluster.targets import REPO_ROOT
 from conformance.plugin import PhaseMetrics
-from conformance.records import METRICS, PhaseMetric, RunRecord, read_records, validate
-from conformance.targets import REPO_ROOT
-from fixtures.probes.request_proxy import ControllerRequest
-from fixtures.probes.txnrecords import TxnOp, TxnRecord
+from probes.request_proxy import ControllerRequest
+from probes.txnrecords import TxnOp, TxnRecord
+from records import phases
+from records.run_record import METRICS, PhaseMetric, RunRecord, read_records, validate
 
 pytestmark = pytest.mark.unit
 

@@ -18,9 +18,9 @@ from kio.schema.update_metadata.v6 import request as um6
 from kio.serial import entity_writer
 from kio.static.primitive import i32, i64
 
-from fixtures.probes import request_proxy as rp
-from fixtures.probes.logdirs import parse_leader_epoch_checkpoint, scan_log_dir
-from fixtures.probes.state_change_log import (
+from probes import request_proxy as rp
+from probes.logdirs import parse_leader_epoch_checkpoint, scan_log_dir
+from probes.state_change_log import (
     invalid_transitions,
     parse_lines,
     parse_tp,

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conformance import cluster
+from cluster import cluster
 
 pytestmark = pytest.mark.unit
 
@@ -45,7 +45,7 @@ def test_a_port_another_live_process_reserved_is_never_handed_out(monkeypatch: p
     the same slice and holds them; every port this process picks meanwhile is a different one."""
     _slice(monkeypatch, None, None)
     code = (
-        "import sys; from conformance import cluster; "
+        "import sys; from cluster import cluster; "
         "print(' '.join(map(str, cluster.pick_static_ports(200))), flush=True); sys.stdin.read()"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.nodeconfig import Interpose, NodeSpec, listener_names, render_properties, server_properties
-from conformance.targets import (
+from cluster.nodeconfig import Interpose, NodeSpec, listener_names, render_properties, server_properties
+from cluster.targets import (
     KAFKA_DEFAULTS_SUFFIX,
     SAFETY_DEFAULTS,
     SPEED_PROFILE,

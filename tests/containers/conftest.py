@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from fixtures.containers import images
+from harness.containers import images
 from tests.containers.docker_helpers import kit_containers
 
-ENABLE = "as root: bash scripts/setup_docker.sh && python -m fixtures.cli build-images"
+ENABLE = "as root: bash scripts/setup_docker.sh && python -m harness build-images"
 
 
 @pytest.fixture(scope="session")

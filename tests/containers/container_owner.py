@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from fixtures.containers.launcher import DockerHandle, DockerLauncher
-from fixtures.launcher import LaunchSpec
+from harness.containers.launcher import DockerHandle, DockerLauncher
+from harness.launcher import LaunchSpec
 
 
 def main() -> None:

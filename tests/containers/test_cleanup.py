@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.containers.launcher import reap_orphan_containers
+from harness.containers.launcher import reap_orphan_containers
 from tests.containers.docker_helpers import inspect, kit_containers
 
 pytestmark = pytest.mark.integration

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cluster import Cluster, ConditionTimeout
-from conformance.targets import load_target
-from fixtures.containers.launcher import DockerHandle, DockerLauncher
-from fixtures.zookeeper import ZooKeeperServer
+from cluster.cluster import Cluster, ConditionTimeout
+from cluster.targets import load_target
+from harness.containers.launcher import DockerHandle, DockerLauncher
+from harness.zookeeper import ZooKeeperServer
 from tests.containers.docker_helpers import inspect, kit_containers
 
 pytestmark = pytest.mark.integration

@@ -2,7 +2,7 @@
 
 Covers the targets' ``[container]`` recipes — including the ``kafka`` target's Apache Kafka
 ZooKeeper-mode image, which cannot run on the kit's machines (no registry) — and the ``docker run``
-options built from a :class:`~fixtures.launcher.LaunchSpec`.
+options built from a :class:`~harness.launcher.LaunchSpec`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.targets import TargetError, load_target, parse_target
-from fixtures.containers.launcher import ENTRYPOINT, run_options
-from fixtures.launcher import LaunchSpec
+from cluster.targets import TargetError, load_target, parse_target
+from harness.containers.launcher import ENTRYPOINT, run_options
+from harness.launcher import LaunchSpec
 
 pytestmark = pytest.mark.unit
 
@@ -23,7 +23,7 @@ LABELS = {"kzk.kit": "1", "kzk.owner.pid": "4242", "kzk.owner.start": "99"}
 
 
 def node_spec(target_name: str) -> LaunchSpec:
-    """What :meth:`conformance.cluster.Cluster.launch_spec` builds for node 2 under docker."""
+    """What :meth:`cluster.cluster.Cluster.launch_spec` builds for node 2 under docker."""
     target = load_target(target_name)
     inside = target.render_container(CONFIG, NODE_DIR)
     return LaunchSpec(

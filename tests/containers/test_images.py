@@ -1,6 +1,6 @@
 """The offline images: cached by content hash, rebuilt on change, unknown names (ring: tests, integration).
 
-Real Docker, real images (built by :mod:`fixtures.containers.images` when missing).
+Real Docker, real images (built by :mod:`harness.containers.images` when missing).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.containers import images
-from fixtures.containers.launcher import DockerLauncher
-from fixtures.launcher import LaunchSpec
+from harness.containers import images
+from harness.containers.launcher import DockerLauncher
+from harness.launcher import LaunchSpec
 
 pytestmark = pytest.mark.integration
 
@@ -80,7 +80,7 @@ def test_unknown_image_name_is_an_error_naming_it_and_the_build_command(docker_r
         images.require_image(name)
     message = str(caught.value)
     assert name in message
-    assert "python -m fixtures.cli build-images" in message
+    assert "python -m harness build-images" in message
 
 
 def test_launcher_with_unknown_node_image_starts_nothing(
@@ -94,7 +94,7 @@ def test_launcher_with_unknown_node_image_starts_nothing(
 
 def test_build_images_cli_prints_tags_sizes_and_seconds(docker_ready: None) -> None:
     proc = subprocess.run(
-        [".venv/bin/python", "-m", "fixtures.cli", "build-images"],
+        [".venv/bin/python", "-m", "harness", "build-images"],
         cwd=images._REPO_ROOT,
         check=False,
         capture_output=True,
@@ -111,7 +111,7 @@ def test_build_images_cli_prints_tags_sizes_and_seconds(docker_ready: None) -> N
 def test_build_images_cli_without_a_daemon_says_why_and_how_to_fix(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "DOCKER_HOST": f"unix://{tmp_path}/no-daemon.sock"}
     proc = subprocess.run(
-        [str(images._REPO_ROOT / ".venv/bin/python"), "-m", "fixtures.cli", "build-images"],
+        [str(images._REPO_ROOT / ".venv/bin/python"), "-m", "harness", "build-images"],
         cwd=images._REPO_ROOT,
         env=env,
         check=False,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from fixtures.containers.launcher import DockerHandle, DockerLauncher
-from fixtures.zookeeper import FourLetterWordError, ZooKeeperEnsemble, ZooKeeperServer
+from harness.containers.launcher import DockerHandle, DockerLauncher
+from harness.zookeeper import FourLetterWordError, ZooKeeperEnsemble, ZooKeeperServer
 from tests.containers.docker_helpers import inspect
 
 pytestmark = pytest.mark.integration

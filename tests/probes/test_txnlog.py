@@ -11,7 +11,9 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.serialization import Create
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from fixtures.probes import (
+from harness.pytest_plugin import ServerFactory
+from harness.zookeeper import ZooKeeperServer
+from probes import (
     ChrootView,
     SessionNodeMap,
     TxnLogCursor,
@@ -21,8 +23,6 @@ from fixtures.probes import (
     read_txn_log,
     scan_log_file,
 )
-from fixtures.pytest_plugin import ServerFactory
-from fixtures.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.probes import (
+from probes import (
     ChrootView,
     SessionNodeMap,
     TxnLogCorrupt,
@@ -29,7 +29,7 @@ from fixtures.probes import (
     read_txn_log,
     scan_log_file,
 )
-from fixtures.probes.txnlog import FILE_HEADER_SIZE
+from probes.txnlog import FILE_HEADER_SIZE
 
 pytestmark = pytest.mark.unit
 
@@ -396,8 +396,8 @@ def test_session_map_links_sessions_to_brokers_under_any_chroot() -> None:
 def test_probes_import_neither_pytest_nor_the_reference_controller() -> None:
     """The wall: chaos checkers and other tools import the probes without pytest."""
     code = (
-        "import importlib, pkgutil, sys, fixtures.probes as p\n"
-        "for m in pkgutil.iter_modules(p.__path__): importlib.import_module(f'fixtures.probes.{m.name}')\n"
+        "import importlib, pkgutil, sys, probes as p\n"
+        "for m in pkgutil.iter_modules(p.__path__): importlib.import_module(f'probes.{m.name}')\n"
         "walled = ('pytest', '_pytest', 'reference_controller')\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in walled)\n"
         "print(','.join(bad))"

@@ -9,9 +9,9 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import WatchedEvent
 
-from fixtures.probes import FourLetterWordError, parse_wchc, parse_wchp, read_watches, strip_chroot
-from fixtures.probes.watches import four_letter_word, session_id_from_hex
-from fixtures.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer
+from probes import FourLetterWordError, parse_wchc, parse_wchp, read_watches, strip_chroot
+from probes.watches import four_letter_word, session_id_from_hex
 
 WCHC = "0x100000456970001\n\t/t/a/w\n\t/t/a/missing\n0xffff000000000001\n\t/other\n\n"
 WCHP = "/t/a/w\n\t0x100000456970001\n\t0xffff000000000001\n/other\n\t0xffff000000000001\n\n"

@@ -18,7 +18,8 @@ import pytest
 from kazoo.client import KazooClient, KazooState
 from kazoo.protocol.states import WatchedEvent
 
-from fixtures.probes.zk_journal import (
+from harness.zookeeper import ZooKeeperServer
+from probes.zk_journal import (
     ZkClosed,
     ZkConnect,
     ZkConnected,
@@ -26,7 +27,6 @@ from fixtures.probes.zk_journal import (
     ZkRaw,
     ZkRecordingProxy,
 )
-from fixtures.zookeeper import ZooKeeperServer
 
 T = TypeVar("T")
 JAVA_DIR = Path("/usr/share/java")

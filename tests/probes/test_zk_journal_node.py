@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cluster import Cluster, wait_for
-from conformance.targets import TargetError, load_target
-from fixtures.probes.zk_journal import ZkRequest
-from fixtures.zookeeper import ZooKeeperServer
+from cluster.cluster import Cluster, wait_for
+from cluster.targets import TargetError, load_target
+from harness.zookeeper import ZooKeeperServer
+from probes.zk_journal import ZkRequest
 
 
 @pytest.fixture

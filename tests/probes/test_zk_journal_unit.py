@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.nodeconfig import split_zookeeper_connect, zookeeper_connect
-from fixtures.probes import JuteDecodeError
-from fixtures.probes.jute import (
+from cluster.nodeconfig import split_zookeeper_connect, zookeeper_connect
+from probes import JuteDecodeError
+from probes.jute import (
     ClientOp,
     OpResult,
     decode_connect_request,
@@ -19,8 +19,8 @@ from fixtures.probes.jute import (
     decode_request,
     request_header,
 )
-from fixtures.probes.txnrecords import Acl
-from fixtures.probes.zk_journal import describe_client_op
+from probes.txnrecords import Acl
+from probes.zk_journal import describe_client_op
 
 WORLD = (Acl(31, "world", "anyone"),)
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from kazoo.client import KazooClient
 
-from fixtures.probes import (
+from probes import (
     EndPoint,
     MalformedZnode,
     PartitionReplicas,
@@ -31,7 +31,7 @@ from fixtures.probes import (
     read_topic,
     read_topic_config,
 )
-from fixtures.probes import znode_types as zt
+from probes import znode_types as zt
 
 CONTROLLER = b'{"version":1,"brokerid":2,"timestamp":"1589212345678"}'
 BROKER_V4 = (

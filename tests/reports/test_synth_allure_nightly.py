@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from conformance.records import validate
+from records.run_record import validate
 from reports import allure, nightly, synth
 from reports.errors import InputError
 from tests.reports.conftest import record

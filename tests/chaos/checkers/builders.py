@@ -22,7 +22,7 @@ from chaos.checkers import (
     TopicState,
 )
 from chaos.history import History, OpType
-from fixtures.probes import TopicPartition, TxnOp, TxnRecord
+from probes import TopicPartition, TxnOp, TxnRecord
 
 SESSION_A = 0x1000_0000_0000_0A
 SESSION_B = 0x1000_0000_0000_0B

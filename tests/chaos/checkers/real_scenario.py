@@ -26,11 +26,11 @@ from chaos.checkers import FinalState, final_state_to_json
 from chaos.checkers.final_state import fetch_broker_metadata, journals_from_requests, read_zookeeper_state
 from chaos.checkers.txnjson import dump_records
 from chaos.history import History
-from conformance import admin
-from conformance.cluster import Cluster, wait_for
-from conformance.targets import load_target
-from fixtures.probes import TxnRecord
-from fixtures.probes.request_proxy import send_request
+from cluster import admin
+from cluster.cluster import Cluster, wait_for
+from cluster.targets import load_target
+from probes import TxnRecord
+from probes.request_proxy import send_request
 
 BROKERS = (1, 2, 3)
 OVERRIDES = {"auto.leader.rebalance.enable": "false"}
@@ -185,7 +185,7 @@ def _metadata_or_none(cluster: Cluster) -> dict[int, Any]:
 def main(out: Path, *, strict: bool = True) -> None:  # pragma: no cover - regenerates the capture
     from kazoo.client import KazooClient  # noqa: PLC0415
 
-    from fixtures.zookeeper import ZooKeeperServer  # noqa: PLC0415
+    from harness.zookeeper import ZooKeeperServer  # noqa: PLC0415
 
     with ZooKeeperServer(name="checkers-capture", tick_time_ms=500, max_session_timeout_ms=30000) as zk:
         root = KazooClient(hosts=zk.connect_string)

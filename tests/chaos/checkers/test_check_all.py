@@ -18,7 +18,7 @@ from chaos.checkers import (
 )
 from chaos.checkers.verdict import MAX_EVIDENCE
 from chaos.history import Op
-from fixtures.probes import TxnRecord
+from probes import TxnRecord
 from tests.chaos.checkers.builders import SESSION_A, SESSION_B, Log, create, final_state, history_of, request
 
 pytestmark = [pytest.mark.unit, pytest.mark.chaos]

@@ -27,7 +27,7 @@ from chaos.checkers.liveness import admin_znodes_cleaned, deletions_completed, r
 from chaos.checkers.stranded import REASSIGN_PARTITIONS
 from chaos.checkers.txnjson import load_records
 from chaos.history import History
-from fixtures.probes import TopicPartition, TxnOp, TxnRecord
+from probes import TopicPartition, TxnOp, TxnRecord
 from tests.chaos.checkers.builders import (
     ADMIN,
     SESSION_A,

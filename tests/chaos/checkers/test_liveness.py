@@ -17,8 +17,8 @@ from chaos.checkers.liveness import (
     reassign_targets,
     reassignments_completed,
 )
-from fixtures.probes import TopicPartition
-from fixtures.probes.txnrecords import TxnOp, TxnRecord
+from probes import TopicPartition
+from probes.txnrecords import TxnOp, TxnRecord
 from tests.chaos.checkers.builders import (
     ADMIN,
     Log,

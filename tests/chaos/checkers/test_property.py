@@ -27,7 +27,7 @@ from chaos.checkers import (
     check_all,
 )
 from chaos.history import History, OpType
-from fixtures.probes import TopicPartition
+from probes import TopicPartition
 from tests.chaos.checkers.builders import (
     ADMIN,
     Log,

@@ -16,10 +16,10 @@ import pytest
 
 from chaos.checkers import aggregate, check_all
 from chaos.checkers.safety import no_write_after_epoch_superseded
-from conformance.cluster import Cluster
-from conformance.targets import load_target
-from fixtures.probes import TxnRecord
-from fixtures.zookeeper import ZooKeeperServer
+from cluster.cluster import Cluster
+from cluster.targets import load_target
+from harness.zookeeper import ZooKeeperServer
+from probes import TxnRecord
 from tests.chaos.checkers.builders import set_data, state_data, state_path
 from tests.chaos.checkers.real_scenario import OVERRIDES, run_failover_scenario
 

@@ -28,7 +28,7 @@ from chaos.checkers.safety import (
 )
 from chaos.checkers.txnjson import load_records
 from chaos.history import History
-from fixtures.probes import TxnOp, TxnRecord
+from probes import TxnOp, TxnRecord
 from tests.chaos.checkers.builders import (
     ADMIN,
     SESSION_A,

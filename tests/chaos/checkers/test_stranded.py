@@ -19,7 +19,7 @@ import pytest
 from chaos.checkers import PartitionState, TopicState
 from chaos.checkers.liveness import admin_znodes_cleaned, reassignments_completed
 from chaos.checkers.stranded import REASSIGN_PARTITIONS, stranded_reassignments
-from fixtures.probes import TopicPartition
+from probes import TopicPartition
 from tests.chaos.checkers.builders import (
     ADMIN,
     SESSION_A,

@@ -13,13 +13,13 @@ from kazoo.client import KazooClient
 from chaos.links import ChaosCluster, LinkFabric, PortPool, use_toxiproxy
 from chaos.nemesis import Nemesis, NodeGuard
 from chaos.toxiproxy.launch import toxiproxy_server
-from conformance import admin
-from conformance.cluster import wait_for
-from conformance.nodeconfig import split_zookeeper_connect
-from conformance.targets import load_target
-from fixtures.launcher import launcher_named
-from fixtures.port_claims import claim_port
-from fixtures.zookeeper import ZooKeeperServer
+from cluster import admin
+from cluster.cluster import wait_for
+from cluster.nodeconfig import split_zookeeper_connect
+from cluster.targets import load_target
+from harness.launcher import launcher_named
+from harness.port_claims import claim_port
+from harness.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.chaos
 

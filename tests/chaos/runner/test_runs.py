@@ -11,7 +11,7 @@ import pytest
 from chaos.generator import Schedule
 from chaos.history import History
 from chaos.scenarios import SCENARIOS
-from conformance.records import METRICS, read_records
+from records.run_record import METRICS, read_records
 from tests.chaos.runner.support import chaos
 
 pytestmark = pytest.mark.chaos

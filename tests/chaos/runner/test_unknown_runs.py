@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.records import read_records
+from records.run_record import read_records
 from tests.chaos.runner.support import chaos
 
 pytestmark = pytest.mark.chaos

@@ -20,7 +20,7 @@ import requests
 
 from chaos.toxiproxy.launch import client_for, toxiproxy_server
 from chaos.toxiproxy.proxy import Proxy, ProxyCollection
-from fixtures.zookeeper import process
+from harness.zookeeper import process
 from tests.chaos.toxiproxy.support import TcpServer, wait_for
 
 pytestmark = pytest.mark.chaos

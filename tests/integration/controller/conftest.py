@@ -1,4 +1,4 @@
-"""Fixtures for the controller-driver integration tests (real ZooKeeper from `fixtures.pytest_plugin`)."""
+"""Fixtures for the controller-driver integration tests (real ZooKeeper from `harness.pytest_plugin`)."""
 
 from __future__ import annotations
 

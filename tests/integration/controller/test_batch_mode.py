@@ -18,8 +18,8 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from fixtures.probes import ChrootView, TxnLogCursor, TxnOp, TxnRecord
-from fixtures.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer
+from probes import ChrootView, TxnLogCursor, TxnOp, TxnRecord
 from reference_controller.controller.driver.zk_driver import KazooZkPort
 from reference_controller.controller.ports import (
     ControllerMovedError,

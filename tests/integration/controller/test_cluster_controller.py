@@ -2,7 +2,7 @@
 
 Every node contends for `/controller`; the tests act only as Kafka's admin does (writing znodes)
 and observe three channels: ZooKeeper's transaction log (the exact write history, via
-`fixtures.probes.TxnLogCursor` restricted to this test's chroot), the znodes themselves, and each
+`probes.TxnLogCursor` restricted to this test's chroot), the znodes themselves, and each
 node's `controller-requests.jsonl` journal (what it received from the controller). Order is only
 compared within one channel (spec §11). Covered: election on a fresh chroot (§2.1), failover after
 SIGKILL of the controller in §2.2 order, topic creation (§5.2), reassignment (§4, leader epochs of
@@ -26,9 +26,9 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from fixtures.probes import ChrootView, TxnLogCursor, TxnOp, TxnRecord
-from fixtures.probes.logdirs import scan_log_dir
-from fixtures.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer
+from probes import ChrootView, TxnLogCursor, TxnOp, TxnRecord
+from probes.logdirs import scan_log_dir
 from reference_controller import zkdata
 from tests.node.helpers import NodeFactory, NodeProcess
 from tests.polling import wait_for

@@ -23,7 +23,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from fixtures.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer
 from reference_controller import zkdata
 from reference_controller.controller.driver.config_watcher import ConfigWatcher
 from reference_controller.controller.events import ControllerEvent, TopicUncleanLeaderElectionEnable

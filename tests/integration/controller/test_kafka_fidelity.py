@@ -28,8 +28,8 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from fixtures.probes import ChrootView, TxnLogCursor, TxnRecord
-from fixtures.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer
+from probes import ChrootView, TxnLogCursor, TxnRecord
 from reference_controller import zkdata
 from tests.node.helpers import NodeFactory, NodeProcess
 from tests.polling import wait_for

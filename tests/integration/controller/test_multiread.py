@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kazoo.client import KazooClient
 
-from fixtures.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer
 from reference_controller.controller.driver.multiread import MultiRead, ReadOp
 from reference_controller.controller.driver.zk_driver import KazooZkPort
 from reference_controller.controller.events import PartitionModifications

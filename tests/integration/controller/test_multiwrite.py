@@ -18,7 +18,7 @@ from kazoo.protocol.serialization import CheckVersion, Create, Delete, SetData
 from kazoo.protocol.states import KazooState
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from fixtures.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer
 from reference_controller.controller.driver.kazoo_handler import LeanThreadingHandler, PollingThreadingHandler
 from reference_controller.controller.driver.zk_driver import KazooZkPort
 from reference_controller.controller.events import Expire, TopicChange, ZkReconnected

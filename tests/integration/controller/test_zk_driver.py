@@ -7,9 +7,9 @@ from collections.abc import Callable
 import pytest
 from kazoo.client import KazooClient
 
-from fixtures.probes.history import ChrootView
-from fixtures.probes.txnlog import read_txn_log
-from fixtures.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer
+from probes.history import ChrootView
+from probes.txnlog import read_txn_log
 from reference_controller.controller.driver.zk_driver import KazooZkPort
 from reference_controller.controller.events import (
     BrokerChange,

@@ -13,7 +13,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
-from fixtures.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer
 from reference_controller.controller.driver import ZkSessionLostError
 from reference_controller.controller.driver.zk_driver import KazooZkPort
 from reference_controller.controller.events import Expire, TopicChange, ZkReconnected

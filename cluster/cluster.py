@@ -1,0 +1,540 @@
+"""A cluster of N target nodes on a real ZooKeeper, driven only from outside (conformance ring).
+
+Each node is one process (or container) started from the target's command with a generated
+``server.properties`` (:mod:`cluster.nodeconfig`): broker id, ``zookeeper.connect`` with the
+test's chroot, a listener per directed link on loopback, log dirs under the node's directory, the
+target's profile and per-test overrides. Nodes start through the launcher seam
+(:mod:`harness.launcher`; ``launcher=`` or ``KZK_LAUNCHER``): with ``process`` they run in their
+own process group (signals go to the group), die with the test process (``PR_SET_PDEATHSIG``) and
+have pid files for the reaper; with ``docker`` each is a container from the target's
+``[container]`` recipe on the host network, its node dir bind-mounted at the same path, and
+stop/kill/pause/resume become ``docker kill -s TERM``/``docker kill``/``docker pause``/``unpause``.
+:meth:`Cluster.close` kills every node even when the test failed.
+
+With ``record_requests`` (the default) a :class:`~probes.request_proxy.RecordingProxy`
+sits on every controller→broker link: node Y binds ``CTRL_<x>`` on a fixed loopback port and
+advertises the proxy's port, so every controller request Y receives is journalled (per
+destination, in arrival order) whichever implementation sent it.
+
+With ``record_zookeeper`` (the default) each node's ``zookeeper.connect`` names its own
+:class:`~probes.zk_journal.ZkRecordingProxy` (one per ZooKeeper host, chroot kept): every
+request the node sends to ZooKeeper and every watch event it receives is journalled per node
+(:meth:`Cluster.zk_journal`; also ``node-<id>/zk-journal.jsonl``). The proxy only relays bytes, so
+it works for any target. Chaining seams for fault injection: ``zk_front(node id, proxy address)``
+returns the address the node should connect to instead (a fault proxy in front that forwards to the
+recording proxy), and :attr:`ZkRecordingProxy.upstream` may be pointed at a fault proxy behind it.
+
+Observation helpers are read-only: ZooKeeper data (``zk``), the transaction log of this chroot
+(``history``), state-change logs, log dirs. Admin writes live in :mod:`cluster.admin`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import socket
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kazoo.exceptions import NoNodeError
+
+from cluster.nodeconfig import (
+    CLIENT_LISTENER,
+    Interpose,
+    NodeSpec,
+    control_listener,
+    render_properties,
+    split_zookeeper_connect,
+    zookeeper_connect,
+)
+from cluster.nodeconfig import server_properties as build_properties
+from cluster.targets import Target, profile_properties
+from harness.launcher import Handle, Launcher, LaunchSpec, launcher_from_env
+from harness.port_claims import claim_port
+from harness.zookeeper.observer import observer_client
+from probes.history import ChrootView, TxnLogCursor
+from probes.request_proxy import RecordingProxy, RequestJournal
+from probes.state_change_log import LogEntry, read_state_change_log
+from probes.txnrecords import TxnRecord
+from probes.zk_journal import ProxyLoop, ZkJournal, ZkRecordingProxy
+
+__all__ = ["Cluster", "ClusterFactory", "ConditionTimeout", "Node", "wait_for"]
+
+T = TypeVar("T")
+Address = tuple[str, int]
+
+
+class ConditionTimeout(AssertionError):
+    """A waited-for condition did not hold before its deadline; the message says what was seen."""
+
+
+def wait_for(
+    predicate: Callable[[], T | None],
+    deadline_s: float,
+    describe: str | Callable[[], str],
+    poll_s: float = 0.05,
+) -> T:
+    """Poll ``predicate`` until it returns a truthy value (returned); raise with what it last saw.
+
+    Exceptions raised by ``predicate`` count as "not yet" (a znode mid-write, a broker not yet
+    listening) and the last one is shown when the deadline passes.
+    """
+    give_up = time.monotonic() + deadline_s
+    last: object = None
+    while True:
+        try:
+            value = predicate()
+            if value:
+                return value
+            last = value
+        except Exception as exc:
+            last = exc
+        if time.monotonic() >= give_up:
+            seen = describe() if callable(describe) else describe
+            raise ConditionTimeout(
+                f"timed out after {deadline_s:.1f}s waiting for: {seen}\nlast predicate result: {last!r}"
+            )
+        time.sleep(poll_s)
+
+
+#: Fixed listener ports (the node side of an interposed link) come from below the kernel's
+#: ephemeral range (32768+ on Linux): a port picked there could be taken by any outgoing
+#: connection or port-0 listener before the node binds it, or before it restarts.
+_STATIC_PORTS = range(20000, 32000)
+_handed_out: set[int] = set()
+#: One abstract-namespace unix socket per handed-out port, held for the life of this process: a
+#: concurrent run on the same host (another suite, a chaos campaign, CI next to a developer) that
+#: picks the same port sees the name taken and skips it. The kernel frees the names when the
+#: process ends, even on SIGKILL, and nothing is left on disk.
+_reservations: list[socket.socket] = []
+
+
+def _reserve_across_processes(port: int) -> bool:
+    claim = claim_port(port)
+    if claim is None:
+        return False
+    _reservations.append(claim)
+    return True
+
+
+def _worker_static_ports() -> range:
+    """This xdist worker's own slice of ``_STATIC_PORTS``.
+
+    ``_handed_out`` is per process: two workers picking from the whole range could hand out the
+    same port to two clusters, and the node started second then fails to bind it ("address already
+    in use"). Each worker picks from its own slice instead.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or "1"), 1)
+    index = int(worker[2:]) % count if worker.startswith("gw") and worker[2:].isdigit() else 0
+    size = len(_STATIC_PORTS) // count
+    start = _STATIC_PORTS.start + index * size
+    return range(start, start + size)
+
+
+def pick_static_ports(count: int) -> list[int]:
+    """``count`` currently bindable loopback ports outside the ephemeral range, never reused,
+    never handed out by another xdist worker of the same run, nor by any other live process on
+    this host that picks its ports here (concurrent suite runs)."""
+    ports = _worker_static_ports()
+    out: list[int] = []
+    while len(out) < count:
+        port = random.choice(ports)
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        if not _reserve_across_processes(port):
+            continue  # another live process on this host holds it
+        out.append(port)
+    return out
+
+
+@dataclass
+class Node:
+    """One node: its files, its properties and its process or container (``None`` when not running)."""
+
+    broker_id: int
+    node_dir: Path
+    log_dirs: tuple[Path, ...]
+    properties: dict[str, str]
+    proc: Handle | None = None
+    paused: bool = False
+    exit_codes: list[int] = field(default_factory=list)
+
+    @property
+    def config_path(self) -> Path:
+        return self.node_dir / "server.properties"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+class Cluster:
+    """N nodes of ``target`` in ``chroot`` on the ZooKeeper at ``zk_connect_string``."""
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        zk_connect_string: str,
+        chroot: str,
+        txn_log_dir: Path,
+        base_dir: Path,
+        profile: str = "2.5",
+        broker_ids: Iterable[int] = (1, 2, 3),
+        overrides: Mapping[str, str] = {},
+        node_overrides: Mapping[int, Mapping[str, str]] = {},
+        log_dirs_per_node: int = 1,
+        record_requests: bool = True,
+        record_zookeeper: bool = True,
+        zk_front: Callable[[int, Address], Address] | None = None,
+        four_letter: Callable[[str], str] | None = None,
+        launcher: Launcher | None = None,
+    ) -> None:
+        if launcher is not None or getattr(self, "launcher", None) is None:  # a subclass may set it first
+            self.launcher: Launcher = launcher or launcher_from_env()
+        self.target, self.chroot, self.profile = target, chroot, profile
+        self.broker_ids = tuple(sorted(broker_ids))
+        self.base_dir = base_dir
+        self._four_letter = four_letter
+        self.history_cursor = TxnLogCursor.at_end(txn_log_dir)
+        self.view = ChrootView(chroot)
+        self._records: list[TxnRecord] = []
+        self._sessions: set[int] = set()
+        self.zk = observer_client(f"{zk_connect_string}{chroot}", timeout_s=10.0)
+        self.zk.start(timeout=15.0)
+        self.journal: RequestJournal | None = RequestJournal() if record_requests else None
+        self.proxies: dict[tuple[int, int], RecordingProxy] = {}
+        self.zk_loop = ProxyLoop("zk-journal") if record_zookeeper else None
+        self.zk_front = zk_front
+        self.zk_journals: dict[int, ZkJournal] = {}
+        self.zk_proxies: dict[int, list[ZkRecordingProxy]] = {}
+        self.nodes: dict[int, Node] = {}
+        try:
+            for bid in self.broker_ids:
+                self.nodes[bid] = self._make_node(
+                    bid, zk_connect_string, overrides, node_overrides.get(bid, {}), log_dirs_per_node
+                )
+        except BaseException:  # a bad override: no proxy, loop or client outlives the refusal
+            self.close()
+            raise
+
+    # --- set-up ---------------------------------------------------------------------------------
+
+    def _interpose(self, dest: int) -> dict[str, Interpose]:
+        if self.journal is None:
+            return {}
+        out: dict[str, Interpose] = {}
+        bind_ports = pick_static_ports(len(self.broker_ids))
+        for source, bind_port in zip(self.broker_ids, bind_ports, strict=True):
+            proxy = RecordingProxy(self.journal, source=source, dest=dest)
+            proxy.upstream = ("127.0.0.1", bind_port)
+            self.proxies[(source, dest)] = proxy
+            out[control_listener(source)] = Interpose(bind_port=bind_port, advertised_port=proxy.port)
+        return out
+
+    def _zookeeper_link(self, bid: int, node_dir: Path, zk: str) -> str:
+        """The node's ``zookeeper.connect``: its recording proxies (and any front), chroot kept."""
+        if self.zk_loop is None:
+            return f"{zk}{self.chroot}"
+        hosts, _ = split_zookeeper_connect(zk)
+        journal = ZkJournal(f"node-{bid}", chroot=self.chroot, jsonl_path=node_dir / "zk-journal.jsonl")
+        proxies = [ZkRecordingProxy(journal, host, loop=self.zk_loop) for host in hosts]
+        self.zk_journals[bid], self.zk_proxies[bid] = journal, proxies
+        front = self.zk_front or (lambda _bid, address: address)
+        return zookeeper_connect([front(bid, p.address) for p in proxies], self.chroot)
+
+    def _make_node(
+        self, bid: int, zk: str, overrides: Mapping[str, str], mine: Mapping[str, str], n_dirs: int
+    ) -> Node:
+        node_dir = self.base_dir / f"node-{bid}"
+        (node_dir / "logs").mkdir(parents=True, exist_ok=True)
+        log_dirs = tuple(node_dir / f"data-{i}" for i in range(n_dirs))
+        spec = NodeSpec(
+            bid,
+            self.broker_ids,
+            self._zookeeper_link(bid, node_dir, zk),
+            tuple(map(str, log_dirs)),
+            self._interpose(bid),
+        )
+        props = build_properties(
+            spec,
+            profile=profile_properties(self.profile),
+            target_extra=self.target.extra_properties,
+            overrides={**overrides, **mine},
+        )
+        node = Node(bid, node_dir, log_dirs, props)
+        node.config_path.write_text(
+            render_properties(props, header=f"conformance node {bid} of target {self.target.name}"),
+            encoding="utf-8",
+        )
+        return node
+
+    def deadline(self, seconds: float) -> float:
+        return self.target.deadline(seconds)
+
+    # --- process control ------------------------------------------------------------------------
+
+    def start(self, ids: Iterable[int] | None = None, *, wait: bool = True) -> None:
+        """Start nodes (all by default) and wait until each has registered."""
+        wanted = list(ids) if ids is not None else list(self.broker_ids)
+        for bid in wanted:
+            self._spawn(self.nodes[bid])
+        if wait:
+            self.wait_registered(wanted)
+
+    def _spawn(self, node: Node) -> None:
+        if node.running:
+            raise RuntimeError(f"node {node.broker_id} is already running")
+        node.proc = self.launcher.spawn(self.launch_spec(node))
+        node.paused = False
+
+    def launch_spec(self, node: Node) -> LaunchSpec:
+        """How ``node`` starts: the target's command (and its ``[container]`` recipe in a container)."""
+        in_container = self.launcher.name != "process"
+        inside = self.target.render_container(node.config_path, node.node_dir) if in_container else None
+        return LaunchSpec(
+            role="node",
+            name=f"node-{node.broker_id}",
+            argv=self.target.render_command(node.config_path, node.node_dir),
+            cwd=self.target.render_cwd(node.node_dir),
+            log_path=node.node_dir / "stdout.log",
+            env={**os.environ, **self.target.render_env(node.node_dir)},
+            mounts=[node.node_dir],
+            container_argv=inside.argv if inside else None,
+            container_cwd=inside.cwd if inside else None,
+            container_env=inside.env if inside else None,
+            image=inside.image if inside else None,
+        )
+
+    def wait_registered(self, ids: Iterable[int], deadline_s: float = 20.0) -> None:
+        ids = list(ids)
+
+        def registered() -> bool:
+            for bid in ids:
+                node = self.nodes[bid]
+                if not node.running:
+                    code = node.proc.poll() if node.proc is not None else None
+                    raise RuntimeError(f"node {bid} ({self._where(node)}) exited with {code}")
+            return all(self.zk.exists(f"/brokers/ids/{bid}") for bid in ids)
+
+        wait_for(registered, self.deadline(deadline_s), lambda: f"brokers {ids} registered; {self.summary()}")
+
+    def _where(self, node: Node) -> str:
+        return node.proc.description if node.proc is not None else "not started"
+
+    def _signal(self, bid: int, sig: signal.Signals) -> None:
+        proc = self.nodes[bid].proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(sig)
+
+    def _reap(self, node: Node, timeout_s: float) -> int:
+        assert node.proc is not None
+        code = node.proc.wait(timeout_s)
+        node.exit_codes.append(code)
+        with contextlib.suppress(Exception):
+            node.proc.remove()  # a container is removed; its files stay in the node dir
+        node.proc, node.paused = None, False
+        return code
+
+    def stop(self, bid: int, timeout_s: float | None = None) -> int:
+        """SIGTERM (controlled shutdown for Kafka-like targets), wait for exit; returns the code."""
+        node = self.nodes[bid]
+        if node.paused:
+            self.resume(bid)
+        self._signal(bid, signal.SIGTERM)
+        return self._reap(node, timeout_s or self.target.stop_timeout_s)
+
+    def kill(self, bid: int) -> int:
+        """SIGKILL the node's process group (``docker kill``); its ZooKeeper session expires later."""
+        node = self.nodes[bid]
+        self._signal(bid, signal.SIGKILL)
+        return self._reap(node, 10.0)
+
+    def pause(self, bid: int) -> None:
+        self._signal(bid, signal.SIGSTOP)
+        self.nodes[bid].paused = True
+
+    def resume(self, bid: int) -> None:
+        self._signal(bid, signal.SIGCONT)
+        self.nodes[bid].paused = False
+
+    def restart(self, bid: int, *, wait: bool = True) -> None:
+        if self.nodes[bid].running:
+            self.stop(bid)
+        self.start([bid], wait=wait)
+
+    def wait_unregistered(self, bid: int, deadline_s: float = 20.0) -> None:
+        wait_for(
+            lambda: not self.zk.exists(f"/brokers/ids/{bid}"),
+            self.deadline(deadline_s),
+            f"/brokers/ids/{bid} to disappear",
+        )
+
+    def close(self) -> None:
+        """Kill every node, stop proxies and clients; never raises."""
+        for bid, node in self.nodes.items():
+            if node.proc is not None:
+                self._signal(bid, signal.SIGCONT)
+                self._signal(bid, signal.SIGKILL)
+                with contextlib.suppress(Exception):
+                    self._reap(node, 10.0)
+                if node.proc is not None:  # not reaped in time: never leave it running
+                    with contextlib.suppress(Exception):
+                        node.proc.remove()
+        for proxy in self.proxies.values():
+            with contextlib.suppress(Exception):
+                proxy.close()
+        self.proxies.clear()  # close() may be called again (a check, then the fixture)
+        if self.journal is not None:
+            self.journal.close()
+        for zk_proxy in (p for ps in self.zk_proxies.values() for p in ps):
+            zk_proxy.close()
+        self.zk_proxies.clear()
+        if self.zk_loop is not None:
+            self.zk_loop.close()
+        for zk_journal in self.zk_journals.values():
+            zk_journal.close()
+        with contextlib.suppress(Exception):
+            self.zk.stop()
+            self.zk.close()
+
+    # --- observation ----------------------------------------------------------------------------
+
+    def four_letter(self, command: str) -> str:
+        """A ZooKeeper four-letter word (``wchc``, ``wchp``, …) on the cluster's server."""
+        if self._four_letter is None:
+            raise RuntimeError("this cluster was made without a four-letter-word channel")
+        return self._four_letter(command)
+
+    def zk_journal(self, bid: int) -> ZkJournal:
+        """What node ``bid`` sent to ZooKeeper and the watch events it got (raises ``LookupError``
+        when the cluster was made with ``record_zookeeper=False``)."""
+        if bid not in self.zk_journals:
+            raise LookupError(
+                f"no ZooKeeper journal for node {bid} (record_zookeeper={self.zk_loop is not None})"
+            )
+        return self.zk_journals[bid]
+
+    def zk_evidence(self, last: int = 150) -> dict[str, str]:
+        """The tail of every node's ZooKeeper journal (pings left out), for failure reports."""
+        return {
+            f"node {bid} ZooKeeper requests (journal)": journal.dump(last=last)
+            for bid, journal in self.zk_journals.items()
+        }
+
+    def get_json(self, path: str) -> Any:
+        """Parsed JSON of a znode, ``None`` if absent (raises on undecodable data)."""
+        try:
+            data, _ = self.zk.get(path)
+        except NoNodeError:
+            return None
+        return None if data is None or data == b"" else json.loads(data)
+
+    def controller_id(self) -> int | None:
+        ctrl = self.get_json("/controller")
+        return None if ctrl is None else int(ctrl["brokerid"])
+
+    def controller_epoch(self) -> tuple[int, int] | None:
+        """(epoch, dataVersion) of ``/controller_epoch``."""
+        try:
+            data, stat = self.zk.get("/controller_epoch")
+        except NoNodeError:
+            return None
+        return int(data.decode()), stat.version
+
+    def wait_controller(self, deadline_s: float = 20.0, *, not_in: Iterable[int] = ()) -> int:
+        excluded = set(not_in)
+
+        def elected() -> list[int] | None:  # a list: broker id 0 is a controller, not "not yet"
+            cid = self.controller_id()
+            return [cid] if cid is not None and cid not in excluded else None
+
+        return wait_for(
+            elected, self.deadline(deadline_s), lambda: f"a controller not in {excluded}; {self.summary()}"
+        )[0]
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
+        return self.get_json(f"/brokers/topics/{topic}/partitions/{partition}/state")  # type: ignore[no-any-return]
+
+    def partition_state_stat(self, topic: str, partition: int) -> tuple[dict[str, Any], int] | None:
+        try:
+            data, stat = self.zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        except NoNodeError:
+            return None
+        return json.loads(data), stat.version
+
+    def broker_epoch(self, bid: int) -> int | None:
+        stat = self.zk.exists(f"/brokers/ids/{bid}")
+        return None if stat is None else int(stat.czxid)
+
+    def endpoint(self, bid: int, listener: str = CLIENT_LISTENER) -> tuple[str, int]:
+        reg = self.get_json(f"/brokers/ids/{bid}")
+        if reg is None:
+            raise RuntimeError(f"broker {bid} is not registered")
+        for ep in reg["endpoints"]:
+            name, rest = ep.split("://", 1)
+            if name == listener:
+                host, port = rest.rsplit(":", 1)
+                return host, int(port)
+        raise RuntimeError(f"broker {bid} registers no {listener} endpoint: {reg['endpoints']}")
+
+    def bind_port(self, dest: int, listener: str) -> int:
+        """The port node ``dest`` binds for ``listener`` when it is fixed (interposed links)."""
+        for entry in self.nodes[dest].properties["listeners"].split(","):
+            name, rest = entry.split("://", 1)
+            if name == listener:
+                return int(rest.rsplit(":", 1)[1])
+        raise KeyError(listener)
+
+    def bootstrap(self) -> str:
+        return ",".join(
+            "{}:{}".format(*self.endpoint(b)) for b in self.broker_ids if self.zk.exists(f"/brokers/ids/{b}")
+        )
+
+    def history(self) -> list[TxnRecord]:
+        """Every transaction of this chroot since the cluster was made (chroot stripped)."""
+        batch = self.history_cursor.read()
+        # failed multis name no path: keep them when their session ever wrote in the chroot
+        self._sessions |= {r.session_id for r in batch if any(self.view.contains(p) for p in r.paths())}
+        self._records += ChrootView(self.chroot, frozenset(self._sessions)).filter(batch)
+        return list(self._records)
+
+    def state_changes(self, bid: int) -> list[LogEntry]:
+        path = self.target.log_path("state_change", self.nodes[bid].node_dir)
+        return [] if path is None else read_state_change_log(path)
+
+    def log_tail(self, bid: int, kind: str = "server", lines: int = 60) -> str:
+        path = self.target.log_path(kind, self.nodes[bid].node_dir)
+        if path is None or not path.is_file():
+            path = self.nodes[bid].node_dir / "stdout.log"
+            if not path.is_file():
+                return "(no log)"
+        text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def summary(self) -> str:
+        live = {b: bool(self.zk.exists(f"/brokers/ids/{b}")) for b in self.broker_ids}
+        procs = {
+            b: ("paused" if n.paused else "up" if n.running else f"down{n.exit_codes[-1:]}")
+            for b, n in self.nodes.items()
+        }
+        ctrl = f"controller={self.controller_id()} epoch={self.controller_epoch()}"
+        return f"{ctrl} registered={live} processes={procs}"
+
+
+#: What the ``cluster_factory`` fixture of ``conformance/conftest.py`` gives a check.
+ClusterFactory = Callable[..., Cluster]

@@ -1,0 +1,76 @@
+"""The default launcher: servers as local processes (ring: drivers).
+
+Each server runs in its own session (signals go to its process group), dies with its owner
+(``setpriv --pdeathsig`` / ``PR_SET_PDEATHSIG``) and has a pid file with its start time, so the
+reaper of :mod:`harness.zookeeper.reaper` removes what a killed run left — for nodes as for
+ZooKeeper JVMs.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+
+from harness.launcher import Handle, LaunchSpec
+from harness.zookeeper import process
+
+__all__ = ["ProcessHandle", "ProcessLauncher"]
+
+
+class ProcessHandle:
+    """A local process started by :class:`ProcessLauncher`."""
+
+    def __init__(self, managed: process.ManagedJvm) -> None:
+        self.managed = managed
+
+    @property
+    def pid(self) -> int:
+        return self.managed.pid
+
+    @property
+    def description(self) -> str:
+        return f"pid {self.managed.pid}"
+
+    def poll(self) -> int | None:
+        return self.managed.exit_code()
+
+    def wait(self, timeout_s: float) -> int:
+        try:
+            code = self.managed.popen.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            raise TimeoutError(
+                f"{self.managed.name} (pid {self.pid}) still running after {timeout_s:.1f}s"
+            ) from exc
+        self.managed.exit_code()  # releases the pid file
+        return code
+
+    def send_signal(self, sig: signal.Signals) -> None:
+        if sig == signal.SIGSTOP:
+            self.managed.pause()
+        elif sig == signal.SIGCONT:
+            self.managed.resume()
+        else:
+            self.managed.signal_group(sig)
+
+    def remove(self) -> None:
+        if self.managed.exit_code() is None:
+            self.managed.signal_group(signal.SIGCONT)
+            self.managed.kill()
+
+
+class ProcessLauncher:
+    name = "process"
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    def spawn(self, spec: LaunchSpec) -> Handle:
+        managed = process.spawn_jvm(
+            list(spec.argv),
+            name=spec.name,
+            run_dir=spec.cwd,
+            log_path=spec.log_path,
+            die_with_owner=True,
+            env=dict(spec.env) if spec.env else None,
+        )
+        return ProcessHandle(managed)

@@ -1,0 +1,1 @@
+"""Tests of the harness: launchers, ZooKeeper servers and ensembles, port claims, the reaper."""

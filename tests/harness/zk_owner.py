@@ -1,0 +1,34 @@
+"""Helper process for the reaper tests: own one ZooKeeperServer, report it as JSON, then sleep.
+
+Usage: ``python -m tests.harness.zk_owner <die_with_owner 0|1>``. The test then kills or signals
+this process and checks what happens to the JVM.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from harness.zookeeper import ZooKeeperServer
+from harness.zookeeper.process import live_jvms, owner_session
+
+
+def main() -> None:
+    server = ZooKeeperServer(name="owner-helper", die_with_owner=sys.argv[1:] == ["1"])
+    server.start()
+    jvm = live_jvms()[0]
+    info = {
+        "pid": jvm.pid,
+        "start_time": jvm.start_time,
+        "port": server.port,
+        "run_dir": str(server.run_dir),
+        "run_root": str(owner_session().run_root),
+        "record": str(jvm.record_path),
+    }
+    print(json.dumps(info), flush=True)
+    time.sleep(600)
+
+
+if __name__ == "__main__":
+    main()

@@ -46,6 +46,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
+from harness.wait import ConditionTimeout
+from harness.wait import wait_for as harness_wait_for
 from harness.zookeeper import ZooKeeperServer
 from reference_controller import zkdata as zd
 from reference_controller.config import KafkaConfig
@@ -478,14 +480,11 @@ class Bench:
 
 
 def wait_for(what: str, check: Callable[[], bool], seen: Callable[[], str], timeout_s: float) -> None:
-    """Poll `check` until true; on the deadline raise BenchTimeout with `seen()`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if check():
-            return
-        if time.monotonic() > deadline:
-            raise BenchTimeout(f"timed out after {timeout_s:.0f} s waiting for {what}; saw {seen()}")
-        time.sleep(0.02)
+    """Poll `check` until true; on the deadline raise BenchTimeout with `seen()` (harness.wait)."""
+    try:
+        harness_wait_for(check, timeout_s, lambda: f"{what}; saw {seen()}", poll_s=0.02)
+    except ConditionTimeout as exc:
+        raise BenchTimeout(str(exc)) from exc
 
 
 def controller_state(service: ControllerService, c: Counters) -> str:

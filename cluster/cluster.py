@@ -36,11 +36,10 @@ import os
 import random
 import signal
 import socket
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
@@ -57,6 +56,7 @@ from cluster.nodeconfig import server_properties as build_properties
 from cluster.targets import Target, profile_properties
 from harness.launcher import Handle, Launcher, LaunchSpec, launcher_from_env
 from harness.port_claims import claim_port
+from harness.wait import ConditionTimeout, wait_for
 from harness.zookeeper.observer import observer_client
 from probes.history import ChrootView, TxnLogCursor
 from probes.request_proxy import RecordingProxy, RequestJournal
@@ -66,41 +66,7 @@ from probes.zk_journal import ProxyLoop, ZkJournal, ZkRecordingProxy
 
 __all__ = ["Cluster", "ClusterFactory", "ConditionTimeout", "Node", "wait_for"]
 
-T = TypeVar("T")
 Address = tuple[str, int]
-
-
-class ConditionTimeout(AssertionError):
-    """A waited-for condition did not hold before its deadline; the message says what was seen."""
-
-
-def wait_for(
-    predicate: Callable[[], T | None],
-    deadline_s: float,
-    describe: str | Callable[[], str],
-    poll_s: float = 0.05,
-) -> T:
-    """Poll ``predicate`` until it returns a truthy value (returned); raise with what it last saw.
-
-    Exceptions raised by ``predicate`` count as "not yet" (a znode mid-write, a broker not yet
-    listening) and the last one is shown when the deadline passes.
-    """
-    give_up = time.monotonic() + deadline_s
-    last: object = None
-    while True:
-        try:
-            value = predicate()
-            if value:
-                return value
-            last = value
-        except Exception as exc:
-            last = exc
-        if time.monotonic() >= give_up:
-            seen = describe() if callable(describe) else describe
-            raise ConditionTimeout(
-                f"timed out after {deadline_s:.1f}s waiting for: {seen}\nlast predicate result: {last!r}"
-            )
-        time.sleep(poll_s)
 
 
 #: Fixed listener ports (the node side of an interposed link) come from below the kernel's

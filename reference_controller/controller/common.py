@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from kafkawire.errors import Errors
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
-from reference_controller.controller.context import TopicPartition
 from reference_controller.controller.events import (
     BrokerChange,
     BrokerModifications,

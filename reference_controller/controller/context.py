@@ -13,10 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from kafkawire.states import TopicPartition
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.zkdata import BrokerInfo, LeaderIsrAndControllerEpoch, ReplicaAssignment
-
-TopicPartition = tuple[str, int]
 
 
 def tp_str(tp: TopicPartition) -> str:
@@ -36,7 +35,7 @@ class PartitionAndReplica(NamedTuple):
 
     @property
     def topic_partition(self) -> TopicPartition:
-        return (self.topic, self.partition)
+        return TopicPartition(self.topic, self.partition)
 
     def __str__(self) -> str:
         return f"[Topic={self.topic},Partition={self.partition},Replica={self.replica}]"
@@ -141,7 +140,7 @@ class ControllerContext:
         return dict(self.partition_assignments.get(topic, {}))
 
     def partitions_for_topic(self, topic: str) -> list[TopicPartition]:
-        return [(topic, p) for p in sorted(self.partition_assignments.get(topic, {}))]
+        return [TopicPartition(topic, p) for p in sorted(self.partition_assignments.get(topic, {}))]
 
     def all_partitions(self) -> list[TopicPartition]:
         return [tp for topic in sorted(self.partition_assignments) for tp in self.partitions_for_topic(topic)]

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import failover
 from reference_controller.controller import zk_client as zkc
@@ -21,7 +22,6 @@ from reference_controller.controller.common import (
     PARTITION_REASSIGNMENT_HANDLER,
     PREFERRED_REPLICA_ELECTION_HANDLER,
 )
-from reference_controller.controller.context import TopicPartition
 from reference_controller.controller.events import (
     BrokerChange,
     BrokerModifications,

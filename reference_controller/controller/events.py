@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
-TopicPartition = tuple[str, int]
+from kafkawire.states import TopicPartition
 
 
 class ElectionType(Enum):

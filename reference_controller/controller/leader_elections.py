@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kafkawire.errors import Errors
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
 from reference_controller.controller.common import PREFERRED_REPLICA_ELECTION_HANDLER, tps
-from reference_controller.controller.context import TopicPartition, tp_str
+from reference_controller.controller.context import tp_str
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions import rebalance
 from reference_controller.controller.decisions.states import PartitionState

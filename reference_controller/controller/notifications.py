@@ -9,6 +9,7 @@ UpdateMetadata response handlers (KAFKA_STORAGE_ERROR marks replicas offline).
 from __future__ import annotations
 
 from kafkawire.errors import Errors
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import brokers
 from reference_controller.controller import zk_client as zkc
@@ -19,7 +20,7 @@ from reference_controller.controller.common import (
     tps,
     update_leader_and_isr_cache,
 )
-from reference_controller.controller.context import TopicPartition, replica_of
+from reference_controller.controller.context import replica_of
 from reference_controller.controller.decisions.states import ReplicaState
 from reference_controller.controller.events import (
     LeaderAndIsrResponseReceived,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from kafkawire.errors import Errors
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
 from reference_controller.controller.common import (
@@ -20,7 +21,7 @@ from reference_controller.controller.common import (
     partition_reassignment_isr_change_handler,
     send_update_metadata_request,
 )
-from reference_controller.controller.context import TopicPartition, replica_of, tp_str
+from reference_controller.controller.context import replica_of, tp_str
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions import reassignment as plan
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState

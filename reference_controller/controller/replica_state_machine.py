@@ -12,13 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from kafkawire.states import TopicPartition
 from reference_controller.controller import zk_client as zkc
-from reference_controller.controller.context import (
-    ControllerContext,
-    PartitionAndReplica,
-    TopicPartition,
-    tp_str,
-)
+from reference_controller.controller.context import ControllerContext, PartitionAndReplica, tp_str
 from reference_controller.controller.decisions.states import (
     VALID_PREVIOUS_REPLICA_STATES,
     ReplicaState,

@@ -10,8 +10,9 @@ from the ISR of the partitions it follows, and answer with the replicated partit
 from __future__ import annotations
 
 from kafkawire.errors import Errors
+from kafkawire.states import TopicPartition
 from reference_controller.controller.common import csv
-from reference_controller.controller.context import TopicPartition, replica_of
+from reference_controller.controller.context import replica_of
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import ControlledShutdown, ControlledShutdownResult

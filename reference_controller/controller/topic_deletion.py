@@ -19,7 +19,8 @@ import logging
 from collections.abc import Iterable
 from typing import Protocol
 
-from reference_controller.controller.context import ControllerContext, PartitionAndReplica, TopicPartition
+from kafkawire.states import TopicPartition
+from reference_controller.controller.context import ControllerContext, PartitionAndReplica
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.partition_state_machine import PartitionStateMachine
 from reference_controller.controller.replica_state_machine import ReplicaStateMachine

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
 from reference_controller.controller.common import (
@@ -21,7 +22,7 @@ from reference_controller.controller.common import (
     tps,
     unregister_partition_modifications_handlers,
 )
-from reference_controller.controller.context import TopicPartition, replica_of
+from reference_controller.controller.context import replica_of
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import TopicDeletionStopReplicaResponseReceived
@@ -97,7 +98,9 @@ def _restore_partition_replica_assignment(
     ctl.log.info("Restoring the partition replica assignment for topic %s", topic)
     existing = set(ctl.zk.get_children(zd.topic_partitions_path(topic)) or [])
     restored = {
-        p: ctl.context.partition_full_replica_assignment((t, p)) for t, p in assignment if str(p) in existing
+        tp.partition: ctl.context.partition_full_replica_assignment(tp)
+        for tp in assignment
+        if str(tp.partition) in existing
     }
     result = zkc.set_topic_assignment_raw(ctl.zk, topic, restored, ctl.context.epoch_zk_version)
     if not result.ok:

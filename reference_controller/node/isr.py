@@ -44,8 +44,9 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, ConnectionLoss, KazooException, NoNodeError
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata
-from reference_controller.node.partition import Partition, TopicPartition
+from reference_controller.node.partition import Partition
 from reference_controller.node.replica_manager import ReplicaManager
 
 log = logging.getLogger("kafka.cluster.Partition")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-TopicPartition = tuple[str, int]
+from kafkawire.states import TopicPartition
 
 
 def preferred_replicas_by_broker(

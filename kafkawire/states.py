@@ -67,4 +67,3 @@ class LiveLeader:
 
 def _ints(values: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(v) for v in values) + "]"
-

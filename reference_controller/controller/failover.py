@@ -48,13 +48,13 @@ from reference_controller.controller.events import (
     ElectionTrigger,
     ElectionType,
 )
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import FailoverPort
 
 AUTO_REBALANCE_TASK = "auto-leader-rebalance-task"
 FIRST_AUTO_REBALANCE_DELAY_MS = 5000
 
 
-def on_controller_failover(ctl: ControllerHandle) -> None:
+def on_controller_failover(ctl: FailoverPort) -> None:
     ctx = ctl.context
     ctl.context.controllership.failover_started = True
     ctl.emit([BecameController(ctx.epoch, ctx.epoch_zk_version)])
@@ -93,13 +93,13 @@ def on_controller_failover(ctl: ControllerHandle) -> None:
         )
 
 
-def _delete_all_children(ctl: ControllerHandle, parent: str) -> None:
+def _delete_all_children(ctl: FailoverPort, parent: str) -> None:
     """`deleteLogDirEventNotifications` / `deleteIsrChangeNotifications` (getChildren arms the watch)."""
     children = zkc.get_sorted_children(ctl.zk, parent)
     zkc.delete_paths(ctl.zk, [f"{parent}/{c}" for c in children], ctl.context.epoch_zk_version)
 
 
-def initialize_controller_context(ctl: ControllerHandle) -> None:
+def initialize_controller_context(ctl: FailoverPort) -> None:
     ctx = ctl.context
     ctx.set_live_broker_and_epochs(zkc.get_all_broker_and_epochs(ctl.zk))
     ctl.log.info("Initialized broker epochs cache: %s", dict(sorted(ctx.live_broker_epochs.items())))
@@ -119,7 +119,7 @@ def initialize_controller_context(ctl: ControllerHandle) -> None:
     ctl.log.info("Current list of topics in the cluster: %s", sorted(ctx.all_topics))
 
 
-def fetch_topic_deletions_in_progress(ctl: ControllerHandle) -> tuple[set[str], set[str]]:
+def fetch_topic_deletions_in_progress(ctl: FailoverPort) -> tuple[set[str], set[str]]:
     ctx = ctl.context
     to_delete = set(zkc.get_topic_deletions(ctl.zk))
     with_offline = {
@@ -134,7 +134,7 @@ def fetch_topic_deletions_in_progress(ctl: ControllerHandle) -> tuple[set[str], 
     return to_delete, ineligible
 
 
-def on_controller_resignation(ctl: ControllerHandle) -> None:
+def on_controller_resignation(ctl: FailoverPort) -> None:
     """Drop every controller handler, stop timers and channels, reset the context."""
     ctl.log.debug("Resigning")
     ctx = ctl.context

@@ -28,7 +28,7 @@ from reference_controller.controller.events import (
     ElectionType,
     ReplicaLeaderElection,
 )
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import LeaderElectionPort
 from reference_controller.controller.ports import ControllerMovedError
 from reference_controller.controller.state_change_log import StateChangeFailedException
 from reference_controller.zkdata import NO_LEADER, LeaderAndIsr
@@ -36,7 +36,7 @@ from reference_controller.zkdata import NO_LEADER, LeaderAndIsr
 Outcome = LeaderAndIsr | Exception
 
 
-def process_replica_leader_election(ctl: ControllerHandle, event: ReplicaLeaderElection) -> None:
+def process_replica_leader_election(ctl: LeaderElectionPort, event: ReplicaLeaderElection) -> None:
     if not ctl.is_active:
         if event.reply is not None:
             event.reply(dict.fromkeys(event.partitions or (), Errors.NOT_CONTROLLER))
@@ -55,7 +55,7 @@ def process_replica_leader_election(ctl: ControllerHandle, event: ReplicaLeaderE
 
 
 def _elect(
-    ctl: ControllerHandle, partitions: list[TopicPartition], kind: ElectionType, trigger: ElectionTrigger
+    ctl: LeaderElectionPort, partitions: list[TopicPartition], kind: ElectionType, trigger: ElectionTrigger
 ) -> dict[TopicPartition, int]:
     ctx = ctl.context
     known_set = set(ctx.all_partitions())
@@ -96,7 +96,7 @@ def _elect(
     return codes
 
 
-def _needs_election(ctl: ControllerHandle, tp: TopicPartition, kind: ElectionType) -> bool:
+def _needs_election(ctl: LeaderElectionPort, tp: TopicPartition, kind: ElectionType) -> bool:
     info = ctl.context.partition_leadership_info.get(tp)
     leader = info.leader_and_isr.leader if info is not None else NO_LEADER
     if kind == ElectionType.PREFERRED:
@@ -105,7 +105,10 @@ def _needs_election(ctl: ControllerHandle, tp: TopicPartition, kind: ElectionTyp
 
 
 def on_replica_election(
-    ctl: ControllerHandle, partitions: Iterable[TopicPartition], kind: ElectionType, trigger: ElectionTrigger
+    ctl: LeaderElectionPort,
+    partitions: Iterable[TopicPartition],
+    kind: ElectionType,
+    trigger: ElectionTrigger,
 ) -> dict[TopicPartition, Outcome]:
     partitions = list(partitions)
     ctl.log.info(
@@ -144,7 +147,7 @@ def on_replica_election(
 
 
 def remove_partitions_from_preferred_replica_election(
-    ctl: ControllerHandle, partitions: list[TopicPartition], auto: bool
+    ctl: LeaderElectionPort, partitions: list[TopicPartition], auto: bool
 ) -> None:
     ctx = ctl.context
     for tp in partitions:
@@ -171,7 +174,7 @@ def remove_partitions_from_preferred_replica_election(
         ctl.enqueue(ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED))
 
 
-def fetch_pending_preferred_replica_elections(ctl: ControllerHandle) -> list[TopicPartition]:
+def fetch_pending_preferred_replica_elections(ctl: LeaderElectionPort) -> list[TopicPartition]:
     ctx = ctl.context
     undergoing = zkc.get_preferred_replica_election(ctl.zk)
     completed: list[TopicPartition] = []
@@ -195,7 +198,7 @@ def fetch_pending_preferred_replica_elections(ctl: ControllerHandle) -> list[Top
 
 
 # ---- auto rebalance ---------------------------------------------------------------------------
-def process_auto_preferred_replica_leader_election(ctl: ControllerHandle) -> None:
+def process_auto_preferred_replica_leader_election(ctl: LeaderElectionPort) -> None:
     if not ctl.is_active:
         return
     try:
@@ -213,7 +216,7 @@ def process_auto_preferred_replica_leader_election(ctl: ControllerHandle) -> Non
         )
 
 
-def check_and_trigger_auto_leader_rebalance(ctl: ControllerHandle) -> None:
+def check_and_trigger_auto_leader_rebalance(ctl: LeaderElectionPort) -> None:
     ctx = ctl.context
     tdm = ctl.topic_deletion_manager
     assignments = {
@@ -238,14 +241,14 @@ def check_and_trigger_auto_leader_rebalance(ctl: ControllerHandle) -> None:
 
 
 # ---- unclean leader election enable ------------------------------------------------------------
-def process_unclean_leader_election_enable(ctl: ControllerHandle) -> None:
+def process_unclean_leader_election_enable(ctl: LeaderElectionPort) -> None:
     if not ctl.is_active:
         return
     ctl.log.info("Unclean leader election has been enabled by default")
     ctl.partition_state_machine.trigger_online_partition_state_change()
 
 
-def process_topic_unclean_leader_election_enable(ctl: ControllerHandle, topic: str) -> None:
+def process_topic_unclean_leader_election_enable(ctl: LeaderElectionPort, topic: str) -> None:
     if not ctl.is_active:
         return
     ctl.log.info("Unclean leader election has been enabled for topic %s", topic)

@@ -26,15 +26,15 @@ from reference_controller.controller.events import (
     LeaderAndIsrResponseReceived,
     UpdateMetadataResponseReceived,
 )
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import NotificationPort
 from reference_controller.errors import MalformedZnodeError
 
 
-def _notification_names(ctl: ControllerHandle, parent: str, prefix: str) -> list[str]:
+def _notification_names(ctl: NotificationPort, parent: str, prefix: str) -> list[str]:
     return [c for c in zkc.get_sorted_children(ctl.zk, parent) if c.startswith(prefix)]
 
 
-def process_isr_change_notification(ctl: ControllerHandle) -> None:
+def process_isr_change_notification(ctl: NotificationPort) -> None:
     if not ctl.is_active:
         return
     names = _notification_names(ctl, zd.ISR_CHANGE_NOTIFICATION, zd.ISR_CHANGE_PREFIX)
@@ -61,7 +61,7 @@ def process_isr_change_notification(ctl: ControllerHandle) -> None:
         zkc.delete_paths(ctl.zk, [zd.isr_change_path(n) for n in names], ctl.context.epoch_zk_version)
 
 
-def process_log_dir_event_notification(ctl: ControllerHandle) -> None:
+def process_log_dir_event_notification(ctl: NotificationPort) -> None:
     if not ctl.is_active:
         return
     names = _notification_names(ctl, zd.LOG_DIR_EVENT_NOTIFICATION, zd.LOG_DIR_EVENT_PREFIX)
@@ -81,14 +81,14 @@ def process_log_dir_event_notification(ctl: ControllerHandle) -> None:
         zkc.delete_paths(ctl.zk, [zd.log_dir_event_path(n) for n in names], ctl.context.epoch_zk_version)
 
 
-def on_broker_log_dir_failure(ctl: ControllerHandle, broker_ids: list[int]) -> None:
+def on_broker_log_dir_failure(ctl: NotificationPort, broker_ids: list[int]) -> None:
     """Probe every replica on the brokers with LeaderAndIsr (→ OnlineReplica)."""
     ctl.log.info("Handling log directory failure for brokers %s", ",".join(str(b) for b in broker_ids))
     replicas = ctl.context.replicas_on_brokers(broker_ids)
     ctl.replica_state_machine.handle_state_changes(replicas, ReplicaState.OnlineReplica)
 
 
-def process_leader_and_isr_response(ctl: ControllerHandle, event: LeaderAndIsrResponseReceived) -> None:
+def process_leader_and_isr_response(ctl: NotificationPort, event: LeaderAndIsrResponseReceived) -> None:
     if not ctl.is_active:
         return
     if event.error_code != 0:
@@ -108,7 +108,7 @@ def process_leader_and_isr_response(ctl: ControllerHandle, event: LeaderAndIsrRe
         brokers.on_replicas_become_offline(ctl, [replica_of(tp, event.broker_id) for tp in new_offline])
 
 
-def process_update_metadata_response(ctl: ControllerHandle, event: UpdateMetadataResponseReceived) -> None:
+def process_update_metadata_response(ctl: NotificationPort, event: UpdateMetadataResponseReceived) -> None:
     if ctl.is_active and event.error_code != 0:
         ctl.state_change_log.error(
             f"Received error {ERROR_NAMES.get(event.error_code, event.error_code)} in "

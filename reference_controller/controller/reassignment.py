@@ -26,7 +26,7 @@ from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions import reassignment as plan
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import ZkPartitionReassignment
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import ReassignmentPort
 from reference_controller.controller.partition_state_machine import lai_str
 from reference_controller.controller.ports import ControllerMovedError, ZkCode
 from reference_controller.controller.state_change_log import IllegalStateException, StateChangeFailedException
@@ -40,7 +40,7 @@ def _ra_str(a: ReplicaAssignment) -> str:
     )
 
 
-def process_zk_partition_reassignment(ctl: ControllerHandle) -> set[TopicPartition]:
+def process_zk_partition_reassignment(ctl: ReassignmentPort) -> set[TopicPartition]:
     """Only when active and the znode exists (the exists call re-arms the creation watch)."""
     if not (ctl.is_active and ctl.register_node_handler(PARTITION_REASSIGNMENT_HANDLER, check_exists=True)):
         return set()
@@ -64,7 +64,7 @@ def process_zk_partition_reassignment(ctl: ControllerHandle) -> set[TopicPartiti
 
 
 def maybe_trigger_partition_reassignment(
-    ctl: ControllerHandle, reassignments: Mapping[TopicPartition, ReplicaAssignment]
+    ctl: ReassignmentPort, reassignments: Mapping[TopicPartition, ReplicaAssignment]
 ) -> dict[TopicPartition, int]:
     results: dict[TopicPartition, int] = {}
     for tp, reassignment in reassignments.items():
@@ -91,7 +91,7 @@ def maybe_trigger_partition_reassignment(
 
 
 def on_partition_reassignment(
-    ctl: ControllerHandle, tp: TopicPartition, reassignment: ReplicaAssignment
+    ctl: ReassignmentPort, tp: TopicPartition, reassignment: ReplicaAssignment
 ) -> None:
     """U1–U3, then Phase A (A1, A2) or Phase B (B1–B8); see `decisions.reassignment`."""
     ctl.topic_deletion_manager.mark_topic_ineligible_for_deletion({tp[0]}, "topic reassignment in progress")
@@ -116,7 +116,7 @@ def on_partition_reassignment(
 
 
 def update_current_reassignment(
-    ctl: ControllerHandle, tp: TopicPartition, reassignment: ReplicaAssignment
+    ctl: ReassignmentPort, tp: TopicPartition, reassignment: ReplicaAssignment
 ) -> None:
     current = ctl.context.partition_full_replica_assignment(tp)
     if current != reassignment:
@@ -131,7 +131,7 @@ def update_current_reassignment(
 
 
 def is_reassignment_complete(
-    ctl: ControllerHandle, tp: TopicPartition, assignment: ReplicaAssignment
+    ctl: ReassignmentPort, tp: TopicPartition, assignment: ReplicaAssignment
 ) -> bool:
     if not assignment.is_being_reassigned:
         return True
@@ -140,7 +140,7 @@ def is_reassignment_complete(
 
 
 def move_reassigned_partition_leader_if_required(
-    ctl: ControllerHandle, tp: TopicPartition, new_assignment: ReplicaAssignment
+    ctl: ReassignmentPort, tp: TopicPartition, new_assignment: ReplicaAssignment
 ) -> None:
     replicas = new_assignment.replicas
     leader = ctl.context.partition_leadership_info[tp].leader_and_isr.leader
@@ -179,7 +179,7 @@ def move_reassigned_partition_leader_if_required(
 
 
 def stop_removed_replicas_of_reassigned_partition(
-    ctl: ControllerHandle, tp: TopicPartition, removed: tuple[int, ...]
+    ctl: ReassignmentPort, tp: TopicPartition, removed: tuple[int, ...]
 ) -> None:
     replicas = [replica_of(tp, r) for r in removed]
     rsm = ctl.replica_state_machine
@@ -193,7 +193,7 @@ def stop_removed_replicas_of_reassigned_partition(
 
 
 def update_replica_assignment_for_partition(
-    ctl: ControllerHandle, tp: TopicPartition, assignment: ReplicaAssignment
+    ctl: ReassignmentPort, tp: TopicPartition, assignment: ReplicaAssignment
 ) -> None:
     topic_assignment = ctl.context.partition_full_replica_assignment_for_topic(tp[0])
     topic_assignment[tp[1]] = assignment
@@ -207,7 +207,7 @@ def update_replica_assignment_for_partition(
 
 
 def update_leader_epoch_and_send_request(
-    ctl: ControllerHandle, tp: TopicPartition, assignment: ReplicaAssignment
+    ctl: ReassignmentPort, tp: TopicPartition, assignment: ReplicaAssignment
 ) -> None:
     updated = update_leader_epoch(ctl, tp)
     if updated is None:
@@ -229,7 +229,7 @@ def update_leader_epoch_and_send_request(
     )
 
 
-def update_leader_epoch(ctl: ControllerHandle, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
+def update_leader_epoch(ctl: ReassignmentPort, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
     """Re-read the state znode and write it back with leader_epoch + 1 (retry on BADVERSION)."""
     ctx = ctl.context
     while True:
@@ -262,7 +262,7 @@ def update_leader_epoch(ctl: ControllerHandle, tp: TopicPartition) -> LeaderIsrA
 
 
 def remove_partition_from_reassigning_partitions(
-    ctl: ControllerHandle, tp: TopicPartition, assignment: ReplicaAssignment
+    ctl: ReassignmentPort, tp: TopicPartition, assignment: ReplicaAssignment
 ) -> None:
     if tp not in ctl.context.partitions_being_reassigned:
         raise StateChangeFailedException(
@@ -276,7 +276,7 @@ def remove_partition_from_reassigning_partitions(
 
 
 def maybe_remove_from_zk_reassignment(
-    ctl: ControllerHandle, should_remove: Callable[[TopicPartition, list[int]], bool]
+    ctl: ReassignmentPort, should_remove: Callable[[TopicPartition, list[int]], bool]
 ) -> None:
     """Rewrite `/admin/reassign_partitions` without the matching entries; delete it when empty and
     re-enqueue ZkPartitionReassignment to re-arm the creation watch."""
@@ -298,7 +298,7 @@ def maybe_remove_from_zk_reassignment(
 
 
 def maybe_resume_reassignments(
-    ctl: ControllerHandle, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]
+    ctl: ReassignmentPort, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]
 ) -> None:
     for tp in sorted(ctl.context.partitions_being_reassigned):
         assignment = ctl.context.partition_full_replica_assignment(tp)
@@ -306,7 +306,7 @@ def maybe_resume_reassignments(
             on_partition_reassignment(ctl, tp, assignment)
 
 
-def process_partition_reassignment_isr_change(ctl: ControllerHandle, tp: TopicPartition) -> None:
+def process_partition_reassignment_isr_change(ctl: ReassignmentPort, tp: TopicPartition) -> None:
     if not ctl.is_active or tp not in ctl.context.partitions_being_reassigned:
         return
     reassignment = ctl.context.partition_full_replica_assignment(tp)
@@ -319,7 +319,7 @@ def process_partition_reassignment_isr_change(ctl: ControllerHandle, tp: TopicPa
         on_partition_reassignment(ctl, tp, reassignment)
 
 
-def initialize_partition_reassignments(ctl: ControllerHandle) -> None:
+def initialize_partition_reassignments(ctl: ReassignmentPort) -> None:
     """Failover: ZK reassignments first; then resume the rest (recovered from the topic znodes)."""
     resumed = process_zk_partition_reassignment(ctl)
     maybe_resume_reassignments(ctl, lambda tp, _a: tp not in resumed)

@@ -26,11 +26,11 @@ from reference_controller.controller.context import replica_of
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import TopicDeletionStopReplicaResponseReceived
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import DeletionClientPort, TopicPort
 from reference_controller.zkdata import ReplicaAssignment
 
 
-def process_topic_change(ctl: ControllerHandle) -> None:
+def process_topic_change(ctl: TopicPort) -> None:
     if not ctl.is_active:
         return
     ctx = ctl.context
@@ -55,7 +55,7 @@ def process_topic_change(ctl: ControllerHandle) -> None:
         on_new_partition_creation(ctl, list(added))
 
 
-def on_new_partition_creation(ctl: ControllerHandle, partitions: Sequence[TopicPartition]) -> None:
+def on_new_partition_creation(ctl: TopicPort, partitions: Sequence[TopicPartition]) -> None:
     ctl.log.info("New partition creation callback for %s", tps(partitions))
     psm, rsm = ctl.partition_state_machine, ctl.replica_state_machine
     replicas = ctl.context.replicas_for_partition(partitions)
@@ -69,7 +69,7 @@ def on_new_partition_creation(ctl: ControllerHandle, partitions: Sequence[TopicP
     rsm.handle_state_changes(replicas, ReplicaState.OnlineReplica)
 
 
-def process_partition_modifications(ctl: ControllerHandle, topic: str) -> None:
+def process_partition_modifications(ctl: TopicPort, topic: str) -> None:
     if not ctl.is_active:
         return
     ctx = ctl.context
@@ -93,7 +93,7 @@ def process_partition_modifications(ctl: ControllerHandle, topic: str) -> None:
 
 
 def _restore_partition_replica_assignment(
-    ctl: ControllerHandle, topic: str, assignment: Mapping[TopicPartition, ReplicaAssignment]
+    ctl: TopicPort, topic: str, assignment: Mapping[TopicPartition, ReplicaAssignment]
 ) -> None:
     ctl.log.info("Restoring the partition replica assignment for topic %s", topic)
     existing = set(ctl.zk.get_children(zd.topic_partitions_path(topic)) or [])
@@ -107,7 +107,7 @@ def _restore_partition_replica_assignment(
         raise zkc.ZkOperationError(zd.topic_path(topic), result.code)
 
 
-def process_topic_deletion(ctl: ControllerHandle) -> None:
+def process_topic_deletion(ctl: TopicPort) -> None:
     if not ctl.is_active:
         return
     ctx = ctl.context
@@ -132,12 +132,12 @@ def process_topic_deletion(ctl: ControllerHandle) -> None:
         _delete_topic_deletions(ctl, sorted(to_delete))
 
 
-def _delete_topic_deletions(ctl: ControllerHandle, topics: Sequence[str]) -> None:
+def _delete_topic_deletions(ctl: DeletionClientPort, topics: Sequence[str]) -> None:
     zkc.delete_paths(ctl.zk, [zd.delete_topic_path(t) for t in topics], ctl.context.epoch_zk_version)
 
 
 def process_topic_deletion_stop_replica_response(
-    ctl: ControllerHandle, event: TopicDeletionStopReplicaResponseReceived
+    ctl: TopicPort, event: TopicDeletionStopReplicaResponseReceived
 ) -> None:
     if not ctl.is_active:
         return
@@ -166,7 +166,7 @@ def process_topic_deletion_stop_replica_response(
 class ControllerDeletionClient:
     """Kafka's `ControllerDeletionClient`: the writes and requests of topic deletion."""
 
-    def __init__(self, ctl: ControllerHandle) -> None:
+    def __init__(self, ctl: DeletionClientPort) -> None:
         self.ctl = ctl
 
     def delete_topic(self, topic: str) -> None:

@@ -84,7 +84,7 @@ WALLS = (
         exempt=("reference_controller/controller/driver",),
     ),
     Wall(
-        "the controller's handlers use the ControllerHandle port, never the core that calls them",
+        "the controller's handlers use their ports (handler_ports), never the core that calls them",
         "reference_controller/controller",
         ("reference_controller.controller.core",),
         exempt=("reference_controller/controller/core.py", "reference_controller/controller/driver"),

@@ -19,6 +19,7 @@ from reference_controller.controller.common import (
     unregister_broker_modifications_handlers,
 )
 from reference_controller.controller.context import PartitionAndReplica
+from reference_controller.controller.decisions import membership
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.effects import AddBroker, RemoveBroker
 from reference_controller.controller.handler_ports import BrokerPort
@@ -29,10 +30,12 @@ def process_broker_change(ctl: BrokerPort) -> None:
         return
     ctx = ctl.context
     current = zkc.get_all_broker_and_epochs(ctl.zk)
-    known = ctx.live_or_shutting_down_broker_ids
-    new_ids = sorted(set(current) - known)
-    dead_ids = sorted(known - set(current))
-    bounced_ids = sorted(b for b in set(current) & known if current[b][1] > ctx.live_broker_epochs.get(b, -1))
+    changes = membership.broker_changes(
+        {b: epoch for b, (_, epoch) in current.items()},
+        ctx.live_or_shutting_down_broker_ids,
+        ctx.live_broker_epochs,
+    )
+    new_ids, dead_ids, bounced_ids = changes.new, changes.dead, changes.bounced
     ctl.log.info(
         "Newly added brokers: %s, deleted brokers: %s, bounced brokers: %s, all live brokers: %s",
         csv(new_ids),
@@ -55,7 +58,7 @@ def process_broker_change(ctl: BrokerPort) -> None:
     if dead_ids:
         ctx.remove_live_brokers(dead_ids)
         on_broker_failure(ctl, dead_ids)
-    if new_ids or dead_ids or bounced_ids:
+    if changes.any:
         ctl.log.info("Updated broker epochs cache: %s", dict(sorted(ctx.live_broker_epochs.items())))
 
 

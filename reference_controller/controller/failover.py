@@ -36,6 +36,7 @@ from reference_controller.controller.common import (
     send_update_metadata_request,
     update_leader_and_isr_cache,
 )
+from reference_controller.controller.decisions import deletion
 from reference_controller.controller.effects import (
     AddBroker,
     BecameController,
@@ -122,13 +123,12 @@ def initialize_controller_context(ctl: FailoverPort) -> None:
 def fetch_topic_deletions_in_progress(ctl: FailoverPort) -> tuple[set[str], set[str]]:
     ctx = ctl.context
     to_delete = set(zkc.get_topic_deletions(ctl.zk))
-    with_offline = {
+    with_offline = (
         topic
         for topic in ctx.all_topics
         if any(not ctx.is_replica_online(r.replica, r.topic_partition) for r in ctx.replicas_for_topic(topic))
-    }
-    reassigning = {tp[0] for tp in ctx.partitions_being_reassigned}
-    ineligible = with_offline | reassigning
+    )
+    ineligible = deletion.ineligible_at_failover(with_offline, ctx.partitions_being_reassigned)
     ctl.log.info("List of topics to be deleted: %s", csv(sorted(to_delete)))
     ctl.log.info("List of topics ineligible for deletion: %s", csv(sorted(ineligible)))
     return to_delete, ineligible

@@ -228,16 +228,15 @@ def check_and_trigger_auto_leader_rebalance(ctl: LeaderElectionPort) -> None:
     imbalanced = rebalance.imbalanced_partitions(
         assignments, leaders, ctl.config.leader_imbalance_per_broker_percentage
     )
-    for broker, not_preferred in imbalanced.items():
-        candidates = [
-            tp
-            for tp in not_preferred
-            if ctx.is_replica_online(broker, tp)
-            and not ctx.partitions_being_reassigned
-            and not tdm.is_topic_queued_up_for_deletion(tp[0])
-            and tp[0] in ctx.all_topics
-        ]
-        on_replica_election(ctl, candidates, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED)
+    candidates = rebalance.auto_rebalance_candidates(
+        imbalanced,
+        ctx.is_replica_online,
+        bool(ctx.partitions_being_reassigned),
+        tdm.is_topic_queued_up_for_deletion,
+        ctx.all_topics,
+    )
+    for partitions in candidates.values():
+        on_replica_election(ctl, partitions, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED)
 
 
 # ---- unclean leader election enable ------------------------------------------------------------

@@ -8,7 +8,6 @@ UpdateMetadata response handlers (KAFKA_STORAGE_ERROR marks replicas offline).
 
 from __future__ import annotations
 
-from kafkawire.errors import Errors
 from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import brokers
@@ -21,6 +20,7 @@ from reference_controller.controller.common import (
     update_leader_and_isr_cache,
 )
 from reference_controller.controller.context import replica_of
+from reference_controller.controller.decisions import isr
 from reference_controller.controller.decisions.states import ReplicaState
 from reference_controller.controller.events import (
     LeaderAndIsrResponseReceived,
@@ -31,7 +31,7 @@ from reference_controller.errors import MalformedZnodeError
 
 
 def _notification_names(ctl: NotificationPort, parent: str, prefix: str) -> list[str]:
-    return [c for c in zkc.get_sorted_children(ctl.zk, parent) if c.startswith(prefix)]
+    return isr.notification_names(ctl.zk.get_children(parent) or [], prefix)
 
 
 def process_isr_change_notification(ctl: NotificationPort) -> None:
@@ -39,24 +39,25 @@ def process_isr_change_notification(ctl: NotificationPort) -> None:
         return
     names = _notification_names(ctl, zd.ISR_CHANGE_NOTIFICATION, zd.ISR_CHANGE_PREFIX)
     try:
-        partitions: dict[TopicPartition, None] = {}
+        notified: list[list[TopicPartition]] = []
         for data in zkc.read_notifications(ctl.zk, zd.ISR_CHANGE_NOTIFICATION, names):
             if data.stat is None:
                 continue
             try:
-                partitions.update(dict.fromkeys(zd.decode_isr_change(data.data, data.path)))
+                notified.append(zd.decode_isr_change(data.data, data.path))
             except MalformedZnodeError as exc:
                 ctl.log.error(  # noqa: TRY400 - a value, not a crash
                     "Ignoring ISR change notification: %s", exc
                 )
+        partitions = isr.isr_change_partitions(notified)
         if partitions:
-            update_leader_and_isr_cache(ctl, list(partitions))
+            update_leader_and_isr_cache(ctl, partitions)
             ctl.log.debug(
                 "Sending MetadataRequest to Brokers: %s for TopicPartitions: %s",
                 live_or_shutting_down(ctl),
                 tps(partitions),
             )
-            send_update_metadata_request(ctl, live_or_shutting_down(ctl), list(partitions))
+            send_update_metadata_request(ctl, live_or_shutting_down(ctl), partitions)
     finally:
         zkc.delete_paths(ctl.zk, [zd.isr_change_path(n) for n in names], ctl.context.epoch_zk_version)
 
@@ -97,12 +98,9 @@ def process_leader_and_isr_response(ctl: NotificationPort, event: LeaderAndIsrRe
             f"from broker {event.broker_id}"
         )
         return
-    offline = [tp for tp, code in event.partition_errors if code == Errors.KAFKA_STORAGE_ERROR]
-    online = [tp for tp, code in event.partition_errors if code == 0]
     previous = ctl.context.replicas_on_offline_dirs.get(event.broker_id, set())
-    current = (previous - set(online)) | set(offline)
+    current, new_offline = isr.offline_replicas_after_response(previous, event.partition_errors)
     ctl.context.replicas_on_offline_dirs[event.broker_id] = current
-    new_offline = sorted(current - previous)
     if new_offline:
         ctl.state_change_log.info(f"Mark replicas {tps(new_offline)} on broker {event.broker_id} as offline")
         brokers.on_replicas_become_offline(ctl, [replica_of(tp, event.broker_id) for tp in new_offline])

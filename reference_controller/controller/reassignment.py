@@ -96,7 +96,7 @@ def on_partition_reassignment(
     """U1–U3, then Phase A (A1, A2) or Phase B (B1–B8); see `decisions.reassignment`."""
     ctl.topic_deletion_manager.mark_topic_ineligible_for_deletion({tp[0]}, "topic reassignment in progress")
     update_current_reassignment(ctl, tp, reassignment)
-    if not is_reassignment_complete(ctl, tp, reassignment):
+    if reassignment_phase(ctl, tp, reassignment) is plan.Phase.A:
         update_leader_epoch_and_send_request(ctl, tp, reassignment)  # A1
         for replica in reassignment.adding:  # A2
             ctl.replica_state_machine.handle_state_changes([replica_of(tp, replica)], ReplicaState.NewReplica)
@@ -130,13 +130,14 @@ def update_current_reassignment(
     ctl.context.partitions_being_reassigned.add(tp)
 
 
-def is_reassignment_complete(
+def reassignment_phase(
     ctl: ReassignmentPort, tp: TopicPartition, assignment: ReplicaAssignment
-) -> bool:
+) -> plan.Phase:
+    """`isReassignmentComplete`: the ISR is read from the state znode only while reassigning."""
     if not assignment.is_being_reassigned:
-        return True
+        return plan.Phase.B
     state = zkc.get_topic_partition_states(ctl.zk, [tp]).get(tp)
-    return plan.is_reassignment_complete(assignment, None if state is None else state.leader_and_isr.isr)
+    return plan.phase(assignment, None if state is None else state.leader_and_isr.isr)
 
 
 def move_reassigned_partition_leader_if_required(
@@ -144,19 +145,8 @@ def move_reassigned_partition_leader_if_required(
 ) -> None:
     replicas = new_assignment.replicas
     leader = ctl.context.partition_leadership_info[tp].leader_and_isr.leader
-    psm = ctl.partition_state_machine
-    if leader not in replicas:
-        ctl.log.info(
-            "Leader %d for partition %s being reassigned, is not in the new list of replicas %s. "
-            "Re-electing leader",
-            leader,
-            tp_str(tp),
-            csv(replicas),
-        )
-        psm.handle_state_changes(
-            [tp], PartitionState.OnlinePartition, el.ReassignPartitionLeaderElectionStrategy()
-        )
-    elif ctl.context.is_replica_online(leader, tp):
+    move = plan.leader_move(replicas, leader, ctl.context.is_replica_online(leader, tp))
+    if move is plan.LeaderMove.KEEP_AND_BUMP_EPOCH:
         ctl.log.info(
             "Leader %d for partition %s being reassigned, is already in the new list of replicas "
             "%s and is alive",
@@ -165,6 +155,15 @@ def move_reassigned_partition_leader_if_required(
             csv(replicas),
         )
         update_leader_epoch_and_send_request(ctl, tp, new_assignment)
+        return
+    if move is plan.LeaderMove.ELECT_NOT_IN_TARGET:
+        ctl.log.info(
+            "Leader %d for partition %s being reassigned, is not in the new list of replicas %s. "
+            "Re-electing leader",
+            leader,
+            tp_str(tp),
+            csv(replicas),
+        )
     else:
         ctl.log.info(
             "Leader %d for partition %s being reassigned, is already in the new list of replicas "
@@ -173,23 +172,17 @@ def move_reassigned_partition_leader_if_required(
             tp_str(tp),
             csv(replicas),
         )
-        psm.handle_state_changes(
-            [tp], PartitionState.OnlinePartition, el.ReassignPartitionLeaderElectionStrategy()
-        )
+    ctl.partition_state_machine.handle_state_changes(
+        [tp], PartitionState.OnlinePartition, el.ReassignPartitionLeaderElectionStrategy()
+    )
 
 
 def stop_removed_replicas_of_reassigned_partition(
     ctl: ReassignmentPort, tp: TopicPartition, removed: tuple[int, ...]
 ) -> None:
     replicas = [replica_of(tp, r) for r in removed]
-    rsm = ctl.replica_state_machine
-    for target in (
-        ReplicaState.OfflineReplica,
-        ReplicaState.ReplicaDeletionStarted,
-        ReplicaState.ReplicaDeletionSuccessful,
-        ReplicaState.NonExistentReplica,
-    ):
-        rsm.handle_state_changes(replicas, target)
+    for target in plan.REMOVED_REPLICA_STATES:
+        ctl.replica_state_machine.handle_state_changes(replicas, target)
 
 
 def update_replica_assignment_for_partition(
@@ -310,7 +303,7 @@ def process_partition_reassignment_isr_change(ctl: ReassignmentPort, tp: TopicPa
     if not ctl.is_active or tp not in ctl.context.partitions_being_reassigned:
         return
     reassignment = ctl.context.partition_full_replica_assignment(tp)
-    if is_reassignment_complete(ctl, tp, reassignment):
+    if reassignment_phase(ctl, tp, reassignment) is plan.Phase.B:
         ctl.log.info(
             "Target replicas %s have all caught up with the leader for reassigning partition %s",
             list(reassignment.target_replicas),

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from kafkawire.states import TopicPartition
 from reference_controller.controller import zk_client as zkc
 from reference_controller.controller.context import ControllerContext, PartitionAndReplica, tp_str
+from reference_controller.controller.decisions import isr
 from reference_controller.controller.decisions.states import (
     VALID_PREVIOUS_REPLICA_STATES,
     ReplicaState,
@@ -29,7 +30,7 @@ from reference_controller.controller.state_change_log import (
     StateChangeFailedException,
     StateChangeLogger,
 )
-from reference_controller.zkdata import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoch
+from reference_controller.zkdata import LeaderAndIsr, LeaderIsrAndControllerEpoch
 
 R = ReplicaState
 log = logging.getLogger("kafka.controller.ZkReplicaStateMachine")
@@ -236,13 +237,11 @@ class ReplicaStateMachine:
         unchanged: dict[TopicPartition, LeaderAndIsr | Exception] = {}
         adjusted: dict[TopicPartition, LeaderAndIsr] = {}
         for tp, state in states.items():
-            if isinstance(state, Exception) or replica_id not in state.isr:
+            removed = None if isinstance(state, Exception) else isr.isr_after_removal(state, replica_id)
+            if removed is None:
                 unchanged[tp] = state
-                continue
-            new_leader = NO_LEADER if replica_id == state.leader else state.leader
-            # KAFKA-5083: the last ISR member is never removed.
-            new_isr = state.isr if len(state.isr) == 1 else tuple(r for r in state.isr if r != replica_id)
-            adjusted[tp] = state.new_leader_and_isr(new_leader, new_isr)
+            else:
+                adjusted[tp] = removed
         finished, retry = zkc.update_leader_and_isr(self.zk, adjusted, ctx.epoch, ctx.epoch_zk_version)
         outcome: dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception] = {}
         for tp, result in [*unchanged.items(), *finished.items()]:

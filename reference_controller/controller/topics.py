@@ -23,6 +23,7 @@ from reference_controller.controller.common import (
     unregister_partition_modifications_handlers,
 )
 from reference_controller.controller.context import replica_of
+from reference_controller.controller.decisions import deletion
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import TopicDeletionStopReplicaResponseReceived
@@ -111,18 +112,17 @@ def process_topic_deletion(ctl: TopicPort) -> None:
     if not ctl.is_active:
         return
     ctx = ctl.context
-    to_delete = set(zkc.get_topic_deletions(ctl.zk))
-    ctl.log.debug("Delete topics listener fired for topics %s to be deleted", csv(sorted(to_delete)))
-    non_existent = sorted(to_delete - ctx.all_topics)
-    if non_existent:
-        ctl.log.warning("Ignoring request to delete non-existing topics %s", csv(non_existent))
-        _delete_topic_deletions(ctl, non_existent)
-    to_delete -= set(non_existent)
+    requested = set(zkc.get_topic_deletions(ctl.zk))
+    ctl.log.debug("Delete topics listener fired for topics %s to be deleted", csv(sorted(requested)))
+    requests = deletion.topic_deletion_requests(requested, ctx.all_topics, ctx.partitions_being_reassigned)
+    if requests.non_existent:
+        ctl.log.warning("Ignoring request to delete non-existing topics %s", csv(requests.non_existent))
+        _delete_topic_deletions(ctl, requests.non_existent)
+    to_delete = set(requests.to_delete)
     if ctl.config.delete_topic_enable:
         if to_delete:
             ctl.log.info("Starting topic deletion for topics %s", csv(sorted(to_delete)))
-            reassigning = {tp[0] for tp in ctx.partitions_being_reassigned}
-            for topic in sorted(to_delete & reassigning):
+            for topic in requests.reassigning:
                 ctl.topic_deletion_manager.mark_topic_ineligible_for_deletion(
                     {topic}, "topic reassignment in progress"
                 )
@@ -154,13 +154,11 @@ def process_topic_deletion_stop_replica_response(
         event.error_code,
         errors,
     )
-    in_error = set(errors) if event.error_code != 0 else {tp for tp, code in errors.items() if code != 0}
+    failed, deleted = deletion.stop_replica_deletion_outcome(errors, event.error_code)
     tdm = ctl.topic_deletion_manager
-    tdm.fail_replica_deletion([replica_of(tp, event.broker_id) for tp in sorted(in_error)])
-    if len(in_error) != len(errors):
-        tdm.complete_replica_deletion(
-            [replica_of(tp, event.broker_id) for tp in sorted(set(errors) - in_error)]
-        )
+    tdm.fail_replica_deletion([replica_of(tp, event.broker_id) for tp in failed])
+    if deleted:
+        tdm.complete_replica_deletion([replica_of(tp, event.broker_id) for tp in deleted])
 
 
 class ControllerDeletionClient:

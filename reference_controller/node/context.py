@@ -1,31 +1,45 @@
-"""What the API handlers of a node share (ring: drivers)."""
+"""What the API handlers of a node share, and the ports they reach the rest through (ring: drivers)."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
-
-from kazoo.client import KazooClient
+from typing import Protocol
 
 from reference_controller.config import KafkaConfig
+from reference_controller.controller.events import ControlledShutdownResult
 from reference_controller.node.isr import IsrManager
 from reference_controller.node.journal import ControllerRequestJournal
 from reference_controller.node.metadata_cache import MetadataCache
 from reference_controller.node.replica_manager import ReplicaManager
+from reference_controller.node.zk_port import NodeZkPort
+
+
+class ControllerComponent(Protocol):
+    """What the node uses of its controller component (`ControllerService` on kazoo): its life
+    cycle, a new broker epoch after re-registration, whether it is the active controller, and the
+    ControlledShutdown API (blocking: called from a worker thread)."""
+
+    def startup(self) -> None: ...
+    def shutdown(self) -> None: ...
+    def on_broker_registered(self, broker_epoch: int) -> None: ...
+    def is_active(self) -> bool: ...
+    def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int, timeout_s: float
+    ) -> ControlledShutdownResult: ...
 
 
 @dataclass
 class NodeContext:
     config: KafkaConfig
-    zk: KazooClient
+    zk: NodeZkPort
     cluster_id: str
     replica_manager: ReplicaManager
     metadata_cache: MetadataCache
     isr_manager: IsrManager
     journal: ControllerRequestJournal
-    controller: Any = None  # ControllerService when running, else None (broker-only mode)
+    controller: ControllerComponent | None = None  # None: broker-only mode, or not started yet
     rng: random.Random = field(default_factory=random.Random)
 
     def controller_is_active(self) -> bool:
-        return self.controller is not None and bool(self.controller.is_active())
+        return self.controller is not None and self.controller.is_active()

@@ -90,6 +90,13 @@ WALLS = (
         exempt=("reference_controller/controller/core.py", "reference_controller/controller/driver"),
     ),
     Wall(
+        "the node reaches ZooKeeper through its port (NodeZkPort): only its kazoo driver and the "
+        "assembly that starts the session import kazoo",
+        "reference_controller/node",
+        ("kazoo",),
+        exempt=("reference_controller/node/zk_driver.py", "reference_controller/node/server.py"),
+    ),
+    Wall(
         "the product never imports its test doubles (the in-memory ZooKeeper, the manual clock)",
         "reference_controller",
         ("reference_controller.testing",),

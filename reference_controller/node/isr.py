@@ -61,15 +61,18 @@ class IsrManager:
         replica_lag_time_max_ms: int,
         blackout_ms: int,
         interval_ms: int,
+        *,
+        wall_clock_ms: Callable[[], float] = lambda: time.time() * 1000,
     ) -> None:
         self.zk = zk
+        self.wall_clock_ms = wall_clock_ms
         self.rm = replica_manager
         self.lag_ms = replica_lag_time_max_ms
         self.blackout_ms = blackout_ms
         self.interval_ms = interval_ms
         self.isr_change_set: set[TopicPartition] = set()
-        self.last_isr_change_ms = time.time() * 1000
-        self.last_isr_propagation_ms = time.time() * 1000
+        self.last_isr_change_ms = wall_clock_ms()
+        self.last_isr_propagation_ms = wall_clock_ms()
         self._lock = asyncio.Lock()
         self._in_flight: dict[TopicPartition, asyncio.Future[None]] = {}
 
@@ -155,18 +158,37 @@ class IsrManager:
     # -- propagation ----------------------------------------------------------------------------
     def record_isr_change(self, tp: TopicPartition) -> None:
         self.isr_change_set.add(tp)
-        self.last_isr_change_ms = time.time() * 1000
+        self.last_isr_change_ms = self.wall_clock_ms()
 
     async def maybe_propagate_isr_changes(self) -> None:
-        now = time.time() * 1000
-        if self.isr_change_set and (
-            self.last_isr_change_ms + self.blackout_ms < now
-            or self.last_isr_propagation_ms + self.interval_ms < now
+        now = self.wall_clock_ms()
+        if isr_change_propagation_due(
+            pending=bool(self.isr_change_set),
+            now_ms=now,
+            last_change_ms=self.last_isr_change_ms,
+            last_propagation_ms=self.last_isr_propagation_ms,
+            blackout_ms=self.blackout_ms,
+            interval_ms=self.interval_ms,
         ):
             changes = sorted(self.isr_change_set)
             await asyncio.to_thread(propagate_isr_changes, self.zk, changes, _pause)
             self.isr_change_set.difference_update(changes)  # Kafka clears the set after the write
             self.last_isr_propagation_ms = now
+
+
+def isr_change_propagation_due(
+    *,
+    pending: bool,
+    now_ms: float,
+    last_change_ms: float,
+    last_propagation_ms: float,
+    blackout_ms: int,
+    interval_ms: int,
+) -> bool:
+    """`maybePropagateIsrChanges`' choice: something is pending and either no ISR changed for the
+    blackout (changes have settled) or the last propagation is older than the interval (changes
+    keep coming)."""
+    return pending and (last_change_ms + blackout_ms < now_ms or last_propagation_ms + interval_ms < now_ms)
 
 
 # -- the ZooKeeper writes (blocking: run in a worker thread) ---------------------------------------

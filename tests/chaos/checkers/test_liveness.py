@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 
 from chaos.checkers import MetadataPartition, TopicState
+from chaos.checkers.cleanup import admin_znodes_cleaned, metadata_agrees_with_zookeeper
 from chaos.checkers.liveness import (
-    admin_znodes_cleaned,
     controller_elected,
     deletions_completed,
-    metadata_agrees_with_zookeeper,
     partitions_have_leaders,
     reassign_targets,
     reassignments_completed,
@@ -43,7 +42,7 @@ ALL = (
 )
 
 
-@pytest.mark.parametrize("checker", ALL, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("checker", ALL, ids=lambda c: c.name)
 def test_no_final_state_means_unknown(checker: object) -> None:
     assert callable(checker)
     v = checker([], None, None)
@@ -51,7 +50,7 @@ def test_no_final_state_means_unknown(checker: object) -> None:
     assert "never healed" in v.message
 
 
-@pytest.mark.parametrize("checker", ALL, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("checker", ALL, ids=lambda c: c.name)
 def test_a_healthy_final_state_is_valid(checker: object) -> None:
     assert callable(checker)
     state = final_state({"t": {0: [1, 2], 1: [2, 3]}}, {("t", 0): (1, 2, [1, 2]), ("t", 1): (3, 4, [3])})

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from chaos.checkers import check_all, final_state_from_json
+from chaos.checkers import check_all
 from chaos.checkers.final_state import FinalState
+from chaos.checkers.journal import CONCURRENT_WINDOW_S
 from chaos.checkers.liveness import partitions_have_leaders
-from chaos.checkers.requests import CONCURRENT_WINDOW_S, brokers_apply_requests_in_epoch_order
+from chaos.checkers.requests import brokers_apply_requests_in_epoch_order
 from chaos.checkers.safety import (
     acknowledged_creations_survive,
     controller_epoch_increases,
@@ -26,8 +27,7 @@ from chaos.checkers.safety import (
     one_controller_per_epoch,
     partition_states_valid,
 )
-from chaos.checkers.txnjson import load_records
-from chaos.history import History
+from chaos.history import History, Op
 from probes import TxnOp, TxnRecord
 from tests.chaos.checkers.builders import (
     ADMIN,
@@ -38,6 +38,7 @@ from tests.chaos.checkers.builders import (
     delete,
     final_state,
     history_of,
+    load_capture,
     request,
     set_data,
     state_data,
@@ -50,9 +51,8 @@ pytestmark = [pytest.mark.unit, pytest.mark.chaos]
 CAPTURE = Path(__file__).parent / "data" / "failover"
 
 
-def real_capture() -> tuple[History, list[TxnRecord], FinalState]:
-    state = final_state_from_json(json.loads((CAPTURE / "final_state.json").read_text()))
-    return History.load(CAPTURE / "history.jsonl"), load_records(CAPTURE / "records.jsonl"), state
+def real_capture() -> tuple[tuple[Op, ...], list[TxnRecord], FinalState]:
+    return load_capture(CAPTURE)
 
 
 def zxids(evidence: object) -> set[str]:
@@ -263,7 +263,7 @@ def test_the_real_capture_with_an_injected_stale_leader_change_is_invalid() -> N
         records[-1].time_ms,
         set_data(state_path("t1", 1), state_data(3, 9, [3], controller_epoch=1), 9),
     )
-    v = no_write_after_epoch_superseded(history.ops, [*records, stale], state)
+    v = no_write_after_epoch_superseded(history, [*records, stale], state)
     assert v.validity == "invalid"
     assert zxids(v.evidence) == {hexz(stale)}
 
@@ -534,7 +534,7 @@ def test_the_real_capture_with_a_replayed_old_request_is_invalid() -> None:
     old = next(r for r in journal if r.controller_epoch == 1 and r.kind == "UpdateMetadata")
     replayed = dataclasses.replace(old, seq=10_000, sent_s=None, answered_s=None)
     mutated = dataclasses.replace(state, journals={**state.journals, broker: (*journal, replayed)})
-    v = brokers_apply_requests_in_epoch_order(history.ops, records, mutated)
+    v = brokers_apply_requests_in_epoch_order(history, records, mutated)
     assert v.validity == "invalid"
     assert 10_000 in {e["seq"] for e in v.evidence}
 

@@ -89,10 +89,13 @@ def parser() -> argparse.ArgumentParser:
         "--seed",
         type=_int,
         default=None,
-        help="campaign seed: run i uses seed SEED+i, so one seed repeats the whole campaign (default: random)",
+        help="campaign seed: run i uses seed SEED+i, so one seed repeats the campaign (default: random)",
     )
     run.add_argument(
-        "--parallel", type=_positive, default=2, help="runs at a time, each with its own ZooKeeper (default 2)"
+        "--parallel",
+        type=_positive,
+        default=2,
+        help="runs at a time, each with its own ZooKeeper (default 2)",
     )
     run.add_argument(
         "--scenario",
@@ -108,7 +111,9 @@ def parser() -> argparse.ArgumentParser:
         help="what to test: reference, kafka (needs $KAFKA_HOME) or a target .toml file (default reference)",
     )
     run.add_argument(
-        "--launcher", default="process", help=f"where the nodes run: {' or '.join(LAUNCHERS)} (default process)"
+        "--launcher",
+        default="process",
+        help=f"where the nodes run: {' or '.join(LAUNCHERS)} (default process)",
     )
     run.add_argument(
         "--out", type=Path, default=Path("chaos-results"), help="results directory (default chaos-results/)"
@@ -118,7 +123,9 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also keep the directories of valid runs (by default only invalid and unknown runs are kept)",
     )
-    run.add_argument("--no-progress", action="store_true", help="print one line per run instead of a progress bar")
+    run.add_argument(
+        "--no-progress", action="store_true", help="print one line per run instead of a progress bar"
+    )
     replay = sub.add_parser(
         "replay",
         help="run a kept run's schedule again",
@@ -126,7 +133,10 @@ def parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("run_dir", type=Path, help="a kept run's directory (it holds run.json)")
     replay.add_argument(
-        "--out", type=Path, default=None, help="results directory (default: the campaign's replays/ directory)"
+        "--out",
+        type=Path,
+        default=None,
+        help="results directory (default: the campaign's replays/ directory)",
     )
     replay.add_argument("--target", default=None, help="test another target than the run's")
     check = sub.add_parser(

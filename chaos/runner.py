@@ -121,7 +121,7 @@ def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
         reason = f"runner error: {type(exc).__name__}: {exc}".splitlines()[0][:400]
         (run_dir / "runner-error.txt").write_text(traceback.format_exc())
         _keep_corrupt_log(exc, run_dir)
-    verdict = "unknown" if reason is not None else aggregate(verdicts)
+    verdict: str = "unknown" if reason is not None else aggregate(verdicts)
     if reason is None and verdict != "valid":
         reason = "; ".join(f"{v.checker}: {v.message}" for v in verdicts if not v.is_valid)[:1000]
         if quiet is not None and quiet.final_state is None:  # why there is none comes first

@@ -59,7 +59,9 @@ def admin_znodes_cleaned(run: RunInputs) -> Finding:
         found.violation(
             Item(REASSIGN_ENTRY_LEFT, tp_name(tp)),
             f"{REASSIGN_PARTITIONS} left with {tp_name(tp)}",
-            znode_evidence(REASSIGN_PARTITIONS, "not cleaned", partitions=[tp_name(tp)], replicas=list(target)),
+            znode_evidence(
+                REASSIGN_PARTITIONS, "not cleaned", partitions=[tp_name(tp)], replicas=list(target)
+            ),
         )
     if f.preferred_replica_election is not None:
         left = [tp_name(tp) for tp in sorted(f.preferred_replica_election)]
@@ -73,10 +75,14 @@ def admin_znodes_cleaned(run: RunInputs) -> Finding:
             continue
         item = Item(DELETION_REQUEST_LEFT, topic)
         if down := replica_brokers(f, topic) - f.live_brokers:  # halted for offline replicas
-            found.gap(item, f"/admin/delete_topics/{topic}: replicas on brokers {sorted(down)} not live after heal")
+            found.gap(
+                item, f"/admin/delete_topics/{topic}: replicas on brokers {sorted(down)} not live after heal"
+            )
             continue
         found.violation(
-            item, f"/admin/delete_topics/{topic} left", znode_evidence(f"/admin/delete_topics/{topic}", "not cleaned")
+            item,
+            f"/admin/delete_topics/{topic} left",
+            znode_evidence(f"/admin/delete_topics/{topic}", "not cleaned"),
         )
     return found.done("no admin znode left")
 
@@ -129,7 +135,11 @@ def _view_problems(
             got = shown.get(p)
             if got is None:
                 yield item, f"does not show {topic}-{p}"
-            elif (got.leader, tuple(got.replicas), set(got.isr)) != (want.leader, tuple(want.replicas), set(want.isr)):
+            elif (got.leader, tuple(got.replicas), set(got.isr)) != (
+                want.leader,
+                tuple(want.replicas),
+                set(want.isr),
+            ):
                 yield (
                     item,
                     f"{topic}-{p} leader {got.leader} replicas {list(got.replicas)} isr {list(got.isr)}; "

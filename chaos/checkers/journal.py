@@ -94,7 +94,9 @@ def stale_leader_epochs(
             if request.kind != "LeaderAndIsr" or p.leader_epoch is None:
                 continue
             entries = seen.setdefault(key, [])
-            stale = next(((e, a) for e, a in entries if e >= p.leader_epoch and happened_before(a, request)), None)
+            stale = next(
+                ((e, a) for e, a in entries if e >= p.leader_epoch and happened_before(a, request)), None
+            )
             if stale is not None:
                 out.append(StaleEntry(request, p.topic, p.partition, p.leader_epoch, stale[1], stale[0]))
             entries.append((p.leader_epoch, request))

@@ -162,7 +162,9 @@ def reassignments_completed(run: RunInputs) -> Finding:
                 item,
                 f"{topic}-{p} still reassigning (adding {list(t.adding.get(p, ()))}, "
                 f"removing {list(t.removing.get(p, ()))})",
-                znode_evidence(f"/brokers/topics/{topic}", "reassignment pending", replicas=list(t.replicas[p])),
+                znode_evidence(
+                    f"/brokers/topics/{topic}", "reassignment pending", replicas=list(t.replicas[p])
+                ),
             )
     all_pairs = pairs(run.history)
     acked = [q for q in all_pairs if q.invoke.f == "reassign" and q.outcome == "ok"]
@@ -239,7 +241,10 @@ def deletions_completed(run: RunInputs) -> Finding:
         if any(_overlaps_or_follows(c, op) for c in creates) or blocked_deletion(f, topic, registered):
             continue
         if down := replica_brokers(f, topic) - f.live_brokers:
-            found.gap(Item(DELETION_NOT_DONE, topic), f"{topic}: replicas on brokers {sorted(down)} not live after heal")
+            found.gap(
+                Item(DELETION_NOT_DONE, topic),
+                f"{topic}: replicas on brokers {sorted(down)} not live after heal",
+            )
             continue
         found.violation(
             Item(DELETION_NOT_DONE, topic),

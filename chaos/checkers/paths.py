@@ -94,7 +94,9 @@ CONTROLLER_ONLY: dict[Kind, frozenset[str]] = {
     Kind.REASSIGN_PARTITIONS: frozenset({"delete", "setData"}),
     **dict.fromkeys(
         (Kind.PARTITIONS, Kind.PARTITION, Kind.PARTITION_STATE),
-        frozenset({"create", "create2", "createContainer", "createTTL", "delete", "deleteContainer", "setData"}),
+        frozenset(
+            {"create", "create2", "createContainer", "createTTL", "delete", "deleteContainer", "setData"}
+        ),
     ),
 }
 

@@ -17,6 +17,7 @@ from chaos.checkers.judge import checker
 
 __all__ = ["brokers_apply_requests_in_epoch_order"]
 
+
 @checker("safety")
 def brokers_apply_requests_in_epoch_order(run: RunInputs) -> Finding:
     """No broker applied a controller request older than one it had already applied.

@@ -154,7 +154,9 @@ def controller_writes_fenced(run: RunInputs) -> Finding:
     fenced = 0
     for w in log.controller_writes:
         if w.role == "election":
-            own.update({w.session: v for op in w.ops if (v := _epoch_version_written(op)) is not None})
+            for op in w.ops:
+                if (version := _epoch_version_written(op)) is not None:
+                    own[w.session] = version
         elif w.role == "unfenced":
             found.violation(
                 _write(w),
@@ -228,13 +230,19 @@ def partition_states_valid(run: RunInputs) -> Finding:
         replicas = None if topic is None else topic.replicas.get(tp.partition)
         for problem in _state_problems(state.leader, state.isr, None):
             evidence = _final_state_evidence(tp.topic, tp.partition, state, replicas, problem)
-            found.violation(Item("final partition state", tp_name(tp)), f"final {tp_name(tp)}: {problem}", evidence)
+            found.violation(
+                Item("final partition state", tp_name(tp)), f"final {tp_name(tp)}: {problem}", evidence
+            )
         if replicas is not None and not set(state.isr) <= set(replicas):
             problem = f"ISR {list(state.isr)} not within replicas {list(replicas)}"
             evidence = _final_state_evidence(tp.topic, tp.partition, state, replicas, problem)
-            found.violation(Item(FINAL_ISR_OUTSIDE_REPLICAS, tp_name(tp)), f"final {tp_name(tp)}: {problem}", evidence)
+            found.violation(
+                Item(FINAL_ISR_OUTSIDE_REPLICAS, tp_name(tp)), f"final {tp_name(tp)}: {problem}", evidence
+            )
     if run.timeline is None:
-        found.gap(Item("transaction log", "absent"), f"final state fine but {NO_LOG}: intermediate states unchecked")
+        found.gap(
+            Item("transaction log", "absent"), f"final state fine but {NO_LOG}: intermediate states unchecked"
+        )
     return found.done(f"{len(writes)} state write(s) checked")
 
 

@@ -336,7 +336,11 @@ class Timeline:
         match z.kind:
             case Kind.TOPIC:
                 topic = _topic(z)
-                self._add(TopicDeleted(record, topic, self._topics.pop(topic, None), self._incarnation.pop(topic, None)))
+                self._add(
+                    TopicDeleted(
+                        record, topic, self._topics.pop(topic, None), self._incarnation.pop(topic, None)
+                    )
+                )
             case Kind.PARTITION_STATE:
                 self._add(StateDeleted(record, _topic(z), _partition(z)))
             case Kind.PARTITIONS | Kind.PARTITION:
@@ -447,7 +451,9 @@ def _epoch_check_version(record: TxnRecord) -> int | None:
     """The ``/controller_epoch`` version a successful multi's check saw (None: not fenced)."""
     if record.op != "multi" or record.failed:
         return None
-    return next((op.version for op in record.ops if op.op == "check" and op.path == "/controller_epoch"), None)
+    return next(
+        (op.version for op in record.ops if op.op == "check" and op.path == "/controller_epoch"), None
+    )
 
 
 def _topic_or_none(path: str, data: bytes | None) -> TopicZNode | None:

@@ -92,7 +92,9 @@ def write_artefacts(  # noqa: PLR0917 - one call site, every part of a run
     if problems:
         verdict = "unknown"
         reason = f"evidence could not be written: {'; '.join(problems)}"[:1000]
-    problems += _attempt(run_dir / "verdict.json", lambda: _verdict_json(run_dir, verdicts, verdict, quiet, schedule, reason))
+    problems += _attempt(
+        run_dir / "verdict.json", lambda: _verdict_json(run_dir, verdicts, verdict, quiet, schedule, reason)
+    )
     if not problems:
         try:
             write_manifest(run_dir, commit=commit)
@@ -101,7 +103,9 @@ def write_artefacts(  # noqa: PLR0917 - one call site, every part of a run
     if problems:
         with contextlib.suppress(OSError):
             (run_dir / EVIDENCE_ERROR).write_text("\n".join(problems) + "\n")
-        return Sealed("unknown", f"evidence could not be written: {'; '.join(problems)}"[:1000], tuple(problems))
+        return Sealed(
+            "unknown", f"evidence could not be written: {'; '.join(problems)}"[:1000], tuple(problems)
+        )
     return Sealed(verdict, reason)
 
 
@@ -123,11 +127,13 @@ def _write_evidence(run_dir: Path, judged: Judged) -> list[str]:
         problems += _attempt(run_dir / "txn-records.jsonl", lambda: records_jsonl(records))
     if judged.final_state is not None:
         final = judged.final_state
-        problems += _attempt(run_dir / "final-state.json", lambda: json.dumps(final_state_to_json(final), indent=1))
+        problems += _attempt(
+            run_dir / "final-state.json", lambda: json.dumps(final_state_to_json(final), indent=1)
+        )
     return problems
 
 
-def _verdict_json(
+def _verdict_json(  # noqa: PLR0917 - the parts of verdict.json
     run_dir: Path,
     verdicts: list[Verdict],
     verdict: str,

@@ -25,8 +25,8 @@ __all__ = [
     "FINAL_STATE",
     "HISTORY",
     "TXN_RECORDS",
-    "Judgement",
     "JudgedRun",
+    "Judgement",
     "judge_run_dir",
     "load_history",
     "load_judged_run",
@@ -68,7 +68,9 @@ def load_txn_records(path: Path) -> list[TxnRecord]:
         try:
             records.append(record_from_json(json.loads(line)))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise EvidenceError(f"{path.name} line {lineno}: not a transaction record ({type(exc).__name__}: {exc})") from None
+            raise EvidenceError(
+                f"{path.name} line {lineno}: not a transaction record ({type(exc).__name__}: {exc})"
+            ) from None
     return records
 
 
@@ -93,7 +95,9 @@ def load_judged_run(run_dir: Path) -> JudgedRun:
     """The judged inputs of ``run_dir``, verified; :class:`EvidenceError` says why they cannot be."""
     listed = verify(run_dir, required=(HISTORY,))
     if TXN_RECORDS not in listed and FINAL_STATE not in listed:
-        raise EvidenceError(f"neither {TXN_RECORDS} nor {FINAL_STATE} (the run's cluster never started): nothing to judge")
+        raise EvidenceError(
+            f"neither {TXN_RECORDS} nor {FINAL_STATE} (the run's cluster never started): nothing to judge"
+        )
     for name in (HISTORY, TXN_RECORDS, FINAL_STATE):
         if name in listed and listed[name].bytes == 0:
             raise EvidenceError(f"{name}: empty (a run with a cluster never writes it empty)")

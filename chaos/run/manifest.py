@@ -129,7 +129,9 @@ def read_manifest(run_dir: Path) -> Mapping[str, FileEntry]:
     try:
         body = json.loads(text)
         version = body["format"]
-        files = {n: FileEntry(int(e["bytes"]), int(e["lines"]), str(e["sha256"])) for n, e in body["files"].items()}
+        files = {
+            n: FileEntry(int(e["bytes"]), int(e["lines"]), str(e["sha256"])) for n, e in body["files"].items()
+        }
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise EvidenceError(f"{MANIFEST}: not a manifest ({type(exc).__name__}: {exc})") from None
     if version != FORMAT:
@@ -176,7 +178,9 @@ def _check_file(run_dir: Path, name: str, want: FileEntry) -> None:
         raise EvidenceError(f"{name}: truncated to {got.bytes} bytes, {got.lines} lines ({said})")
     if got.bytes > want.bytes:
         raise EvidenceError(f"{name}: altered: {got.bytes} bytes, {got.lines} lines ({said})")
-    raise EvidenceError(f"{name}: altered: its sha256 differs from the manifest's ({want.bytes} bytes either way)")
+    raise EvidenceError(
+        f"{name}: altered: its sha256 differs from the manifest's ({want.bytes} bytes either way)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -188,7 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     bad = [d for d in args.dirs if not d.is_dir()]
     if bad:
-        print(f"python -m chaos.run.manifest: error: not a directory: {', '.join(map(str, bad))}", file=sys.stderr)
+        print(
+            f"python -m chaos.run.manifest: error: not a directory: {', '.join(map(str, bad))}",
+            file=sys.stderr,
+        )
         return 2
     for d in args.dirs:
         body = write_manifest(d)

@@ -8,7 +8,13 @@ from chaos.checkers.final_state import ReceivedRequest
 from chaos.checkers.findings import RunInputs, shown_item, stale_item
 from chaos.checkers.journal import APPLIED_KINDS, life, stale_leader_epochs, told_of_deletion
 from chaos.checkers.quirks.recognition import Recognition
-from chaos.checkers.timeline import BrokerDeregistered, BrokerRegistered, DeletionRequested, Timeline, TopicDeleted
+from chaos.checkers.timeline import (
+    BrokerDeregistered,
+    BrokerRegistered,
+    DeletionRequested,
+    Timeline,
+    TopicDeleted,
+)
 
 __all__ = ["absent_during_deletion", "missed_deletion", "unanswered_stop_replica"]
 
@@ -73,7 +79,9 @@ def unanswered_stop_replica(run: RunInputs) -> Recognition:
         for applied, unanswered in lives.values():
             if not unanswered:
                 continue
-            naive = {stale_item(broker, s.request.seq, s.topic, s.partition) for s in stale_leader_epochs(applied)}
+            naive = {
+                stale_item(broker, s.request.seq, s.topic, s.partition) for s in stale_leader_epochs(applied)
+            }
             kept = {
                 stale_item(broker, s.request.seq, s.topic, s.partition)
                 for s in stale_leader_epochs(applied, forgets=unanswered)

@@ -46,9 +46,10 @@ def dropped_requests(timeline: Timeline) -> dict[str, int]:
             known.discard(e.topic)
         elif isinstance(e, PartitionsZnode) and e.partition is None:
             (known.add if e.created else known.discard)(e.topic)
-        elif isinstance(e, DeletionRequestRemoved) and e.fenced:
-            if e.topic in topics and e.topic not in known:
-                out[e.topic] = topics[e.topic]
+        elif (
+            isinstance(e, DeletionRequestRemoved) and e.fenced and e.topic in topics and e.topic not in known
+        ):
+            out[e.topic] = topics[e.topic]
     return out
 
 
@@ -57,7 +58,11 @@ def dropped(run: RunInputs) -> Recognition:
     f = run.final_state
     if run.timeline is None or f is None:
         return Recognition()
-    found = {t for t, czxid in dropped_requests(run.timeline).items() if t in f.topics and f.topics[t].czxid == czxid}
+    found = {
+        t
+        for t, czxid in dropped_requests(run.timeline).items()
+        if t in f.topics and f.topics[t].czxid == czxid
+    }
     return _topics(found, DELETION_NOT_DONE)
 
 
@@ -161,6 +166,8 @@ def failed_replica_deletion(run: RunInputs) -> Recognition:
             resumed |= {t for t, when in failed.items() if e.time_s >= when}
         elif isinstance(e, BrokerRegistered):
             resumed |= {
-                t for t, when in failed.items() if e.time_s >= when and e.broker in replicas.get(t, frozenset())
+                t
+                for t, when in failed.items()
+                if e.time_s >= when and e.broker in replicas.get(t, frozenset())
             }
     return _topics(set(failed) - resumed, DELETION_NOT_DONE, DELETION_REQUEST_LEFT)

@@ -161,7 +161,9 @@ def poisoned(run: RunInputs) -> Recognition:
 _State = tuple[int, tuple[int, ...]]
 
 
-def leaderless_after_reassignment(timeline: Timeline) -> tuple[dict[TopicPartition, _State], dict[TopicPartition, _State]]:
+def leaderless_after_reassignment(
+    timeline: Timeline,
+) -> tuple[dict[TopicPartition, _State], dict[TopicPartition, _State]]:
     """(orphaned, leaderless): partitions whose reassignment a topic-znode write completed while
     their state had leader -1, with that (leader, ISR), as at the end of the log."""
     states: dict[TopicPartition, _State] = {}

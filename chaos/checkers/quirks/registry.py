@@ -166,7 +166,7 @@ QUIRKS: tuple[Quirk, ...] = (
         "A topic deleted while one of its partitions is being reassigned: the first request is not "
         "halted, the deletion leaves the partition leaderless (a topic queued for deletion is never "
         'elected), a later change under `/admin/delete_topics` or a failover halts it for "topic '
-        'reassignment in progress", and only a replica\'s broker registering lifts that halt — after '
+        "reassignment in progress\", and only a replica's broker registering lifts that halt — after "
         "the last such registration the topic, the reassignment and (until a failover) its "
         "`/admin/reassign_partitions` entry stay.",
         (

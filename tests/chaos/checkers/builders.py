@@ -189,7 +189,8 @@ def request(
 def load_capture(directory: Path) -> tuple[tuple[Op, ...], list[TxnRecord], FinalState]:
     """A checked-in capture (a run directory under ``data/``), verified against its manifest."""
     run = load_judged_run(directory)
-    assert run.txn_records is not None and run.final_state is not None, directory
+    assert run.txn_records is not None, directory
+    assert run.final_state is not None, directory
     return run.history, run.txn_records, run.final_state
 
 

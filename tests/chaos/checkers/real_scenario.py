@@ -25,8 +25,8 @@ from kio.schema.metadata.v1.request import MetadataRequest
 from chaos.checkers import FinalState, final_state_to_json
 from chaos.checkers.txnjson import records_jsonl
 from chaos.final_state import fetch_broker_metadata, journals_from_requests, read_zookeeper_state
-from chaos.run.manifest import write_manifest
 from chaos.history import History
+from chaos.run.manifest import write_manifest
 from cluster import admin
 from cluster.cluster import Cluster, wait_for
 from cluster.targets import load_target

@@ -240,6 +240,54 @@ def test_an_unfenced_controller_write_is_invalid_even_by_the_current_controller(
     assert no_write_after_epoch_superseded([], log.records, None).validity == "valid"  # not deposed
 
 
+def test_a_write_checking_a_newer_controllers_epoch_version_is_not_fenced() -> None:
+    """A deposed controller whose check asked for any version (-1): ZooKeeper logs the version
+    current when the multi applied (B's), not the one A's election wrote."""
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.fenced(SESSION_A, create("/brokers/topics/t/partitions"))
+    log.elect(SESSION_B, 2)
+    stale = log.fenced(SESSION_A, create("/brokers/topics/u/partitions"))  # check version=2
+    v = controller_writes_fenced([], log.records, None)
+    assert v.validity == "invalid"
+    assert "checked /controller_epoch version 2, but its controller's election wrote version 1" in v.message
+    assert zxids(v.evidence) == {hexz(stale)}
+    # the old comparison with the version current at apply time can never fail on a real log
+    assert no_write_after_epoch_superseded([], log.records, None).validity == "valid"
+
+
+def test_a_write_by_a_session_that_won_no_election_is_not_fenced() -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    intruder = log.fenced(SESSION_B, create("/brokers/topics/t/partitions"))
+    v = controller_writes_fenced([], log.records, None)
+    assert v.validity == "invalid"
+    assert f"session 0x{SESSION_B:x}, which won no election" in v.message
+    assert zxids(v.evidence) == {hexz(intruder)}
+
+
+def test_a_re_elected_controller_is_fenced_by_its_latest_election() -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.elect(SESSION_B, 2)
+    log.fenced(SESSION_B, create("/brokers/topics/t/partitions"))
+    log.elect(SESSION_A, 1)  # epoch 3, version 3
+    log.fenced(SESSION_A, create("/brokers/topics/u/partitions"))
+    assert controller_writes_fenced([], log.records, None).validity == "valid"
+    stale = log.fenced(SESSION_A, delete("/admin/delete_topics/u"), version=1)  # its old epoch's
+    v = controller_writes_fenced([], log.records, None)
+    assert v.validity == "invalid"
+    assert zxids(v.evidence) == {hexz(stale)}
+
+
+def test_a_fence_whose_election_is_not_in_the_log_is_unknown() -> None:
+    log = Log(epoch=4, epoch_version=4)  # the log starts after the election
+    log.fenced(SESSION_A, create("/brokers/topics/t/partitions"))
+    v = controller_writes_fenced([], log.records, None)
+    assert v.validity == "unknown"
+    assert "the election that wrote epoch version 4 is not in the transaction log" in v.message
+
+
 def test_leader_isr_writes_and_admin_writes_need_no_fence() -> None:
     log = Log()
     log.elect(SESSION_A, 1)
@@ -401,7 +449,11 @@ def _reassignment_log(removal_leader: int) -> Log:
 
 def test_an_isr_kafka_leaves_outside_the_replicas_after_a_failed_reassignment_election_is_excused() -> None:
     state = final_state({"t": {0: [1]}}, {("t", 0): (-1, 3, [3])})
-    assert partition_states_valid([], _reassignment_log(-1).records, state).validity == "valid"
+    v = partition_states_valid([], _reassignment_log(-1).records, state)
+    assert v.validity == "valid"
+    assert v.excused == {
+        "isr_orphaned_by_failed_reassignment_election": ("final ISR outside the replicas t-0",)
+    }
     assert partitions_have_leaders([], _reassignment_log(-1).records, state).validity == "valid"
     # without the log nothing shows it is Kafka's path: invalid
     assert partition_states_valid([], None, state).validity == "invalid"
@@ -470,7 +522,11 @@ def test_an_unanswered_stop_replica_delete_may_have_deleted_the_partition() -> N
         request(1, "StopReplica", 2, [("t0", 0, 0, 0)], source=3, error=None, delete=True),
         request(2, "LeaderAndIsr", 3, [("t0", 0, 7, 0)], source=1),
     )
-    assert brokers_apply_requests_in_epoch_order([], None, state).validity == "valid"
+    v = brokers_apply_requests_in_epoch_order([], None, state)
+    assert v.validity == "valid"
+    assert v.excused == {
+        "unanswered_stop_replica_may_have_deleted": ("leader epoch not newer broker 2 request #2 t0-0",)
+    }
     # … but an unanswered StopReplica *without* delete proves nothing either way: still invalid
     kept = journals(
         request(0, "LeaderAndIsr", 2, [("t0", 0, 7, 0)], source=3),

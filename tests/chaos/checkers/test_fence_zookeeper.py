@@ -49,9 +49,7 @@ def _fenced(client: KazooClient, checked: int, path: str) -> None:
     assert not any(isinstance(r, Exception) for r in results), results
 
 
-def _log(
-    server: ZooKeeperServer, chroot: str, cursor: TxnLogCursor, client: KazooClient, last: str
-) -> list[TxnRecord]:
+def _log(chroot: str, cursor: TxnLogCursor, client: KazooClient, last: str) -> list[TxnRecord]:
     stat = client.exists(last)
     assert stat is not None
     return ChrootView(chroot).filter(cursor.read_through(stat.czxid))
@@ -89,7 +87,8 @@ def test_a_deposed_controllers_any_version_check_is_caught(
     records = _log(zk_chroot, cursor, zk_client, "/brokers/topics/t/partitions/1")
     stale = records[-1]
     assert stale.session_id == zk_client.client_id[0]
-    assert [(op.op, op.path, op.version) for op in stale.ops][0] == ("check", "/controller_epoch", 2)
+    check = stale.ops[0]
+    assert (check.op, check.path, check.version) == ("check", "/controller_epoch", 2)
 
     v = controller_writes_fenced([], records, None)
     assert v.validity == "invalid", v.message

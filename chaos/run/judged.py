@@ -18,7 +18,8 @@ from chaos.checkers import Verdict, aggregate, check_all
 from chaos.checkers.final_state import FinalState, final_state_from_json
 from chaos.checkers.txnjson import record_from_json
 from chaos.history import HistoryError, Op, validate
-from chaos.run.manifest import EvidenceError, verify
+from chaos.run.artefacts import EVIDENCE_ERROR
+from chaos.run.manifest import NO_MANIFEST, EvidenceError, verify
 from probes.txnrecords import TxnRecord
 
 __all__ = [
@@ -93,7 +94,14 @@ def load_history(path: Path) -> tuple[Op, ...]:
 
 def load_judged_run(run_dir: Path) -> JudgedRun:
     """The judged inputs of ``run_dir``, verified; :class:`EvidenceError` says why they cannot be."""
-    listed = verify(run_dir, required=(HISTORY,))
+    try:
+        listed = verify(run_dir, required=(HISTORY,))
+    except EvidenceError as exc:
+        failed = run_dir / EVIDENCE_ERROR
+        if str(exc) == NO_MANIFEST and failed.is_file():
+            written = "; ".join(_text(failed).splitlines())
+            raise EvidenceError(f"evidence could not be written: {written}") from None
+        raise
     if TXN_RECORDS not in listed and FINAL_STATE not in listed:
         raise EvidenceError(
             f"neither {TXN_RECORDS} nor {FINAL_STATE} (the run's cluster never started): nothing to judge"

@@ -171,13 +171,13 @@ def _check_file(run_dir: Path, name: str, want: FileEntry) -> None:
         raise EvidenceError(f"{name}: unreadable ({exc})") from None
     if got == want:
         return
-    said = f"the manifest says {want.bytes} bytes, {want.lines} lines"
     if got.bytes == 0:
-        raise EvidenceError(f"{name}: empty ({said})")
+        raise EvidenceError(f"{name}: empty (the manifest says {want.bytes} bytes, {want.lines} lines)")
+    sizes = f"{got.bytes} bytes and {got.lines} lines where {want.bytes} and {want.lines} were written"
     if got.bytes < want.bytes:
-        raise EvidenceError(f"{name}: truncated to {got.bytes} bytes, {got.lines} lines ({said})")
+        raise EvidenceError(f"{name}: truncated or altered: {sizes}")
     if got.bytes > want.bytes:
-        raise EvidenceError(f"{name}: altered: {got.bytes} bytes, {got.lines} lines ({said})")
+        raise EvidenceError(f"{name}: altered: {sizes}")
     raise EvidenceError(
         f"{name}: altered: its sha256 differs from the manifest's ({want.bytes} bytes either way)"
     )

@@ -80,10 +80,13 @@ def _garbage_line_sealed(run: Path) -> None:
 
 DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
     "empty-history": (lambda r: _empty(r / "history.jsonl"), "history.jsonl: empty"),
-    "history-cut-at-a-line": (lambda r: _cut_last_line(r / "history.jsonl"), "history.jsonl: truncated to "),
+    "history-cut-at-a-line": (
+        lambda r: _cut_last_line(r / "history.jsonl"),
+        "history.jsonl: truncated or altered: ",
+    ),
     "records-cut-mid-line": (
         lambda r: _cut_mid_line(r / "txn-records.jsonl"),
-        "txn-records.jsonl: truncated to ",
+        "txn-records.jsonl: truncated or altered: ",
     ),
     "one-byte-altered": (
         lambda r: _flip_a_digit(r / "final-state.json"),

@@ -3,8 +3,9 @@
 The logs are hand-made after chaos run partition-00001-s2001 (campaign seed 2000): ``t0-0`` is
 being reassigned [3, 1] → [2, 3] while broker 3 is cut off; ``t0``'s deletion starts at once (a
 first request is not halted, see the quirk ``reassignment_stranded_by_deletion``), halts for
-offline replicas and for the reassignment (re-run on broker startup), and ``onBrokerStartup`` resumes it each time
-(KafkaController.scala@2.5.1 L370-378, TopicDeletionManager.scala L134-142) until it completes.
+offline replicas and for the reassignment (re-run on broker startup), and ``onBrokerStartup``
+resumes it each time (KafkaController.scala@2.5.1 L370-378, TopicDeletionManager.scala L134-142)
+until it completes.
 Kafka leaves ``t0-0`` in ``/admin/reassign_partitions`` until the next controller failover.
 """
 

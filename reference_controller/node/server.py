@@ -76,10 +76,11 @@ class NodeHalted(ReferenceControllerError):
     """Kafka's `Exit.halt(1)`: the node stops at once (every log dir failed …)."""
 
 
-def load_controller_service() -> Any:
-    """The controller component's class. Imported only when the controller is enabled (a
-    broker-only node never loads it); it always ships with the node, so a failed import is an
-    error that propagates, never a silent broker-only start."""
+def load_controller_service() -> Callable[..., ControllerComponent]:
+    """The controller component's class (mypy checks here that it is a `ControllerComponent`).
+    Imported only when the controller is enabled (a broker-only node never loads it); it always
+    ships with the node, so a failed import is an error that propagates, never a silent
+    broker-only start."""
     from reference_controller.controller.driver.service import (  # noqa: PLC0415 - loaded on demand
         ControllerService,
     )

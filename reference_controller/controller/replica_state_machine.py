@@ -202,7 +202,7 @@ class ReplicaStateMachine:
                 self.batch.add_leader_and_isr_request_for_brokers(
                     recipients, tp, leader_isr, ctx.partition_full_replica_assignment(tp), is_new=False
                 )
-            self._set_state(PartitionAndReplica(tp[0], tp[1], replica_id), R.OfflineReplica)
+            self._set_state(PartitionAndReplica(tp, replica_id), R.OfflineReplica)
         for replica in without_info:
             self._log_successful_transition(replica, ctx.replica_state(replica), R.OfflineReplica)
             self.batch.add_update_metadata_request_for_brokers(
@@ -221,7 +221,7 @@ class ReplicaStateMachine:
             finished, remaining = self._do_remove_replicas_from_isr(replica_id, remaining)
             for tp, outcome in finished.items():
                 if isinstance(outcome, Exception):
-                    replica = PartitionAndReplica(tp[0], tp[1], replica_id)
+                    replica = PartitionAndReplica(tp, replica_id)
                     self._log_failed_state_change(
                         replica, self.context.replica_state(replica), R.OfflineReplica, outcome
                     )

@@ -26,7 +26,7 @@ from tests.unit.controller.harness import broker_info, make_config
 pytestmark = pytest.mark.unit
 R, P = ReplicaState, PartitionState
 TP = TopicPartition("foo", 0)
-REPLICA = PartitionAndReplica("foo", 0, 2)
+REPLICA = PartitionAndReplica(TP, 2)
 
 
 def bare_controller() -> KafkaController:

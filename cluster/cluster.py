@@ -1,4 +1,4 @@
-r"""A cluster of N target nodes on a real ZooKeeper, driven only from outside (conformance ring).
+"""A cluster of N target nodes on a real ZooKeeper, driven only from outside (conformance ring).
 
 Each node is one process (or container) started from the target's command with a generated
 ``server.properties`` (:mod:`cluster.nodeconfig`): broker id, ``zookeeper.connect`` with the
@@ -24,7 +24,7 @@ request the node sends to ZooKeeper and every watch event it receives is journal
 it works for any target. Chaining seams for fault injection: ``zk_front(node id, proxy address)``
 returns the address the node should connect to instead (a fault proxy in front that forwards to the
 recording proxy), and :attr:`ZkRecordingProxy.upstream` may be pointed at a fault proxy behind it.
-Both kinds of recording proxy are :class:`~probes.tap.Tap`\ s on the cluster's one
+Both kinds of recording proxy are taps (:class:`~probes.tap.Tap`) on the cluster's one
 :class:`~probes.tap.ProxyLoop`.
 
 Observation helpers are read-only: ZooKeeper data (``zk``), the transaction log of this chroot

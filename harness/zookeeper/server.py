@@ -194,7 +194,7 @@ class ZooKeeperServer:
     # --- life cycle -----------------------------------------------------------------------------
 
     def start(self, timeout_s: float = 30.0) -> Self:
-        """Start the JVM and wait until it serves; pick another port if the current one is taken."""
+        """Start the JVM and wait until it serves; claim another port if the current one is taken."""
         if self.is_running():
             return self
         for listener in list(_START_LISTENERS):
@@ -244,8 +244,9 @@ class ZooKeeperServer:
         self._launched_at = time.monotonic()
         self._paused = False
         spec = self.launch_spec()
+        argv = spec.container_argv if self.launcher.in_containers and spec.container_argv else spec.argv
         self._mark_log(
-            f"starting {self.name} on {self.connect_string} ({self.launcher.name}): {' '.join(spec.argv)}"
+            f"starting {self.name} on {self.connect_string} ({self.launcher.name}): {' '.join(argv)}"
         )
         self._jvm = self.launcher.spawn(spec)
 

@@ -1,8 +1,10 @@
-"""A real-ZooKeeper harness: standalone servers and ensembles as local JVMs (ring: drivers / test tooling).
+"""A real-ZooKeeper harness: standalone servers and ensembles (ring: drivers / test tooling).
 
-Servers come from ``$ZOOKEEPER_HOME`` or Debian's ``zookeeper`` package, bind only 127.0.0.1, and
-never outlive their owner: see :mod:`harness.process` (clean-up on exit, signals and
-owner death) and :mod:`harness.reaper` (pid files and the reaper of orphaned runs).
+Servers come from ``$ZOOKEEPER_HOME`` or Debian's ``zookeeper`` package, start through the
+launcher seam (:mod:`harness.launcher`: local JVMs, or containers), bind only 127.0.0.1 on ports
+of the port plan (:mod:`harness.ports`), and never outlive their owner: see
+:mod:`harness.process` (clean-up on exit, signals and owner death) and :mod:`harness.reaper`
+(pid files and the reaper of orphaned runs).
 
 Environment knobs: ``ZOOKEEPER_HOME``; ``KZK_DEBIAN_JAVA_DIR`` (default ``/usr/share/java``);
 ``KZK_RUNTIME_DIR`` (pid files); ``KZK_JVM_DIE_WITH_OWNER=0`` (no pdeathsig); ``KZK_JVM_CDS=0`` (no

@@ -33,6 +33,7 @@ from chaos.run.pool import CampaignResult, run_campaign
 from chaos.run.reap import reap
 from chaos.runner import RunPlan
 from chaos.scenarios import FAULTS, SCENARIOS, SCOPES, NameError_, resolve_faults, resolve_scenarios
+from chaos.shard import WHOLE, ShardError, campaign_id_for, parse_shard
 from cluster.targets import TargetError, load_target
 from harness.launcher import LAUNCHERS, LauncherError, launcher_named
 from records.run_record import new_run_id
@@ -85,6 +86,31 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--keep-all", action="store_true", help="keep the directories of valid runs too")
     run.add_argument("--no-progress", action="store_true", help="no progress bar (one line per run instead)")
+    run.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="run only shard I of N (0 <= I < N; runs I, I+N, I+2N, …) of the campaign, e.g. a CI "
+        "matrix or Kubernetes indexed job; needs --seed",
+    )
+    run.add_argument(
+        "--campaign-id",
+        default=None,
+        help="id shared by every shard of one campaign (default: derived from --seed, --runs, the "
+        "scenarios, faults and target when --shard is given; random otherwise)",
+    )
+    run.add_argument(
+        "--master",
+        default=None,
+        help="spark://HOST:PORT: fan the campaign out over a Spark cluster's executors, in shards "
+        "(see --spark-shards); records and kept runs come back here",
+    )
+    run.add_argument(
+        "--spark-shards",
+        type=_positive,
+        default=None,
+        help="with --master: number of shards (default: one per 10 runs)",
+    )
     replay = sub.add_parser("replay", help="run a kept run's schedule again")
     replay.add_argument("run_dir", type=Path, help="a run directory (holds run.json)")
     replay.add_argument(
@@ -164,18 +190,29 @@ def _summary(campaign: CampaignResult, out: Path, campaign_id: str) -> None:
     print(f"records: {out}/chaos-runs-*.jsonl; kept runs: {out / campaign_id / 'runs'}")
 
 
-def _plans(args: argparse.Namespace, campaign_id: str) -> list[RunPlan]:
+def _campaign_id(args: argparse.Namespace, scenarios: list[str]) -> str:
+    if args.campaign_id:
+        return str(args.campaign_id)
+    if args.shard is None:
+        return new_run_id()
+    return campaign_id_for(args.seed, args.runs, scenarios, args.faults, args.target)
+
+
+def _plans(args: argparse.Namespace) -> tuple[str, list[RunPlan]]:
     scenarios = resolve_faults(args.faults, resolve_scenarios(args.scenario))
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
+    shard = parse_shard(args.shard) if args.shard is not None else WHOLE
+    campaign_id = _campaign_id(args, [s.name for s in scenarios])
+    where = f", shard {shard} ({len(shard.indexes(args.runs))} of {args.runs} runs)" if args.shard else ""
     print(
-        f"campaign {campaign_id}: seed {seed}, scenarios {', '.join(s.name for s in scenarios)}",
+        f"campaign {campaign_id}: seed {seed}, scenarios {', '.join(s.name for s in scenarios)}{where}",
         file=sys.stderr,
     )
-    return [
+    return campaign_id, [
         RunPlan(
             i, scenarios[i % len(scenarios)], seed + i, campaign_id, args.out / campaign_id, args.keep_all
         )
-        for i in range(args.runs)
+        for i in shard.indexes(args.runs)
     ]
 
 
@@ -195,13 +232,31 @@ def _check_target_and_launcher(target: str, launcher: str) -> str | None:
     return t.unavailable_reason()
 
 
+def _check_distribution(args: argparse.Namespace) -> str | None:
+    if (args.shard is not None or args.master) and args.seed is None:
+        return "--shard and --master need --seed: every shard must draw the same campaign"
+    if args.shard is not None and args.master:
+        return "give either --shard (this machine runs one shard) or --master (Spark runs them all)"
+    if args.spark_shards and not args.master:
+        return "--spark-shards goes with --master"
+    if args.shard is not None:
+        try:
+            parse_shard(args.shard)
+        except ShardError as exc:
+            return str(exc)
+    return None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    problem = _check_target_and_launcher(args.target, args.launcher)
+    problem = _check_distribution(args) or _check_target_and_launcher(args.target, args.launcher)
     if problem:
         return _usage(problem)
-    campaign_id = new_run_id()
+    if args.master:
+        from chaos.spark import run_on_spark  # noqa: PLC0415 - pyspark only when asked for
+
+        return run_on_spark(args)
     try:
-        plans = _plans(args, campaign_id)
+        campaign_id, plans = _plans(args)
     except NameError_ as exc:
         return _usage(str(exc))
     for done in reap():

@@ -1,6 +1,8 @@
 """A Spark standalone master and N workers on 127.0.0.1, started from the pyspark installation
 (test tooling shared by the reports and chaos tests). Every daemon runs in its own process group
-and is killed as a group, whatever happens; a worker can be killed on its own mid-test."""
+and is killed as a group, whatever happens — and dies with the test process even when that is
+killed (``PR_SET_PDEATHSIG``; a worker's executors exit when their worker goes); a worker can be
+killed on its own mid-test."""
 
 from __future__ import annotations
 
@@ -96,6 +98,12 @@ def _env(base: Path) -> dict[str, str]:
     }
 
 
+def _die_with_test() -> None:  # between fork and exec; spark-class execs the JVM, which keeps it
+    import ctypes  # noqa: PLC0415
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def _spawn(name: str, args: list[str], base: Path, daemons: list[Daemon]) -> Daemon:
     log = base / f"{name}.log"
     with log.open("wb") as fh:
@@ -106,7 +114,8 @@ def _spawn(name: str, args: list[str], base: Path, daemons: list[Daemon]) -> Dae
             stdin=subprocess.DEVNULL,
             env=_env(base),
             cwd=base,
-            start_new_session=True,
+            start_new_session=True,  # killed as a group; and with the test process if it is killed
+            preexec_fn=_die_with_test,  # noqa: PLW1509 - only prctl
         )
     daemon = Daemon(name, proc, log)
     daemons.append(daemon)

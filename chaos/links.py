@@ -229,10 +229,10 @@ class ChaosCluster(Cluster):
 
     def _interpose(self, dest: int) -> dict[str, Interpose]:
         out: dict[str, Interpose] = {}
-        ports = self.port_pool.take(2 * len(self._ids))
+        ports = self.port_pool.take(len(self.control_sources) + len(self._ids))
         self._taken += ports
         free = iter(ports)
-        for source in self._ids:
+        for source in self.control_sources:  # the brokers, or a split topology's controller processes
             bind = next(free)
             upstream = bind
             if self.journal is not None:
@@ -254,11 +254,12 @@ class ChaosCluster(Cluster):
 
     # --- processes ------------------------------------------------------------------------------
 
-    def wait_registered(self, ids: Iterable[int], deadline_s: float = 20.0) -> None:
+    def wait_registered(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
         """As :meth:`Cluster.wait_registered`, but a node that exits fails the wait at once,
         naming its exit code and the end of its output (a run that cannot start is ``unknown``
         with that reason)."""
         wanted = list(ids)
+        deadline_s = deadline_s if deadline_s is not None else self.target.start_timeout_s
         give_up = time.monotonic() + self.deadline(deadline_s)
         while True:
             for bid in wanted:

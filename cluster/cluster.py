@@ -24,6 +24,13 @@ it works for any target. Chaining seams for fault injection: ``zk_front(node id,
 returns the address the node should connect to instead (a fault proxy in front that forwards to the
 recording proxy), and :attr:`ZkRecordingProxy.upstream` may be pointed at a fault proxy behind it.
 
+A split-topology target (a ``[controller]`` section) adds controller processes (ids 101, 102, …)
+beside the broker-only nodes: they are in :attr:`Cluster.nodes` (start/stop/kill/pause by id as
+any node), not in :attr:`Cluster.broker_ids`; they are the only senders of controller requests,
+so the recording proxies sit on each controller→broker link. A node that cannot start, exits
+before it registers or never registers is a :class:`~cluster.startup.TargetNodeError` (a target
+error, with its output's tail), not a timeout.
+
 Observation helpers are read-only: ZooKeeper data (``zk``), the transaction log of this chroot
 (``history``), state-change logs, log dirs. Admin writes live in :mod:`cluster.admin`.
 """
@@ -53,7 +60,8 @@ from cluster.nodeconfig import (
     zookeeper_connect,
 )
 from cluster.nodeconfig import server_properties as build_properties
-from cluster.targets import Target, profile_properties
+from cluster.startup import TargetNodeError, command_problem, output_tail
+from cluster.targets import Role, Target, TargetError, profile_properties
 from harness.launcher import Handle, Launcher, LaunchSpec, launcher_from_env
 from harness.port_claims import claim_port
 from harness.wait import ConditionTimeout, wait_for
@@ -64,7 +72,7 @@ from probes.state_change_log import LogEntry, read_state_change_log
 from probes.txnrecords import TxnRecord
 from probes.zk_journal import ProxyLoop, ZkJournal, ZkRecordingProxy
 
-__all__ = ["Cluster", "ClusterFactory", "ConditionTimeout", "Node", "wait_for"]
+__all__ = ["Cluster", "ClusterFactory", "ConditionTimeout", "Node", "TargetNodeError", "wait_for"]
 
 Address = tuple[str, int]
 
@@ -137,6 +145,8 @@ class Node:
     proc: Handle | None = None
     paused: bool = False
     exit_codes: list[int] = field(default_factory=list)
+    role: Role = "broker"
+    exit_expected: bool = False  # the check makes it exit on purpose (e.g. every log dir failed)
 
     @property
     def config_path(self) -> Path:
@@ -145,6 +155,16 @@ class Node:
     @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def output_path(self) -> Path:
+        """stdout and stderr of the node's process (the launcher writes both here)."""
+        return self.node_dir / "stdout.log"
+
+    def died(self) -> int | None:
+        """The exit code when the process ended without the harness stopping it, else ``None``."""
+        code = self.proc.poll() if self.proc is not None else None
+        return None if code is None or self.exit_expected else code
 
 
 class Cluster:
@@ -188,8 +208,14 @@ class Cluster:
         self.zk_journals: dict[int, ZkJournal] = {}
         self.zk_proxies: dict[int, list[ZkRecordingProxy]] = {}
         self.nodes: dict[int, Node] = {}
+        #: split topology: the controller processes (not brokers); they alone send controller requests
+        self.controller_ids = target.controller_ids()
+        self.control_sources = self.controller_ids or self.broker_ids
+        if set(self.controller_ids) & set(self.broker_ids):
+            self.close()
+            raise ValueError(f"broker ids {self.broker_ids} overlap the controller ids {self.controller_ids}")
         try:
-            for bid in self.broker_ids:
+            for bid in self.broker_ids + self.controller_ids:
                 self.nodes[bid] = self._make_node(
                     bid, zk_connect_string, overrides, node_overrides.get(bid, {}), log_dirs_per_node
                 )
@@ -203,8 +229,8 @@ class Cluster:
         if self.journal is None:
             return {}
         out: dict[str, Interpose] = {}
-        bind_ports = pick_static_ports(len(self.broker_ids))
-        for source, bind_port in zip(self.broker_ids, bind_ports, strict=True):
+        bind_ports = pick_static_ports(len(self.control_sources))
+        for source, bind_port in zip(self.control_sources, bind_ports, strict=True):
             proxy = RecordingProxy(self.journal, source=source, dest=dest)
             proxy.upstream = ("127.0.0.1", bind_port)
             self.proxies[(source, dest)] = proxy
@@ -225,7 +251,8 @@ class Cluster:
     def _make_node(
         self, bid: int, zk: str, overrides: Mapping[str, str], mine: Mapping[str, str], n_dirs: int
     ) -> Node:
-        node_dir = self.base_dir / f"node-{bid}"
+        role: Role = "controller" if bid in self.controller_ids else "broker"
+        node_dir = self.base_dir / f"{'controller' if role == 'controller' else 'node'}-{bid}"
         (node_dir / "logs").mkdir(parents=True, exist_ok=True)
         log_dirs = tuple(node_dir / f"data-{i}" for i in range(n_dirs))
         spec = NodeSpec(
@@ -233,17 +260,21 @@ class Cluster:
             self.broker_ids,
             self._zookeeper_link(bid, node_dir, zk),
             tuple(map(str, log_dirs)),
-            self._interpose(bid),
+            self._interpose(bid) if role == "broker" else {},
+            controller_ids=self.controller_ids,
         )
+        recipe = self.target.controller
         props = build_properties(
             spec,
             profile=profile_properties(self.profile),
-            target_extra=self.target.extra_properties,
+            target_extra=recipe.extra_properties
+            if role == "controller" and recipe
+            else self.target.extra_properties,
             overrides={**overrides, **mine},
         )
-        node = Node(bid, node_dir, log_dirs, props)
+        node = Node(bid, node_dir, log_dirs, props, role=role)
         node.config_path.write_text(
-            render_properties(props, header=f"conformance node {bid} of target {self.target.name}"),
+            render_properties(props, header=f"conformance {role} {bid} of target {self.target.name}"),
             encoding="utf-8",
         )
         return node
@@ -254,30 +285,52 @@ class Cluster:
     # --- process control ------------------------------------------------------------------------
 
     def start(self, ids: Iterable[int] | None = None, *, wait: bool = True) -> None:
-        """Start nodes (all by default) and wait until each has registered."""
-        wanted = list(ids) if ids is not None else list(self.broker_ids)
+        """Start nodes (all by default: brokers, then a split topology's controller processes)
+        and wait until each broker has registered and each controller process contends for
+        ``/controller``; a node that cannot start is a :class:`TargetNodeError`."""
+        wanted = list(ids) if ids is not None else [*self.broker_ids, *self.controller_ids]
         for bid in wanted:
             self._spawn(self.nodes[bid])
         if wait:
-            self.wait_registered(wanted)
+            brokers = [b for b in wanted if self.nodes[b].role == "broker"]
+            if brokers:
+                self.wait_registered(brokers)
+            self.wait_contending([c for c in wanted if self.nodes[c].role == "controller"])
 
     def _spawn(self, node: Node) -> None:
         if node.running:
             raise RuntimeError(f"node {node.broker_id} is already running")
-        node.proc = self.launcher.spawn(self.launch_spec(node))
-        node.paused = False
+        spec = self.launch_spec(node)
+        problem = (
+            command_problem(spec.argv, spec.cwd, spec.env.get("PATH"))
+            if self.launcher.name == "process"
+            else None
+        )
+        if problem is None:
+            try:
+                node.proc = self.launcher.spawn(spec)
+            except OSError as exc:
+                problem = f"could not be started: {exc}"
+        if problem is not None:
+            raise TargetNodeError(node.broker_id, problem, role=node.role, output_path=node.output_path)
+        node.paused, node.exit_expected = False, False
 
     def launch_spec(self, node: Node) -> LaunchSpec:
         """How ``node`` starts: the target's command (and its ``[container]`` recipe in a container)."""
         in_container = self.launcher.name != "process"
+        if in_container and node.role == "controller":
+            raise TargetError(
+                f"target {self.target.name} is a split topology ([controller]): its controller processes"
+                " run with the process launcher only; use --launcher process"
+            )
         inside = self.target.render_container(node.config_path, node.node_dir) if in_container else None
         return LaunchSpec(
             role="node",
-            name=f"node-{node.broker_id}",
-            argv=self.target.render_command(node.config_path, node.node_dir),
-            cwd=self.target.render_cwd(node.node_dir),
-            log_path=node.node_dir / "stdout.log",
-            env={**os.environ, **self.target.render_env(node.node_dir)},
+            name=f"{node.role if node.role == 'controller' else 'node'}-{node.broker_id}",
+            argv=self.target.render_command(node.config_path, node.node_dir, node.role),
+            cwd=self.target.render_cwd(node.node_dir, node.role),
+            log_path=node.output_path,
+            env={**os.environ, **self.target.render_env(node.node_dir, node.role)},
             mounts=[node.node_dir],
             container_argv=inside.argv if inside else None,
             container_cwd=inside.cwd if inside else None,
@@ -285,18 +338,89 @@ class Cluster:
             image=inside.image if inside else None,
         )
 
-    def wait_registered(self, ids: Iterable[int], deadline_s: float = 20.0) -> None:
-        ids = list(ids)
+    def _exited(self, bid: int, before: str) -> TargetNodeError | None:
+        node = self.nodes[bid]
+        if node.running:
+            return None
+        code = node.proc.poll() if node.proc is not None else None
+        what = f"exited with code {code} {before}" if code is not None else f"is not running {before}"
+        return TargetNodeError(
+            bid,
+            what,
+            role=node.role,
+            exit_code=code,
+            output=output_tail(node.output_path),
+            output_path=node.output_path,
+        )
 
-        def registered() -> bool:
+    def _wait_started(
+        self, ids: list[int], ready: Callable[[int], bool], what: str, deadline_s: float | None
+    ) -> None:
+        seconds = self.deadline(deadline_s if deadline_s is not None else self.target.start_timeout_s)
+
+        def started() -> bool:
             for bid in ids:
-                node = self.nodes[bid]
-                if not node.running:
-                    code = node.proc.poll() if node.proc is not None else None
-                    raise RuntimeError(f"node {bid} ({self._where(node)}) exited with {code}")
-            return all(self.zk.exists(f"/brokers/ids/{bid}") for bid in ids)
+                error = self._exited(bid, f"before it {what}")
+                if error is not None:
+                    raise error
+            return all(ready(bid) for bid in ids)
 
-        wait_for(registered, self.deadline(deadline_s), lambda: f"brokers {ids} registered; {self.summary()}")
+        try:
+            wait_for(started, seconds, what)
+        except ConditionTimeout:
+            late = next(b for b in ids if not ready(b))
+            node = self.nodes[late]
+            raise TargetNodeError(
+                late,
+                f"is running but never {what} within {seconds:.0f} s (start_timeout_s × deadline_scale)",
+                role=node.role,
+                output=output_tail(node.output_path),
+                output_path=node.output_path,
+            ) from None
+
+    def wait_registered(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
+        """Wait until every broker in ``ids`` has registered ``/brokers/ids/<id>``; a node that
+        exits first or never registers is a :class:`TargetNodeError` with its output's tail."""
+        self._wait_started(
+            list(ids),
+            lambda bid: bool(self.zk.exists(f"/brokers/ids/{bid}")),
+            "registered /brokers/ids/<id>",
+            deadline_s,
+        )
+
+    def wait_contending(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
+        """Wait until every controller process in ``ids`` has read or written ``/controller``
+        (seen in its ZooKeeper journal; without journals, until some controller is elected)."""
+        self._wait_started(list(ids), self._contends, "contended for /controller", deadline_s)
+
+    def _contends(self, cid: int) -> bool:
+        journal = self.zk_journals.get(cid)
+        if journal is None:
+            return self.zk.exists("/controller") is not None
+        return any(
+            r.path == "/controller" or any(getattr(op, "path", None) == "/controller" for op in r.sub_ops)
+            for r in journal.requests()
+        )
+
+    def expect_exit(self, bid: int) -> None:
+        """The check is about to make node ``bid`` exit (e.g. all its log dirs fail): its exit is
+        then not a target error."""
+        self.nodes[bid].exit_expected = True
+
+    def unexpected_exits(self) -> list[TargetNodeError]:
+        """Nodes whose process ended without the harness stopping it (a crash), with their output."""
+        return [
+            TargetNodeError(
+                bid,
+                f"exited with code {code} while the check ran",
+                role=node.role,
+                exit_code=code,
+                output=output_tail(node.output_path),
+                output_path=node.output_path,
+            )
+            for bid, node in self.nodes.items()
+            if (code := node.died()) is not None
+        ]
 
     def _where(self, node: Node) -> str:
         return node.proc.description if node.proc is not None else "not started"
@@ -480,13 +604,15 @@ class Cluster:
         return list(self._records)
 
     def state_changes(self, bid: int) -> list[LogEntry]:
-        path = self.target.log_path("state_change", self.nodes[bid].node_dir)
+        node = self.nodes[bid]
+        path = self.target.log_path("state_change", node.node_dir, node.role)
         return [] if path is None else read_state_change_log(path)
 
     def log_tail(self, bid: int, kind: str = "server", lines: int = 60) -> str:
-        path = self.target.log_path(kind, self.nodes[bid].node_dir)
+        node = self.nodes[bid]
+        path = None if kind == "stdout" else self.target.log_path(kind, node.node_dir, node.role)
         if path is None or not path.is_file():
-            path = self.nodes[bid].node_dir / "stdout.log"
+            path = node.output_path
             if not path.is_file():
                 return "(no log)"
         text = path.read_text(encoding="utf-8", errors="replace").splitlines()

@@ -358,17 +358,17 @@ class Cluster:
     ) -> None:
         seconds = self.deadline(deadline_s if deadline_s is not None else self.target.start_timeout_s)
 
-        def started() -> bool:
+        def started() -> TargetNodeError | bool:  # an exit is returned, not raised: wait_for retries on raise
             for bid in ids:
                 error = self._exited(bid, f"before it {what}")
                 if error is not None:
-                    raise error
+                    return error
             return all(ready(bid) for bid in ids)
 
         try:
-            wait_for(started, seconds, what)
+            result = wait_for(started, seconds, what)
         except ConditionTimeout:
-            late = next(b for b in ids if not ready(b))
+            late = next((b for b in ids if not ready(b)), ids[0])
             node = self.nodes[late]
             raise TargetNodeError(
                 late,
@@ -377,6 +377,8 @@ class Cluster:
                 output=output_tail(node.output_path),
                 output_path=node.output_path,
             ) from None
+        if isinstance(result, TargetNodeError):
+            raise result
 
     def wait_registered(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
         """Wait until every broker in ``ids`` has registered ``/brokers/ids/<id>``; a node that

@@ -63,7 +63,6 @@ class Behaviour:
 AREAS_DIR = Path(__file__).resolve().parent / "areas"
 #: Every entry carries these texts (the loader refuses an entry without one).
 TEXT_KEYS = ("statement", "observed", "kafka_source")
-REQUIRE_TEXTS = False
 
 
 class CatalogueError(Exception):
@@ -90,7 +89,7 @@ def _load_area(area: str) -> list[Behaviour]:
         profiles = tuple(str(p) for p in entry.get("profiles", [DEFAULT_PROFILE]))
         texts = {k: " ".join(str(entry.get(k, "")).split()) for k in TEXT_KEYS}
         missing = [k for k, v in texts.items() if not v]
-        if missing and REQUIRE_TEXTS:
+        if missing:
             raise CatalogueError(f"{path}: {bid} has no {', '.join(missing)}")
         ref = str(entry.get("ref", data.get("ref", "")))
         out.append(Behaviour(bid, title, area, ref, profiles, unit, **texts))

@@ -65,10 +65,12 @@ def target_error_of(item: pytest.Item, exc: BaseException | None) -> str | None:
 def failure_line(report: pytest.TestReport) -> str:
     """The failure in one line: the exception's message (its first line), else the last line."""
     crash = getattr(report.longrepr, "reprcrash", None)
-    message = str(getattr(crash, "message", "") or "").strip()
-    if message:
-        return message.splitlines()[0]
-    return (report.longreprtext.strip().splitlines() or [""])[-1]
+    lines = [ln.strip() for ln in str(getattr(crash, "message", "") or "").strip().splitlines() if ln.strip()]
+    if not lines:
+        return (report.longreprtext.strip().splitlines() or [""])[-1]
+    # a wait that timed out says on its second line what it last saw: the most telling part
+    last_seen = [ln for ln in lines[1:] if ln.startswith("last predicate result:")]
+    return " | ".join([lines[0], *last_seen])[:400]
 
 
 def evidence_path(results_dir: Path, nodeid: str) -> Path:

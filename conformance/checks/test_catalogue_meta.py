@@ -34,11 +34,13 @@ def _named_ids() -> dict[str, list[str]]:
     return named
 
 
-def test_catalogue_matches_behaviours_md() -> None:
-    problems = catalogue.cross_check()
-    if problems is None:
-        pytest.skip(f"behaviours.md not found under {catalogue.spec_dir()} (set KZK_SPEC_DIR)")
-    assert not problems, "catalogue and behaviours.md disagree:\n" + "\n".join(problems)
+def test_catalogue_matches_the_spec() -> None:
+    """Every ``behaviours*.md`` of the spec against the catalogue; a pending spec file none of
+    whose IDs the kit has yet is a known gap (the gate prints it), anything else must be equal."""
+    result = catalogue.compare_with_spec()
+    if result.status == "absent":
+        pytest.skip(result.describe())
+    assert result.status != "differs", result.describe()
 
 
 def test_every_behaviour_has_a_check() -> None:

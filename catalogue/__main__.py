@@ -18,8 +18,8 @@ from catalogue.docs import render_markdown
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m catalogue", description=__doc__.split("\n\n")[0])
     what = p.add_mutually_exclusive_group()
-    what.add_argument("--markdown", action="store_true", help="print the catalogue as Markdown (CATALOGUE.md)")
-    what.add_argument("--spec", action="store_true", help="compare with the spec's behaviours*.md (exit 1 if they differ)")
+    what.add_argument("--markdown", action="store_true", help="print the catalogue as Markdown")
+    what.add_argument("--spec", action="store_true", help="compare with the spec (exit 1 if they differ)")
     args = p.parse_args(argv)
     if args.markdown:
         sys.stdout.write(render_markdown())

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reference controller: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     if config.broker_id < 0:
-        print("reference controller: broker.id must be set (>= 0): it is the id written to /controller", file=sys.stderr)
+        print("reference controller: broker.id must be set (>= 0): it goes into /controller", file=sys.stderr)
         return EXIT_CONFIG
     configure_node_logging(Path(os.environ.get("LOG_DIR", "./logs")))
     warn_unknown_keys(config, "reference controller")

@@ -61,7 +61,8 @@ def _die_on_leader_and_isr(broker_id: str, config: Path) -> int:
 
         async def dying(self: KafkaApis, ctx: Any, request: Any) -> Any:
             if leader_and_isr_states(request):
-                print(f"broken node {broker_id}: dying on purpose on its first LeaderAndIsr", file=sys.stderr, flush=True)
+                print(f"broken node {broker_id}: dying on purpose at its first LeaderAndIsr", file=sys.stderr)
+                sys.stderr.flush()
                 os._exit(7)
             return await original(self, ctx, request)
 

@@ -12,7 +12,9 @@ import pytest
 import catalogue
 from catalogue.docs import render_markdown
 
-CITATION = re.compile(r"^(?P<path>(core|clients)/\S+\.(scala|json)) L(?P<a>\d+)(-(?P<b>\d+))? \((?P<symbol>\w+)\)$")
+CITATION = re.compile(
+    r"^(?P<path>(core|clients)/\S+\.(scala|json)) L(?P<a>\d+)(-(?P<b>\d+))? \((?P<symbol>\w+)\)$"
+)
 ADMIN_SPEC = "behaviours-admin-api.md"
 
 
@@ -26,7 +28,8 @@ def citations(b: catalogue.Behaviour) -> list[re.Match[str]]:
 @pytest.mark.unit
 def test_every_entry_has_a_statement_the_channels_and_kafka_sources() -> None:
     for b in catalogue.CATALOGUE:
-        assert len(b.statement) > 40 and b.statement != b.title, b.id
+        assert len(b.statement) > 40, b.id
+        assert b.statement != b.title, b.id
         assert b.observed, b.id
         for m in citations(b):
             a, end = int(m["a"]), int(m["b"] or m["a"])
@@ -53,7 +56,8 @@ def test_every_citation_names_its_symbol_at_its_first_line_in_kafka_2_5_1() -> N
         for m in citations(b):
             if m["path"] not in files:
                 show = ["git", "--git-dir", git_dir, "show", f"2.5.1:{m['path']}"]
-                files[m["path"]] = subprocess.run(show, capture_output=True, text=True, check=True).stdout.splitlines()
+                shown = subprocess.run(show, capture_output=True, text=True, check=True)
+                files[m["path"]] = shown.stdout.splitlines()
             lines = files[m["path"]]
             first, last = int(m["a"]), int(m["b"] or m["a"])
             if last > len(lines) or m["symbol"] not in lines[first - 1]:
@@ -81,7 +85,8 @@ def test_an_absent_spec_is_said_not_silently_passed(tmp_path: Path) -> None:
 
 @pytest.mark.unit
 def test_a_pending_spec_file_whose_ids_are_all_missing_is_a_listed_gap(tmp_path: Path) -> None:
-    folder = _spec(tmp_path / "spec", {"behaviours.md": _kit_lines(), ADMIN_SPEC: ["ADMIN-1 a", "ELECT-97 b"]})
+    spec = {"behaviours.md": _kit_lines(), ADMIN_SPEC: ["ADMIN-1 a", "ELECT-97 b"]}
+    folder = _spec(tmp_path / "spec", spec)
     result = catalogue.compare_with_spec(folder)
     assert result.status == "known gap", result.describe()
     assert result.known_gap == ("ADMIN-1", "ELECT-97")
@@ -90,7 +95,8 @@ def test_a_pending_spec_file_whose_ids_are_all_missing_is_a_listed_gap(tmp_path:
 
 @pytest.mark.unit
 def test_once_one_id_of_a_pending_file_is_in_the_kit_all_of_them_must_be(tmp_path: Path) -> None:
-    folder = _spec(tmp_path / "spec", {"behaviours.md": _kit_lines()[1:], ADMIN_SPEC: [_kit_lines()[0], "ADMIN-1 a"]})
+    spec = {"behaviours.md": _kit_lines()[1:], ADMIN_SPEC: [_kit_lines()[0], "ADMIN-1 a"]}
+    folder = _spec(tmp_path / "spec", spec)
     result = catalogue.compare_with_spec(folder)
     assert result.status == "differs"
     assert "ADMIN-1: in the spec, missing from the catalogue" in result.problems

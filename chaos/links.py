@@ -229,10 +229,10 @@ class ChaosCluster(Cluster):
 
     def _interpose(self, dest: int) -> dict[str, Interpose]:
         out: dict[str, Interpose] = {}
-        ports = self.port_pool.take(len(self.control_sources) + len(self._ids))
+        ports = self.port_pool.take(2 * len(self._ids))
         self._taken += ports
         free = iter(ports)
-        for source in self.control_sources:  # the brokers, or a split topology's controller processes
+        for source in self._ids:
             bind = next(free)
             upstream = bind
             if self.journal is not None:

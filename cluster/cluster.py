@@ -24,12 +24,12 @@ it works for any target. Chaining seams for fault injection: ``zk_front(node id,
 returns the address the node should connect to instead (a fault proxy in front that forwards to the
 recording proxy), and :attr:`ZkRecordingProxy.upstream` may be pointed at a fault proxy behind it.
 
-A split-topology target (a ``[controller]`` section) adds controller processes (ids 101, 102, …)
-beside the broker-only nodes: they are in :attr:`Cluster.nodes` (start/stop/kill/pause by id as
-any node), not in :attr:`Cluster.broker_ids`; they are the only senders of controller requests,
-so the recording proxies sit on each controller→broker link. A node that cannot start, exits
-before it registers or never registers is a :class:`~cluster.startup.TargetNodeError` (a target
-error, with its output's tail), not a timeout.
+In a split topology (a target with a ``[controller]`` section) each node is a broker-only
+process plus a controller process with the same broker id (``controller.properties``, logs in
+``controller-logs/``), both on the node's ZooKeeper link, handled as one server by
+:class:`~cluster.server_pair.ServerPair`: the checks' faults act on both. A node that cannot
+start, exits before it registers or never registers is a :class:`~cluster.startup.TargetNodeError`
+(a target error, with its output's tail), not a timeout.
 
 Observation helpers are read-only: ZooKeeper data (``zk``), the transaction log of this chroot
 (``history``), state-change logs, log dirs. Admin writes live in :mod:`cluster.admin`.
@@ -38,6 +38,7 @@ Observation helpers are read-only: ZooKeeper data (``zk``), the transaction log 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import json
 import os
 import random
@@ -60,7 +61,9 @@ from cluster.nodeconfig import (
     zookeeper_connect,
 )
 from cluster.nodeconfig import server_properties as build_properties
+from cluster.server_pair import ServerPair
 from cluster.startup import TargetNodeError, command_problem, output_tail
+from cluster.target_schema import CONTROLLER_LOG_DIR
 from cluster.targets import Role, Target, TargetError, profile_properties
 from harness.launcher import Handle, Launcher, LaunchSpec, launcher_from_env
 from harness.port_claims import claim_port
@@ -145,7 +148,7 @@ class Node:
     proc: Handle | None = None
     paused: bool = False
     exit_codes: list[int] = field(default_factory=list)
-    role: Role = "broker"
+    split: bool = False  # a broker-only process plus a controller process (split topology)
     exit_expected: bool = False  # the check makes it exit on purpose (e.g. every log dir failed)
 
     @property
@@ -157,9 +160,21 @@ class Node:
         return self.proc is not None and self.proc.poll() is None
 
     @property
+    def controller_config_path(self) -> Path:
+        return self.node_dir / "controller.properties"
+
+    def output_of(self, role: Role = "broker") -> Path:
+        """stdout and stderr of the node's (or its controller process's) process."""
+        return self.node_dir / ("stdout.log" if role == "broker" else "controller-stdout.log")
+
+    @property
     def output_path(self) -> Path:
-        """stdout and stderr of the node's process (the launcher writes both here)."""
-        return self.node_dir / "stdout.log"
+        return self.output_of("broker")
+
+    def ended_part(self) -> Role:
+        """Which of a split node's processes ended first (a combined node: its one process)."""
+        part = self.proc.part() if isinstance(self.proc, ServerPair) else None
+        return part[0] if part is not None else "broker"
 
     def died(self) -> int | None:
         """The exit code when the process ended without the harness stopping it, else ``None``."""
@@ -208,14 +223,8 @@ class Cluster:
         self.zk_journals: dict[int, ZkJournal] = {}
         self.zk_proxies: dict[int, list[ZkRecordingProxy]] = {}
         self.nodes: dict[int, Node] = {}
-        #: split topology: the controller processes (not brokers); they alone send controller requests
-        self.controller_ids = target.controller_ids()
-        self.control_sources = self.controller_ids or self.broker_ids
-        if set(self.controller_ids) & set(self.broker_ids):
-            self.close()
-            raise ValueError(f"broker ids {self.broker_ids} overlap the controller ids {self.controller_ids}")
         try:
-            for bid in self.broker_ids + self.controller_ids:
+            for bid in self.broker_ids:
                 self.nodes[bid] = self._make_node(
                     bid, zk_connect_string, overrides, node_overrides.get(bid, {}), log_dirs_per_node
                 )
@@ -229,8 +238,8 @@ class Cluster:
         if self.journal is None:
             return {}
         out: dict[str, Interpose] = {}
-        bind_ports = pick_static_ports(len(self.control_sources))
-        for source, bind_port in zip(self.control_sources, bind_ports, strict=True):
+        bind_ports = pick_static_ports(len(self.broker_ids))
+        for source, bind_port in zip(self.broker_ids, bind_ports, strict=True):
             proxy = RecordingProxy(self.journal, source=source, dest=dest)
             proxy.upstream = ("127.0.0.1", bind_port)
             self.proxies[(source, dest)] = proxy
@@ -251,8 +260,7 @@ class Cluster:
     def _make_node(
         self, bid: int, zk: str, overrides: Mapping[str, str], mine: Mapping[str, str], n_dirs: int
     ) -> Node:
-        role: Role = "controller" if bid in self.controller_ids else "broker"
-        node_dir = self.base_dir / f"{'controller' if role == 'controller' else 'node'}-{bid}"
+        node_dir = self.base_dir / f"node-{bid}"
         (node_dir / "logs").mkdir(parents=True, exist_ok=True)
         log_dirs = tuple(node_dir / f"data-{i}" for i in range(n_dirs))
         spec = NodeSpec(
@@ -260,23 +268,20 @@ class Cluster:
             self.broker_ids,
             self._zookeeper_link(bid, node_dir, zk),
             tuple(map(str, log_dirs)),
-            self._interpose(bid) if role == "broker" else {},
-            controller_ids=self.controller_ids,
+            self._interpose(bid),
         )
-        recipe = self.target.controller
-        props = build_properties(
-            spec,
-            profile=profile_properties(self.profile),
-            target_extra=recipe.extra_properties
-            if role == "controller" and recipe
-            else self.target.extra_properties,
-            overrides={**overrides, **mine},
-        )
-        node = Node(bid, node_dir, log_dirs, props, role=role)
-        node.config_path.write_text(
-            render_properties(props, header=f"conformance {role} {bid} of target {self.target.name}"),
-            encoding="utf-8",
-        )
+        profile, changes = profile_properties(self.profile), {**overrides, **mine}
+        extra = self.target.extra_properties
+        props = build_properties(spec, profile=profile, target_extra=extra, overrides=changes)
+        node = Node(bid, node_dir, log_dirs, props, split=self.target.controller is not None)
+        header = f"conformance node {bid} of target {self.target.name}"
+        node.config_path.write_text(render_properties(props, header=header), encoding="utf-8")
+        if self.target.controller is not None:  # the same keys but the broker's target extras
+            extra = self.target.controller.extra_properties
+            mine_c = build_properties(spec, profile=profile, target_extra=extra, overrides=changes)
+            text = render_properties(mine_c, header=f"controller process of {header}")
+            node.controller_config_path.write_text(text, encoding="utf-8")
+            (node_dir / CONTROLLER_LOG_DIR).mkdir(exist_ok=True)
         return node
 
     def deadline(self, seconds: float) -> float:
@@ -285,29 +290,18 @@ class Cluster:
     # --- process control ------------------------------------------------------------------------
 
     def start(self, ids: Iterable[int] | None = None, *, wait: bool = True) -> None:
-        """Start nodes (all by default: brokers, then a split topology's controller processes)
-        and wait until each broker has registered and each controller process contends for
-        ``/controller``; a node that cannot start is a :class:`TargetNodeError`."""
-        wanted = list(ids) if ids is not None else [*self.broker_ids, *self.controller_ids]
-        # a split topology's controller processes come up with the first brokers a check starts
-        # (checks written for Kafka's topology start brokers only); afterwards only when named
-        wanted += [c for c in self.controller_ids if c not in wanted and self._never_started(c)]
+        """Start nodes (all by default) and wait until each has registered (and, in a split
+        topology, its controller process has contended for ``/controller``); a node that cannot
+        start is a :class:`TargetNodeError`."""
+        wanted = list(ids) if ids is not None else list(self.broker_ids)
         for bid in wanted:
             self._spawn(self.nodes[bid])
         if wait:
-            brokers = [b for b in wanted if self.nodes[b].role == "broker"]
-            if brokers:
-                self.wait_registered(brokers)
-            self.wait_contending([c for c in wanted if self.nodes[c].role == "controller"])
+            self.wait_registered(wanted)
+            self.wait_contending([b for b in wanted if self.nodes[b].split])
 
-    def _never_started(self, bid: int) -> bool:
-        node = self.nodes[bid]
-        return node.proc is None and not node.exit_codes
-
-    def _spawn(self, node: Node) -> None:
-        if node.running:
-            raise RuntimeError(f"node {node.broker_id} is already running")
-        spec = self.launch_spec(node)
+    def _spawn_one(self, node: Node, role: Role) -> Handle:
+        spec = self.launch_spec(node, role)
         problem = (
             command_problem(spec.argv, spec.cwd, spec.env.get("PATH"))
             if self.launcher.name == "process"
@@ -315,29 +309,43 @@ class Cluster:
         )
         if problem is None:
             try:
-                node.proc = self.launcher.spawn(spec)
+                return self.launcher.spawn(spec)
             except OSError as exc:
                 problem = f"could not be started: {exc}"
-        if problem is not None:
-            raise TargetNodeError(node.broker_id, problem, role=node.role, output_path=node.output_path)
+        raise TargetNodeError(node.broker_id, problem, role=role, output_path=node.output_of(role))
+
+    def _spawn(self, node: Node) -> None:
+        if node.running:
+            raise RuntimeError(f"node {node.broker_id} is already running")
+        broker = self._spawn_one(node, "broker")
+        if node.split:
+            try:
+                node.proc = ServerPair(broker, self._spawn_one(node, "controller"))
+            except BaseException:
+                broker.remove()
+                raise
+        else:
+            node.proc = broker
         node.paused, node.exit_expected = False, False
 
-    def launch_spec(self, node: Node) -> LaunchSpec:
-        """How ``node`` starts: the target's command (and its ``[container]`` recipe in a container)."""
+    def launch_spec(self, node: Node, role: Role = "broker") -> LaunchSpec:
+        """How ``node`` (or its controller process) starts: the target's command (and its
+        ``[container]`` recipe in a container)."""
         in_container = self.launcher.name != "process"
-        if in_container and node.role == "controller":
+        if in_container and node.split:
             raise TargetError(
                 f"target {self.target.name} is a split topology ([controller]): its controller processes"
                 " run with the process launcher only; use --launcher process"
             )
         inside = self.target.render_container(node.config_path, node.node_dir) if in_container else None
+        config = node.config_path if role == "broker" else node.controller_config_path
         return LaunchSpec(
             role="node",
-            name=f"{node.role if node.role == 'controller' else 'node'}-{node.broker_id}",
-            argv=self.target.render_command(node.config_path, node.node_dir, node.role),
-            cwd=self.target.render_cwd(node.node_dir, node.role),
-            log_path=node.output_path,
-            env={**os.environ, **self.target.render_env(node.node_dir, node.role)},
+            name=f"{'node' if role == 'broker' else 'controller'}-{node.broker_id}",
+            argv=self.target.render_command(config, node.node_dir, role),
+            cwd=self.target.render_cwd(node.node_dir, role),
+            log_path=node.output_of(role),
+            env={**os.environ, **self.target.render_env(node.node_dir, role)},
             mounts=[node.node_dir],
             container_argv=inside.argv if inside else None,
             container_cwd=inside.cwd if inside else None,
@@ -351,13 +359,13 @@ class Cluster:
             return None
         code = node.proc.poll() if node.proc is not None else None
         what = f"exited with code {code} {before}" if code is not None else f"is not running {before}"
+        return self._node_error(node, what, code)
+
+    def _node_error(self, node: Node, what: str, code: int | None) -> TargetNodeError:
+        part = node.ended_part()
+        path = node.output_of(part)
         return TargetNodeError(
-            bid,
-            what,
-            role=node.role,
-            exit_code=code,
-            output=output_tail(node.output_path),
-            output_path=node.output_path,
+            node.broker_id, what, role=part, exit_code=code, output=output_tail(path), output_path=path
         )
 
     def _wait_started(
@@ -376,14 +384,8 @@ class Cluster:
             result = wait_for(started, seconds, what)
         except ConditionTimeout:
             late = next((b for b in ids if not ready(b)), ids[0])
-            node = self.nodes[late]
-            raise TargetNodeError(
-                late,
-                f"is running but never {what} within {seconds:.0f} s (start_timeout_s × deadline_scale)",
-                role=node.role,
-                output=output_tail(node.output_path),
-                output_path=node.output_path,
-            ) from None
+            never = f"is running but never {what} within {seconds:.0f} s (start_timeout_s × deadline_scale)"
+            raise self._node_error(self.nodes[late], never, None) from None
         if isinstance(result, TargetNodeError):
             raise result
 
@@ -398,9 +400,12 @@ class Cluster:
         )
 
     def wait_contending(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
-        """Wait until every controller process in ``ids`` has read or written ``/controller``
-        (seen in its ZooKeeper journal; without journals, until some controller is elected)."""
-        self._wait_started(list(ids), self._contends, "contended for /controller", deadline_s)
+        """Wait until the node of every id has read or written ``/controller`` (seen in its
+        ZooKeeper journal; without journals, until some controller is elected): a split node's
+        controller process is then up."""
+        ids = list(ids)
+        if ids:
+            self._wait_started(ids, self._contends, "contended for /controller", deadline_s)
 
     def _contends(self, cid: int) -> bool:
         journal = self.zk_journals.get(cid)
@@ -419,15 +424,8 @@ class Cluster:
     def unexpected_exits(self) -> list[TargetNodeError]:
         """Nodes whose process ended without the harness stopping it (a crash), with their output."""
         return [
-            TargetNodeError(
-                bid,
-                f"exited with code {code} while the check ran",
-                role=node.role,
-                exit_code=code,
-                output=output_tail(node.output_path),
-                output_path=node.output_path,
-            )
-            for bid, node in self.nodes.items()
+            self._node_error(node, f"exited with code {code} while the check ran", code)
+            for node in self.nodes.values()
             if (code := node.died()) is not None
         ]
 
@@ -436,7 +434,8 @@ class Cluster:
 
     def _signal(self, bid: int, sig: signal.Signals) -> None:
         proc = self.nodes[bid].proc
-        if proc is not None and proc.poll() is None:
+        # a server pair passes signals to whichever of its processes still runs
+        if proc is not None and (proc.poll() is None or isinstance(proc, ServerPair)):
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(sig)
 
@@ -613,15 +612,19 @@ class Cluster:
         return list(self._records)
 
     def state_changes(self, bid: int) -> list[LogEntry]:
+        """The node's state-change log; a split node's is its controller process's and its
+        broker's merged by time (Kafka writes both into one file)."""
         node = self.nodes[bid]
-        path = self.target.log_path("state_change", node.node_dir, node.role)
-        return [] if path is None else read_state_change_log(path)
+        roles: list[Role] = ["broker", "controller"] if node.split else ["broker"]
+        paths = [self.target.log_path("state_change", node.node_dir, role) for role in roles]
+        logs = [read_state_change_log(p) for p in paths if p is not None]
+        return logs[0] if len(logs) == 1 else list(heapq.merge(*logs, key=lambda e: e.time))
 
-    def log_tail(self, bid: int, kind: str = "server", lines: int = 60) -> str:
+    def log_tail(self, bid: int, kind: str = "server", lines: int = 60, role: Role = "broker") -> str:
         node = self.nodes[bid]
-        path = None if kind == "stdout" else self.target.log_path(kind, node.node_dir, node.role)
+        path = None if kind == "stdout" else self.target.log_path(kind, node.node_dir, role)
         if path is None or not path.is_file():
-            path = node.output_path
+            path = node.output_of(role)
             if not path.is_file():
                 return "(no log)"
         text = path.read_text(encoding="utf-8", errors="replace").splitlines()

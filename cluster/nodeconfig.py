@@ -14,14 +14,6 @@ listener            carries
                     broker x has ``control.plane.listener.name=CTRL_<x>``
 ==================  =======================================================================
 
-Split topology (a target with a ``[controller]`` section): the controller processes have their
-own ids X (101, 102, …) and are the only senders of controller requests, so a broker advertises
-``CTRL_<x>`` for each controller X instead of each broker, and a broker sets no
-``control.plane.listener.name`` (it never acts as controller). A controller process gets the
-listeners ``CLIENT`` and ``CTRL_<x>`` (Kafka's config validation wants the names it uses to be
-listeners) and ``control.plane.listener.name=CTRL_<x>``: the name it looks up in every broker's
-registration.
-
 Why two names per source: Kafka requires ``control.plane.listener.name`` to differ from
 ``inter.broker.listener.name``. Why it works: a source broker x looks up, in the destination's
 registration ``/brokers/ids/<Y>``, the endpoint named by x's *own* listener name; so Y must
@@ -70,14 +62,10 @@ def control_listener(source_id: int) -> str:
     return f"CTRL_{source_id}"
 
 
-def listener_names(broker_ids: Iterable[int], controller_ids: Iterable[int] = ()) -> list[str]:
-    """Every listener name a broker of a cluster with ``broker_ids`` has, in a fixed order
-    (``controller_ids``: the controller processes of a split topology, the only controllers)."""
+def listener_names(broker_ids: Iterable[int]) -> list[str]:
+    """Every listener name a node of a cluster with ``broker_ids`` has, in a fixed order."""
     ids = sorted(broker_ids)
-    senders = sorted(controller_ids) or ids
-    return (
-        [CLIENT_LISTENER] + [inter_broker_listener(i) for i in ids] + [control_listener(i) for i in senders]
-    )
+    return [CLIENT_LISTENER] + [inter_broker_listener(i) for i in ids] + [control_listener(i) for i in ids]
 
 
 def split_zookeeper_connect(connect: str) -> tuple[list[tuple[str, int]], str]:
@@ -115,23 +103,12 @@ class NodeSpec:
     zookeeper_connect: str  # host:port[,host:port…]/chroot
     log_dirs: tuple[str, ...]
     interpose: Mapping[str, Interpose] = field(default_factory=dict)  # listener name → ports
-    controller_ids: tuple[int, ...] = ()  # split topology: the controller processes' ids
-
-    @property
-    def is_controller_process(self) -> bool:
-        return self.broker_id in self.controller_ids
-
-    def names(self) -> list[str]:
-        """This node's listener names."""
-        if self.is_controller_process:
-            return [CLIENT_LISTENER, control_listener(self.broker_id)]
-        return listener_names(self.broker_ids, self.controller_ids)
 
 
 def _listeners(spec: NodeSpec) -> tuple[str, str]:
     bind: list[str] = []
     advertised: list[str] = []
-    for name in spec.names():
+    for name in listener_names(spec.broker_ids):
         proxy = spec.interpose.get(name)
         bind.append(f"{name}://{LOOPBACK}:{proxy.bind_port if proxy else 0}")
         advertised.append(f"{name}://{LOOPBACK}:{proxy.advertised_port if proxy else 0}")
@@ -151,13 +128,13 @@ def server_properties(
     owned by the harness: an override of one of those is applied too, deliberately, for checks that
     need it (e.g. two log dirs).
     """
-    if spec.broker_id not in spec.broker_ids and not spec.is_controller_process:
+    if spec.broker_id not in spec.broker_ids:
         raise ValueError(f"broker {spec.broker_id} is not in the cluster {spec.broker_ids}")
-    names = spec.names()
-    unknown = set(spec.interpose) - set(names)
+    unknown = set(spec.interpose) - set(listener_names(spec.broker_ids))
     if unknown:
         raise ValueError(f"interpose names unknown listeners: {sorted(unknown)}")
     listeners, advertised = _listeners(spec)
+    names = listener_names(spec.broker_ids)
     props: dict[str, str] = {
         "broker.id": str(spec.broker_id),
         "zookeeper.connect": spec.zookeeper_connect,
@@ -168,10 +145,6 @@ def server_properties(
         "control.plane.listener.name": control_listener(spec.broker_id),
         "log.dirs": ",".join(spec.log_dirs),
     }
-    if spec.is_controller_process:
-        props["inter.broker.listener.name"] = CLIENT_LISTENER
-    elif spec.controller_ids:
-        del props["control.plane.listener.name"]  # a broker-only node never sends controller requests
     props.update(profile)
     props.update(target_extra)
     props.update(overrides)

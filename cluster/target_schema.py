@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "CONTROLLER_ID_BASE",
+    "CONTROLLER_LOG_DIR",
     "LOG_KINDS",
     "PROBES",
     "TARGET_KEYS",
@@ -49,7 +49,7 @@ class KeyDoc:
 TEMPLATE_FIELDS: dict[str, str] = {
     "config": "the node's generated server.properties (commands only)",
     "node_dir": "the node's own directory (its config, logs, data dirs and stdout.log live here)",
-    "log_dir": "{node_dir}/logs: where the node is expected to write its logs",
+    "log_dir": "{node_dir}/logs (a controller process: {node_dir}/controller-logs): where it writes its logs",
     "python": "the Python interpreter running the kit",
     "repo_root": "the kit's repository root",
     "target_dir": "the directory holding the target file (for paths relative to it)",
@@ -67,8 +67,8 @@ PROBES: dict[str, str] = {
     "request_journal": "a JSON-lines file of the controller requests the node received",
 }
 
-#: Controller processes of a split topology get broker ids from here on (101, 102, …).
-CONTROLLER_ID_BASE = 100
+#: Where a split topology's controller process logs: ``{log_dir}`` of the controller role.
+CONTROLLER_LOG_DIR = "controller-logs"
 
 TARGET_KEYS: tuple[KeyDoc, ...] = (
     KeyDoc(
@@ -148,18 +148,19 @@ TARGET_KEYS: tuple[KeyDoc, ...] = (
         "[controller]",
         "table",
         "absent",
-        "split topology: the controller runs as its own process(es) beside broker-only nodes;"
-        " keys command (required, with {config}), cwd, env, count, extra_properties, logs",
+        "split topology: every node is a broker-only process plus this controller process, with the"
+        " same broker id, started, stopped, killed and paused with it; keys command, cwd, env,"
+        " extra_properties, logs",
     ),
-    KeyDoc("[controller] command", "list of strings", "required", "the argv of one controller process"),
+    KeyDoc(
+        "[controller] command",
+        "list of strings",
+        "required",
+        "the argv of a controller process; {config} is its own properties file (the node's keys, its"
+        " broker id, its [controller] extra_properties instead of the broker's)",
+    ),
     KeyDoc("[controller] cwd", "string", '"{node_dir}"', "its working directory"),
     KeyDoc("[controller] env", "table of strings", "{}", "its environment, added to the kit's own"),
-    KeyDoc(
-        "[controller] count",
-        "integer 1-9",
-        "2",
-        f"how many controller processes contend for /controller (broker ids {CONTROLLER_ID_BASE + 1}, …)",
-    ),
     KeyDoc(
         "[controller] extra_properties",
         "table of strings",

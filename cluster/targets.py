@@ -20,6 +20,7 @@ it). Without the section the docker launcher cannot start the target's nodes.
 
 from __future__ import annotations
 
+import difflib
 import os
 import subprocess
 import sys
@@ -39,7 +40,7 @@ from cluster.profile import (
     profile_properties,
 )
 from cluster.target_schema import (
-    CONTROLLER_ID_BASE,
+    CONTROLLER_LOG_DIR,
     LOG_KINDS,
     PROBES,
     TargetError,
@@ -104,18 +105,14 @@ class ContainerCommand:
 
 @dataclass(frozen=True)
 class ControllerRecipe:
-    """The ``[controller]`` section: controller processes beside broker-only nodes (split topology)."""
+    """The ``[controller]`` section (split topology): the controller process started beside each
+    broker-only process, with its id, as one server (:mod:`cluster.server_pair`)."""
 
     command: tuple[str, ...]
     cwd: str = "{node_dir}"
     env: Mapping[str, str] = field(default_factory=dict)
-    count: int = 2
     extra_properties: Mapping[str, str] = field(default_factory=dict)
     logs: Mapping[str, str] = field(default_factory=dict)
-
-    def ids(self) -> tuple[int, ...]:
-        """The broker ids the controller processes use in ``/controller`` (101, 102, …)."""
-        return tuple(CONTROLLER_ID_BASE + i for i in range(1, self.count + 1))
 
 
 @dataclass(frozen=True)
@@ -143,13 +140,12 @@ class Target:
     @property
     def topology(self) -> Literal["combined", "split"]:
         """``combined``: every node is a broker with the controller inside, as Kafka's servers;
-        ``split``: broker-only nodes plus the ``[controller]`` processes."""
+        ``split``: every node is a broker-only process plus a ``[controller]`` process."""
         return "combined" if self.controller is None else "split"
 
-    def controller_ids(self) -> tuple[int, ...]:
-        return () if self.controller is None else self.controller.ids()
-
-    def _vars(self, node_dir: Path | None = None, config: Path | None = None) -> dict[str, str]:
+    def _vars(
+        self, node_dir: Path | None = None, config: Path | None = None, role: Role = "broker"
+    ) -> dict[str, str]:
         values = {
             "python": sys.executable,
             "repo_root": str(REPO_ROOT),
@@ -158,7 +154,7 @@ class Target:
         }
         if node_dir is not None:
             values["node_dir"] = str(node_dir)
-            values["log_dir"] = str(node_dir / "logs")
+            values["log_dir"] = str(node_dir / ("logs" if role == "broker" else CONTROLLER_LOG_DIR))
         if config is not None:
             values["config"] = str(config)
         return values
@@ -181,15 +177,15 @@ class Target:
         return c.command, c.cwd, c.env, c.logs
 
     def render_command(self, config: Path, node_dir: Path, role: Role = "broker") -> list[str]:
-        values = self._vars(node_dir, config)
+        values = self._vars(node_dir, config, role)
         return [self._fmt(part, values) for part in self._recipe(role)[0]]
 
     def render_env(self, node_dir: Path, role: Role = "broker") -> dict[str, str]:
-        values = self._vars(node_dir)
+        values = self._vars(node_dir, role=role)
         return {k: self._fmt(v, values) for k, v in self._recipe(role)[2].items()}
 
     def render_cwd(self, node_dir: Path, role: Role = "broker") -> Path:
-        return Path(self._fmt(self._recipe(role)[1], self._vars(node_dir)))
+        return Path(self._fmt(self._recipe(role)[1], self._vars(node_dir, role=role)))
 
     def render_container(self, config: Path, node_dir: Path) -> ContainerCommand:
         """The ``[container]`` command of one node; :class:`TargetError` when the target has none."""
@@ -211,7 +207,7 @@ class Target:
     def log_path(self, kind: str, node_dir: Path, role: Role = "broker") -> Path | None:
         """Where log ``kind`` (``state_change``, ``server``) of a node is, if the target says."""
         template = self._recipe(role)[3].get(kind)
-        return Path(self._fmt(template, self._vars(node_dir))) if template else None
+        return Path(self._fmt(template, self._vars(node_dir, role=role))) if template else None
 
     def probe_path(self, probe: str, node_dir: Path) -> Path | None:
         template = self.probes.get(probe)
@@ -351,17 +347,13 @@ def _controller_recipe(raw: Any, source: str) -> ControllerRecipe | None:
     """The optional ``[controller]`` table (split topology), validated."""
     if raw is None:
         return None
-    known = {"command", "cwd", "env", "count", "extra_properties", "logs"}
+    known = {"command", "cwd", "env", "extra_properties", "logs"}
     t = table(raw, "[controller]", source, known)
-    count = t.get("count", 2)
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 9:
-        raise TargetError(f"{source}: [controller] count must be an integer from 1 to 9, got {count!r}")
     logs = str_map(t.get("logs"), "[controller] logs", source)
     return ControllerRecipe(
         command=_command(t.get("command"), "[controller] command", source),
         cwd=string_value(t.get("cwd"), "[controller] cwd", source, "{node_dir}"),
         env=str_map(t.get("env"), "[controller] env", source),
-        count=count,
         extra_properties=str_map(t.get("extra_properties"), "[controller] extra_properties", source),
         logs=_known_keys(logs, "[controller] logs", source, LOG_KINDS),
     )
@@ -369,7 +361,8 @@ def _controller_recipe(raw: Any, source: str) -> ControllerRecipe | None:
 
 def builtin_targets() -> dict[str, Path]:
     """Built-in target files by name (``TEMPLATE.toml`` is a template, not a target)."""
-    return {p.stem: p for p in sorted(BUILTIN_DIR.glob("*.toml")) if p.stem != TEMPLATE_NAME}
+    found = {p.stem: p for p in BUILTIN_DIR.glob("*.toml") if p.stem != TEMPLATE_NAME}
+    return dict(sorted(found.items()))
 
 
 def _looks_like_path(name: str) -> bool:
@@ -385,8 +378,10 @@ def _target_path(name_or_path: str) -> Path:
         raise TargetError(f"no target given: name a built-in target ({listed}) or a target file")
     path = Path(name_or_path)
     if not _looks_like_path(name_or_path) and not path.exists():
+        close = difflib.get_close_matches(name_or_path, list(builtins), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise TargetError(
-            f"no target {name_or_path!r}: the built-in targets are {listed};"
+            f"no target {name_or_path!r}{hint}: the built-in targets are {listed};"
             " or give the path of a target file (e.g. ./my-target.toml)"
         )
     if not path.exists():

@@ -150,10 +150,13 @@ def cluster_evidence(cluster: Cluster) -> dict[str, str]:
         )
     with contextlib.suppress(Exception):
         out.update(cluster.zk_evidence())
-    for bid in cluster.nodes:
+    for bid, node in cluster.nodes.items():
         out[f"node {bid} server.log"] = cluster.log_tail(bid, "server", 80)
         out[f"node {bid} state-change.log"] = cluster.log_tail(bid, "state_change", 80)
         out[f"node {bid} output (stdout and stderr)"] = cluster.log_tail(bid, "stdout", 40)
+        if node.split:
+            for kind in ("server", "state_change", "stdout"):
+                out[f"node {bid} controller process {kind}"] = cluster.log_tail(bid, kind, 60, "controller")
     return out
 
 

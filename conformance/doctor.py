@@ -38,6 +38,7 @@ from pathlib import Path
 
 from cluster.cluster import Cluster, TargetNodeError
 from cluster.startup import command_problem
+from cluster.target_schema import keys_markdown
 from cluster.targets import Target, TargetError, load_target
 from harness.launcher import LAUNCHERS, launcher_named
 from harness.wait import ConditionTimeout, wait_for
@@ -347,11 +348,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument(
         "--launcher", default=None, help=f"{', '.join(LAUNCHERS)} (default $KZK_LAUNCHER or process)"
     )
+    p.add_argument("--keys", action="store_true", help="print every target-file key (Markdown) and exit")
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.keys:
+        print(keys_markdown())
+        return 0
     launcher = args.launcher or os.environ.get("KZK_LAUNCHER") or "process"
     if launcher not in LAUNCHERS:
         print(
@@ -364,7 +369,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TargetError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    print(f"preflight of target {target.name} ({target.source}): {target.topology} topology, {launcher}")
+    print(
+        f"preflight of target {target.name} ({target.source}): {target.topology} topology, {launcher} launcher"
+    )
     report = preflight(target, launcher)
     print(report.render())
     return 0 if report.ok else 1

@@ -369,9 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TargetError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    print(
-        f"preflight of target {target.name} ({target.source}): {target.topology} topology, {launcher} launcher"
-    )
+    where = f"{target.topology} topology, {launcher} launcher"
+    print(f"preflight of target {target.name} ({target.source}): {where}")
     report = preflight(target, launcher)
     print(report.render())
     return 0 if report.ok else 1

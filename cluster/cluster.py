@@ -73,7 +73,7 @@ from probes.history import ChrootView, TxnLogCursor
 from probes.request_proxy import RecordingProxy, RequestJournal
 from probes.state_change_log import LogEntry, read_state_change_log
 from probes.txnrecords import TxnRecord
-from probes.zk_journal import ProxyLoop, ZkJournal, ZkRecordingProxy
+from probes.zk_journal import ProxyLoop, ZkJournal, ZkRecordingProxy, ZkRequest
 
 __all__ = ["Cluster", "ClusterFactory", "ConditionTimeout", "Node", "TargetNodeError", "wait_for"]
 
@@ -296,9 +296,15 @@ class Cluster:
         wanted = list(ids) if ids is not None else list(self.broker_ids)
         for bid in wanted:
             self._spawn(self.nodes[bid])
-        if wait:
+        split = [b for b in wanted if self.nodes[b].split]
+        if wait or split:
+            # a split node's controller process starts once its broker has registered, as a Kafka
+            # server registers its broker before it starts its controller component
             self.wait_registered(wanted)
-            self.wait_contending([b for b in wanted if self.nodes[b].split])
+        for bid in split:
+            self._spawn_controller(self.nodes[bid])
+        if wait:
+            self.wait_contending(split)
 
     def _spawn_one(self, node: Node, role: Role) -> Handle:
         spec = self.launch_spec(node, role)
@@ -317,16 +323,20 @@ class Cluster:
     def _spawn(self, node: Node) -> None:
         if node.running:
             raise RuntimeError(f"node {node.broker_id} is already running")
-        broker = self._spawn_one(node, "broker")
-        if node.split:
-            try:
-                node.proc = ServerPair(broker, self._spawn_one(node, "controller"))
-            except BaseException:
-                broker.remove()
-                raise
-        else:
-            node.proc = broker
+        node.proc = self._spawn_one(node, "broker")
         node.paused, node.exit_expected = False, False
+
+    def _spawn_controller(self, node: Node) -> None:
+        """Pair the running broker of a split node with its controller process."""
+        broker = node.proc
+        assert broker is not None
+        assert not isinstance(broker, ServerPair)
+        try:
+            node.proc = ServerPair(broker, self._spawn_one(node, "controller"))
+        except BaseException:
+            broker.remove()
+            node.proc = None
+            raise
 
     def launch_spec(self, node: Node, role: Role = "broker") -> LaunchSpec:
         """How ``node`` (or its controller process) starts: the target's command (and its
@@ -411,10 +421,7 @@ class Cluster:
         journal = self.zk_journals.get(cid)
         if journal is None:
             return self.zk.exists("/controller") is not None
-        return any(
-            r.path == "/controller" or any(getattr(op, "path", None) == "/controller" for op in r.sub_ops)
-            for r in journal.requests()
-        )
+        return any(_touches_controller(r) for r in journal.requests())
 
     def expect_exit(self, bid: int) -> None:
         """The check is about to make node ``bid`` exit (e.g. all its log dirs fail): its exit is
@@ -575,6 +582,31 @@ class Cluster:
             return None
         return json.loads(data), stat.version
 
+    def broker_session(self, bid: int) -> int:
+        """The ZooKeeper session that owns ``/brokers/ids/<bid>`` (``LookupError`` when unregistered)."""
+        stat = self.zk.exists(f"/brokers/ids/{bid}")
+        if stat is None:
+            raise LookupError(f"broker {bid} is not registered: {self.summary()}")
+        return int(stat.ephemeralOwner)
+
+    def controller_session(self, bid: int) -> int:
+        """The ZooKeeper session of node ``bid``'s controller: its broker session, or in a split
+        topology its controller process's — the latest session in the node's ZooKeeper journal,
+        other than the broker's, that read or wrote ``/controller``."""
+        node = self.nodes[bid]
+        if not node.split:
+            return self.broker_session(bid)
+        stat = self.zk.exists(f"/brokers/ids/{bid}")
+        broker = int(stat.ephemeralOwner) if stat is not None else None
+        sessions = [
+            r.session
+            for r in self.zk_journal(bid).requests()
+            if r.session not in (broker, 0) and _touches_controller(r)
+        ]
+        if not sessions:
+            raise LookupError(f"node {bid}'s controller process has not touched /controller yet")
+        return int(sessions[-1])
+
     def broker_epoch(self, bid: int) -> int | None:
         stat = self.zk.exists(f"/brokers/ids/{bid}")
         return None if stat is None else int(stat.czxid)
@@ -620,8 +652,15 @@ class Cluster:
         logs = [read_state_change_log(p) for p in paths if p is not None]
         return logs[0] if len(logs) == 1 else list(heapq.merge(*logs, key=lambda e: e.time))
 
-    def log_tail(self, bid: int, kind: str = "server", lines: int = 60, role: Role = "broker") -> str:
+    def log_tail(self, bid: int, kind: str = "server", lines: int = 60, role: Role | None = None) -> str:
+        """The end of a node's log ``kind`` (``server``, ``state_change``, ``stdout``); a split
+        node's controller process's followed by its broker's unless ``role`` picks one."""
         node = self.nodes[bid]
+        if role is None:
+            if not node.split:
+                return self.log_tail(bid, kind, lines, "broker")
+            parts = (self.log_tail(bid, kind, lines, r) for r in ("controller", "broker"))
+            return "\n".join(parts)
         path = None if kind == "stdout" else self.target.log_path(kind, node.node_dir, role)
         if path is None or not path.is_file():
             path = node.output_of(role)
@@ -638,6 +677,12 @@ class Cluster:
         }
         ctrl = f"controller={self.controller_id()} epoch={self.controller_epoch()}"
         return f"{ctrl} registered={live} processes={procs}"
+
+
+def _touches_controller(request: ZkRequest) -> bool:
+    return request.path == "/controller" or any(
+        getattr(op, "path", None) == "/controller" for op in request.sub_ops
+    )
 
 
 #: What the ``cluster_factory`` fixture of ``conformance/conftest.py`` gives a check.

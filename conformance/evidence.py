@@ -151,9 +151,9 @@ def cluster_evidence(cluster: Cluster) -> dict[str, str]:
     with contextlib.suppress(Exception):
         out.update(cluster.zk_evidence())
     for bid, node in cluster.nodes.items():
-        out[f"node {bid} server.log"] = cluster.log_tail(bid, "server", 80)
-        out[f"node {bid} state-change.log"] = cluster.log_tail(bid, "state_change", 80)
-        out[f"node {bid} output (stdout and stderr)"] = cluster.log_tail(bid, "stdout", 40)
+        out[f"node {bid} server.log"] = cluster.log_tail(bid, "server", 80, "broker")
+        out[f"node {bid} state-change.log"] = cluster.log_tail(bid, "state_change", 80, "broker")
+        out[f"node {bid} output (stdout and stderr)"] = cluster.log_tail(bid, "stdout", 40, "broker")
         if node.split:
             for kind in ("server", "state_change", "stdout"):
                 out[f"node {bid} controller process {kind}"] = cluster.log_tail(bid, kind, 60, "controller")

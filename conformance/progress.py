@@ -82,13 +82,12 @@ class Progress:
 
     def _new_records(self) -> list[dict[str, Any]]:
         paths = sorted(self.results_dir.glob("runs-*.jsonl"))
-        fresh = [
-            r
-            for r in read_records(paths, strict=False)
-            if r["run_id"] == self.run_id and r["test_id"] not in self.seen
-        ]
-        self.seen |= {r["test_id"] for r in fresh}
-        return fresh
+        fresh: dict[str, dict[str, Any]] = {}
+        for r in read_records(paths, strict=False):
+            if r["run_id"] == self.run_id and r["test_id"] not in self.seen:
+                fresh.setdefault(r["test_id"], r)  # one line per check, whatever the files hold
+        self.seen |= set(fresh)
+        return list(fresh.values())
 
     def _on_record(self, record: dict[str, Any]) -> None:
         if record["outcome"] in ("failed", "error"):

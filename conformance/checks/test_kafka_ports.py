@@ -470,9 +470,7 @@ def test_controller_moved_while_an_event_is_queued_resigns(
         wait_cluster_known(cluster)
     else:
         create_topic(cluster, "t", {0: [1]})
-    stat = cluster.zk.exists("/brokers/ids/1")
-    assert stat is not None, cluster.summary()
-    session = int(stat.ephemeralOwner)
+    session = cluster.controller_session(1)
     cluster.pause(1)
     try:
         _action(cluster, action)

@@ -34,6 +34,7 @@ from conformance.scenarios import (
     wait_cluster_known,
     wait_state,
 )
+from conformance.topology import NO_CONTROLLER_ENDPOINT
 from probes.logdirs import scan_log_dirs
 from probes.request_proxy import send_request
 
@@ -196,6 +197,7 @@ def test_reassignment_halted_by_an_offline_replica_resumes_when_it_comes_back(
 
 
 @pytest.mark.behaviour("SHUTDOWN-1", "ELECT-4")
+@pytest.mark.combined_only(NO_CONTROLLER_ENDPOINT)
 def test_controlled_shutdown_of_every_replica_in_turn(cluster_factory: ClusterFactory) -> None:
     """ControllerIntegrationTest ``testControlledShutdown`` (3 brokers started in reverse order, so
     the last one is the controller; ``test`` = [0, 1, 2]; ``controller.controlledShutdown`` for 2,

@@ -20,9 +20,11 @@
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -307,10 +309,25 @@ def _run_pytest(
         with Progress(results_dir, run_id, list(selection.behaviour_ids), say):
             try:
                 return subprocess.run(
-                    cmd, cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, check=False
+                    cmd,
+                    cwd=REPO_ROOT,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    check=False,
+                    preexec_fn=_die_with_the_gate,
                 ).returncode
             finally:
                 shutil.rmtree(results_dir / "pytest-tmp", ignore_errors=True)
+
+
+def _die_with_the_gate() -> None:
+    """In the pytest child before exec: SIGTERM when the gate dies (a killed gate leaves no suite
+    running; its nodes and ZooKeeper die with their pytest workers in turn)."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def _printer() -> Any:

@@ -157,6 +157,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     checks = [{"test": item.nodeid, "ids": behaviour_ids_of(item)} for item in session.items]
     path = Path(results_dir) / f"collected-{run_id}-{worker}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"run_id": run_id, "checks": checks}), encoding="utf-8")
     tmp.replace(path)

@@ -305,7 +305,10 @@ def test_a_results_dir_that_cannot_be_written_is_refused(tmp_path: Path) -> None
         (b'name = "x"\ncommand = ["run", "{config}"]\nstart_timeout = 3\n', "unknown key 'start_timeout'"),
         (b'name = "x"\ncommand = ["run", "{conf}"]\n', "unknown template field {conf}"),
         (b'name = "x"\ncommand = ["run"]\n', "command must pass the generated server.properties as {config}"),
-        (b'name = "x"\ncommand = ["{python}", "{config}"]\n[controller]\ncount = 0\n', "[controller] count"),
+        (
+            b'name = "x"\ncommand = ["{python}", "{config}"]\n[controller]\ncount = 2\n',
+            "unknown key 'count' in [controller]",
+        ),
         (b"\xff\xfe binary", "is not UTF-8 text"),
     ],
 )

@@ -730,6 +730,7 @@ def test_topic_recreated_after_deletion(cluster_factory: ClusterFactory) -> None
     [("true", None), ("false", "true"), ("true", "false")],
     ids=["enabled", "enabled-by-topic-override", "disabled-by-topic-override"],
 )
+@pytest.mark.combined_only(NO_CONTROLLER_ENDPOINT)  # its pinned states come from controlled shutdowns
 def test_unclean_election_after_the_whole_cluster_went_down(
     cluster_factory: ClusterFactory, broker_unclean: str, topic_unclean: str | None
 ) -> None:

@@ -17,7 +17,8 @@ zookeeper.log       the tail of the ZooKeeper server log
 
 ``history.jsonl``, ``txn-records.jsonl`` and ``final-state.json`` are what the checkers read:
 ``python -m chaos check RUN_DIR`` judges a kept run again with the current checkers.
-node-<id>/          each node's logs (server, state-change, stdout)
+node-<id>/          each node's logs (server, state-change, stdout; a split node's controller
+                    process's in node-<id>/controller/)
 ==================  ===========================================================================
 """
 
@@ -35,6 +36,7 @@ from chaos.checkers.verdict import Verdict
 from chaos.generator import Schedule
 from chaos.history import History
 from chaos.run.env import RunEnv
+from cluster.target_schema import CONTROLLER_LOG_DIR
 
 if TYPE_CHECKING:
     from chaos.final_state import Quiescence
@@ -104,3 +106,10 @@ def _cluster_files(run_dir: Path, cluster: ChaosCluster) -> None:
             with contextlib.suppress(OSError):
                 if src.is_file():
                     shutil.copy2(src, dest / src.name)
+        if node.split:  # a split topology's controller process: its config, output and logs
+            (dest / "controller").mkdir(exist_ok=True)
+            mine = [node.controller_config_path, node.output_of("controller")]
+            for src in [*mine, *(node.node_dir / CONTROLLER_LOG_DIR).glob("*")]:
+                with contextlib.suppress(OSError):
+                    if src.is_file():
+                        shutil.copy2(src, dest / "controller" / src.name)

@@ -17,6 +17,7 @@ a known gap (reported, listed, not a failure); once any of its IDs is in the kit
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tomllib
@@ -34,6 +35,7 @@ __all__ = [
     "by_id",
     "compare_with_spec",
     "cross_check",
+    "digest",
     "ids_in_areas",
     "not_applicable",
     "parse_spec_ids",
@@ -106,6 +108,16 @@ def _load() -> tuple[tuple[str, ...], tuple[Behaviour, ...]]:
 
 
 AREAS, CATALOGUE = _load()
+
+
+def digest() -> str:
+    """SHA-256 of the catalogue as shipped (``index.toml`` and every area file, in index order):
+    a certificate pins it, so a certificate from another catalogue is told apart."""
+    h = hashlib.sha256()
+    for name in ("index.toml", *(f"{area}.toml" for area in AREAS)):
+        h.update(name.encode() + b"\0" + (AREAS_DIR / name).read_bytes() + b"\0")
+    return h.hexdigest()
+
 
 _BY_ID = {b.id: b for b in CATALOGUE}
 

@@ -36,7 +36,8 @@ from typing import Any
 import catalogue
 from cluster.startup import TARGET_ERROR_PREFIX
 from cluster.targets import REPO_ROOT, Target, TargetError, builtin_targets, load_target
-from conformance.certificate import build_certificate, write_certificate
+from conformance.attestation import AttestationError, load_private_key
+from conformance.certificate import build_certificate, run_provenance, write_certificate, write_signed
 from conformance.doctor import PreflightReport, preflight
 from conformance.progress import Progress
 from conformance.selection import Selection, SelectionError, resolve_selection
@@ -97,6 +98,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--skip-preflight",
         action="store_true",
         help="do not start one node first (a node that cannot start then fails each check as a target error)",
+    )
+    p.add_argument(
+        "--sign-key",
+        type=Path,
+        default=os.environ.get("KZK_SIGNING_KEY") or None,
+        help="ed25519 private key (PEM) to sign the certificate with: writes certificate.intoto.json"
+        " beside certificate.json ($KZK_SIGNING_KEY; make one with `python -m conformance keygen`)",
     )
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     return p.parse_args(argv)
@@ -227,6 +235,11 @@ def validate(args: argparse.Namespace) -> tuple[Target, Selection, str, Path]:
             f"the selection is empty: no behaviour ID applies to profile {args.profile}"
             + (na if selection.not_applicable else "")
         )
+    if args.sign_key is not None:
+        try:  # a bad key is found before the run, not after it
+            load_private_key(args.sign_key)
+        except AttestationError as exc:
+            raise UsageError(f"--sign-key: {exc}") from exc
     return target, selection, launcher, check_results_dir(args.results_dir)
 
 
@@ -421,10 +434,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             "summary": spec.describe(),
             "known_gap": list(spec.known_gap),
         },
+        provenance=run_provenance(target, launcher),
     )
     for line in why_not:
         print(f"not conformant: {line}")
     path = write_certificate(results_dir, certificate)
+    if args.sign_key is not None:
+        try:
+            print(f"signed certificate: {write_signed(results_dir, certificate, args.sign_key)}")
+        except AttestationError as exc:
+            print(f"python -m conformance: error: the certificate was not signed: {exc}", file=sys.stderr)
+            return 2
     verdict = (
         "yes"
         if not why_not

@@ -162,7 +162,7 @@ def test_a_target_that_cannot_run_here_names_what_is_missing(tmp_path: Path) -> 
     ("args", "says"),
     [
         (["--target", "/nowhere/target.toml"], "target file /nowhere/target.toml: the file does not exist"),
-        (["--target", "refrence"], "no target 'refrence': the built-in targets are"),
+        (["--target", "refrence"], "no target 'refrence' (did you mean 'reference'?): the built-in"),
         (["--launcher", "k8s"], "unknown launcher 'k8s'"),
     ],
 )

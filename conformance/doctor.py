@@ -120,9 +120,8 @@ def _check_command(target: Target, work: Path) -> str:
         node_dir.mkdir(parents=True, exist_ok=True)  # a cwd of {node_dir} exists at start
         problem = command_problem(argv, cwd)
         if problem:
-            raise _Failed(
-                f"{role} {problem} (the target's {'command' if role == 'broker' else '[controller] command'})"
-            )
+            key = "command" if role == "broker" else "[controller] command"
+            raise _Failed(f"{problem} (the target's {key})")
         shown.append(" ".join(argv[:3]))
     return "; ".join(shown)
 
@@ -185,7 +184,8 @@ def _state_change_log(cluster: Cluster, cid: int, deadline_s: float) -> str:
         return path.is_file() and any(e.level == "TRACE" for e in read_state_change_log(path))
 
     with contextlib.suppress(ConditionTimeout):
-        wait_for(traced, deadline_s, "TRACE lines")
+        # the partition state exists, so the controller has logged its transitions: a short wait
+        wait_for(traced, deadline_s / 3, "TRACE lines")
     if not path.is_file():
         raise _Failed(f"no state-change log at {path} (the target's [logs] state_change)")
     entries = read_state_change_log(path)

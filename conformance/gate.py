@@ -182,6 +182,9 @@ _MARK = {
 
 
 def render_matrix(table: dict[str, dict[str, Any]]) -> str:
+    reasons = {r for v in table.values() for r in v["reasons"]}
+    if table and {v["verdict"] for v in table.values()} == {"target error"} and len(reasons) == 1:
+        return f"every selected behaviour ID ({len(table)}): TARGET ERR — {reasons.pop()}"
     lines = [f"{'behaviour':<13} {'verdict':<10} detail", "-" * 100]
     for bid, v in table.items():
         if v["verdict"] == "pass":
@@ -250,9 +253,8 @@ def why_not_conformant(table: dict[str, dict[str, Any]], pytest_exit_code: int |
     errors = [bid for bid, v in judged.items() if v["verdict"] == "target error"]
     if errors:
         first = next(r for bid in errors for r in judged[bid]["reasons"] if r.startswith(TARGET_ERROR_PREFIX))
-        why.append(
-            f"target error (a node of the target did not start or died), IDs {', '.join(errors)}: {first}"
-        )
+        which = f"IDs {', '.join(errors)}" if len(errors) < len(judged) else f"all {len(errors)} selected IDs"
+        why.append(f"target error (a node of the target did not start or died), {which}: {first}")
     if pytest_exit_code not in (0, None) and not errors:
         why.append(f"pytest exited {pytest_exit_code} (a failing or erroring test, or none collected)")
     for verdict in ("fail", "skipped", "no check"):

@@ -101,11 +101,11 @@ def test_target_without_container_section_says_how_to_fix_it() -> None:
 @pytest.mark.parametrize(
     ("section", "message"),
     [
-        ({"command": ["run"]}, r"must pass \{config\}"),
-        ({"command": ["run", "{config}"], "imag": "x"}, r"unknown keys in \[container\]: \['imag'\]"),
+        ({"command": ["run"]}, r"must pass the generated server.properties as \{config\}"),
+        ({"command": ["run", "{config}"], "imag": "x"}, r"unknown key 'imag' in \[container\]; known keys:"),
         (
             {"command": ["run", "{config}"], "image_role": "broker"},
-            r"image_role 'broker' unknown; valid: \['node'\]",
+            r"image_role 'broker' unknown; valid: node",
         ),
         ("python3", r"\[container\] must be a table"),
     ],

@@ -1,14 +1,18 @@
 """The behaviour catalogue (pure data: TOML files in ``catalogue/areas/`` + a cross-checking loader).
 
 Every behaviour ID of the kit (one ``<AREA>.toml`` per area, in the order of ``index.toml``)
-with a short title, its area, the spec/seed reference, the profiles (Kafka versions) it applies
-to, and whether it carries the *(unit)* mark (no outside observation beyond the state-change log;
-the suite checks every reachable case).
-Tests, run records, the conformance matrix and certificates all use these IDs.
+with a short title, the testable statement, the observation channels that show it, the Kafka
+2.5.1 source it comes from, its area, the spec/seed reference, the profiles (Kafka versions) it
+applies to, and whether it carries the *(unit)* mark (no outside observation beyond the
+state-change log; the suite checks every reachable case). ``topology.toml`` lists the IDs that do
+not apply to a split topology and why. Tests, run records, the conformance matrix and
+certificates all use these IDs; ``python -m catalogue --markdown`` renders ``CATALOGUE.md``.
 
-:func:`cross_check` compares this table with ``behaviours.md`` when that file is present (its
-folder is ``$KZK_SPEC_DIR``, else ``<repo root>/../shared/spec``): an ID missing on either side
-or filed under another area is a discrepancy, so the catalogue cannot drift from the spec.
+:func:`compare_with_spec` compares this table with every ``behaviours*.md`` of the spec folder
+(``$KZK_SPEC_DIR``, else ``<repo root>/../shared/spec``) when it is there: an ID missing on either
+side or with another *(unit)* mark is a discrepancy, so the catalogue cannot drift from the spec.
+A spec file listed in :data:`PENDING_SPEC_FILES` whose IDs are *all* still missing from the kit is
+a known gap (reported, listed, not a failure); once any of its IDs is in the kit, all must be.
 """
 
 from __future__ import annotations
@@ -27,10 +31,13 @@ __all__ = [
     "DEFAULT_PROFILE",
     "Behaviour",
     "CatalogueError",
+    "SpecComparison",
     "by_id",
+    "compare_with_spec",
     "cross_check",
     "digest",
     "ids_in_areas",
+    "not_applicable",
     "parse_spec_ids",
     "spec_dir",
 ]
@@ -50,9 +57,14 @@ class Behaviour:
     ref: str
     profiles: tuple[str, ...] = (DEFAULT_PROFILE,)
     unit: UnitMark = "none"
+    statement: str = ""  # the testable statement, in the kit's words
+    observed: str = ""  # the observation channels that show it
+    kafka_source: str = ""  # Kafka 2.5.1 source files and line ranges it comes from
 
 
 AREAS_DIR = Path(__file__).resolve().parent / "areas"
+#: Every entry carries these texts (the loader refuses an entry without one).
+TEXT_KEYS = ("statement", "observed", "kafka_source")
 
 
 class CatalogueError(Exception):
@@ -77,7 +89,12 @@ def _load_area(area: str) -> list[Behaviour]:
         if unit is None:
             raise CatalogueError(f"{path}: {bid}: unit must be one of {', '.join(_UNIT_MARKS)}")
         profiles = tuple(str(p) for p in entry.get("profiles", [DEFAULT_PROFILE]))
-        out.append(Behaviour(bid, title, area, str(entry.get("ref", data.get("ref", ""))), profiles, unit))
+        texts = {k: " ".join(str(entry.get(k, "")).split()) for k in TEXT_KEYS}
+        missing = [k for k, v in texts.items() if not v]
+        if missing:
+            raise CatalogueError(f"{path}: {bid} has no {', '.join(missing)}")
+        ref = str(entry.get("ref", data.get("ref", "")))
+        out.append(Behaviour(bid, title, area, ref, profiles, unit, **texts))
     return out
 
 
@@ -116,6 +133,38 @@ def ids_in_areas(areas: list[str] | None, profile: str = DEFAULT_PROFILE) -> lis
     return [b.id for b in CATALOGUE if b.area in wanted and profile in b.profiles]
 
 
+TOPOLOGY_FILE = Path(__file__).resolve().parent / "topology.toml"
+TOPOLOGIES = ("combined", "split")
+
+
+def _load_topology() -> dict[str, dict[str, str]]:
+    """``topology.toml``: per topology, the IDs that do not apply to it and why."""
+    try:
+        data = tomllib.loads(TOPOLOGY_FILE.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CatalogueError(f"{TOPOLOGY_FILE}: {exc}") from exc
+    out: dict[str, dict[str, str]] = {t: {} for t in TOPOLOGIES}
+    for topology, entries in data.items():
+        if topology not in TOPOLOGIES or not isinstance(entries, dict):
+            raise CatalogueError(f"{TOPOLOGY_FILE}: [{topology}] is not a topology ({', '.join(TOPOLOGIES)})")
+        for bid, why in entries.items():
+            if bid not in _BY_ID or not isinstance(why, str) or not why.strip():
+                raise CatalogueError(f"{TOPOLOGY_FILE}: [{topology}] {bid}: unknown ID or empty reason")
+            out[topology][bid] = why.strip()
+    return out
+
+
+_NOT_APPLICABLE = _load_topology()
+
+
+def not_applicable(topology: str) -> dict[str, str]:
+    """IDs that do not apply to ``topology`` (``combined``: none; ``split``: a controller apart
+    from the brokers), each with the reason."""
+    if topology not in TOPOLOGIES:
+        raise KeyError(f"unknown topology {topology!r}; known: {', '.join(TOPOLOGIES)}")
+    return dict(_NOT_APPLICABLE[topology])
+
+
 def spec_dir() -> Path:
     """Folder of ``behaviours.md``: ``$KZK_SPEC_DIR`` or ``<repo root>/../shared/spec``."""
     env = os.environ.get("KZK_SPEC_DIR")
@@ -135,6 +184,69 @@ def parse_spec_ids(text: str) -> dict[str, bool]:
         if m:
             out[f"{m.group(1)}-{m.group(2)}"] = "*(unit)*" in line
     return out
+
+
+#: Spec files whose IDs the kit has not adopted yet: while *none* of a file's IDs is in the kit,
+#: they are a known, listed gap; as soon as one is, every one must be (full equality again).
+PENDING_SPEC_FILES: dict[str, str] = {
+    "behaviours-admin-api.md": "the admin-API behaviours (spec §13) are being added to the kit",
+}
+
+SpecStatus = Literal["absent", "equal", "known gap", "differs"]
+
+
+@dataclass(frozen=True)
+class SpecComparison:
+    """The catalogue against every ``behaviours*.md`` of the spec folder."""
+
+    spec_dir: Path
+    files: tuple[str, ...]
+    status: SpecStatus
+    spec_ids: int = 0
+    known_gap: tuple[str, ...] = ()  # in the spec, not yet in the kit (a pending file's IDs)
+    problems: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """One line for the console and the certificate."""
+        if self.status == "absent":
+            return (
+                f"NOT compared with the spec: no behaviours*.md under {self.spec_dir}"
+                " (set KZK_SPEC_DIR to the spec folder)"
+            )
+        read = f"{self.spec_ids} IDs in {', '.join(self.files)} vs {len(CATALOGUE)} in the kit"
+        if self.status == "equal":
+            return f"matches the spec: {read}"
+        if self.status == "known gap":
+            gap = ", ".join(self.known_gap)
+            return f"matches the spec but for a known gap: {read}; in the spec, not yet in the kit: {gap}"
+        return f"DIFFERS from the spec: {read}: " + "; ".join(self.problems)
+
+
+def compare_with_spec(folder: Path | None = None) -> SpecComparison:
+    """This catalogue against every ``behaviours*.md`` in ``folder`` (default :func:`spec_dir`)."""
+    folder = folder if folder is not None else spec_dir()
+    files = sorted(folder.glob("behaviours*.md")) if folder.is_dir() else []
+    if not files:
+        return SpecComparison(folder, (), "absent")
+    per_file = {f.name: parse_spec_ids(f.read_text(encoding="utf-8")) for f in files}
+    spec: dict[str, bool] = {i: m for ids in per_file.values() for i, m in ids.items()}
+    gap = [
+        i
+        for name, ids in per_file.items()
+        if name in PENDING_SPEC_FILES and not any(i in _BY_ID for i in ids)
+        for i in ids
+    ]
+    problems = [
+        f"{i}: in the spec, missing from the catalogue" for i in spec if i not in _BY_ID and i not in gap
+    ]
+    problems += [f"{i}: in the catalogue, not in the spec" for i in _BY_ID if i not in spec]
+    problems += [
+        f"{i}: *(unit)* mark differs (spec {marked}, catalogue {_BY_ID[i].unit})"
+        for i, marked in spec.items()
+        if i in _BY_ID and marked != (_BY_ID[i].unit != "none")
+    ]
+    status: SpecStatus = "differs" if problems else "known gap" if gap else "equal"
+    return SpecComparison(folder, tuple(per_file), status, len(spec), tuple(gap), tuple(problems))
 
 
 def cross_check(path: Path | None = None) -> list[str] | None:

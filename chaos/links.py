@@ -204,11 +204,12 @@ class ChaosCluster(Cluster):
 
     # --- processes ------------------------------------------------------------------------------
 
-    def wait_registered(self, ids: Iterable[int], deadline_s: float = 20.0) -> None:
+    def wait_registered(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
         """As :meth:`Cluster.wait_registered`, but a node that exits fails the wait at once,
         naming its exit code and the end of its output (a run that cannot start is ``unknown``
         with that reason)."""
         wanted = list(ids)
+        deadline_s = deadline_s if deadline_s is not None else self.target.start_timeout_s
         give_up = time.monotonic() + self.deadline(deadline_s)
         while True:
             for bid in wanted:

@@ -27,6 +27,13 @@ recording proxy), and :attr:`ZkRecordingProxy.upstream` may be pointed at a faul
 Both kinds of recording proxy are taps (:class:`~probes.tap.Tap`) on the cluster's one
 :class:`~probes.tap.ProxyLoop`.
 
+In a split topology (a target with a ``[controller]`` section) each node is a broker-only
+process plus a controller process with the same broker id (``controller.properties``, logs in
+``controller-logs/``), both on the node's ZooKeeper link, handled as one server by
+:class:`~cluster.server_pair.ServerPair`: the checks' faults act on both. A node that cannot
+start, exits before it registers or never registers is a :class:`~cluster.startup.TargetNodeError`
+(a target error, with its output's tail), not a timeout.
+
 Observation helpers are read-only: ZooKeeper data (``zk``), the transaction log of this chroot
 (``history``), state-change logs, log dirs. Admin writes live in :mod:`cluster.admin`.
 """
@@ -34,6 +41,7 @@ Observation helpers are read-only: ZooKeeper data (``zk``), the transaction log 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import json
 import os
 import signal
@@ -54,7 +62,10 @@ from cluster.nodeconfig import (
     zookeeper_connect,
 )
 from cluster.nodeconfig import server_properties as build_properties
-from cluster.targets import Target, profile_properties
+from cluster.server_pair import ServerPair
+from cluster.startup import TargetNodeError, command_problem, output_tail
+from cluster.target_schema import CONTROLLER_LOG_DIR
+from cluster.targets import Role, Target, TargetError, profile_properties
 from harness import ports
 from harness.launcher import Handle, Launcher, LaunchSpec, launcher_from_env
 from harness.wait import ConditionTimeout, wait_for
@@ -64,9 +75,9 @@ from probes.request_proxy import RecordingProxy, RequestJournal
 from probes.state_change_log import LogEntry, read_state_change_log
 from probes.tap import ProxyLoop
 from probes.txnrecords import TxnRecord
-from probes.zk_journal import ZkJournal, ZkRecordingProxy
+from probes.zk_journal import ZkJournal, ZkRecordingProxy, ZkRequest
 
-__all__ = ["Cluster", "ClusterFactory", "ConditionTimeout", "Node", "wait_for"]
+__all__ = ["Cluster", "ClusterFactory", "ConditionTimeout", "Node", "TargetNodeError", "wait_for"]
 
 Address = tuple[str, int]
 
@@ -82,6 +93,8 @@ class Node:
     proc: Handle | None = None
     paused: bool = False
     exit_codes: list[int] = field(default_factory=list)
+    split: bool = False  # a broker-only process plus a controller process (split topology)
+    exit_expected: bool = False  # the check makes it exit on purpose (e.g. every log dir failed)
 
     @property
     def config_path(self) -> Path:
@@ -90,6 +103,28 @@ class Node:
     @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def controller_config_path(self) -> Path:
+        return self.node_dir / "controller.properties"
+
+    def output_of(self, role: Role = "broker") -> Path:
+        """stdout and stderr of the node's (or its controller process's) process."""
+        return self.node_dir / ("stdout.log" if role == "broker" else "controller-stdout.log")
+
+    @property
+    def output_path(self) -> Path:
+        return self.output_of("broker")
+
+    def ended_part(self) -> Role:
+        """Which of a split node's processes ended first (a combined node: its one process)."""
+        part = self.proc.part() if isinstance(self.proc, ServerPair) else None
+        return part[0] if part is not None else "broker"
+
+    def died(self) -> int | None:
+        """The exit code when the process ended without the harness stopping it, else ``None``."""
+        code = self.proc.poll() if self.proc is not None else None
+        return None if code is None or self.exit_expected else code
 
 
 class Cluster:
@@ -183,17 +218,18 @@ class Cluster:
             tuple(map(str, log_dirs)),
             self._interpose(bid),
         )
-        props = build_properties(
-            spec,
-            profile=profile_properties(self.profile),
-            target_extra=self.target.extra_properties,
-            overrides={**overrides, **mine},
-        )
-        node = Node(bid, node_dir, log_dirs, props)
-        node.config_path.write_text(
-            render_properties(props, header=f"conformance node {bid} of target {self.target.name}"),
-            encoding="utf-8",
-        )
+        profile, changes = profile_properties(self.profile), {**overrides, **mine}
+        extra = self.target.extra_properties
+        props = build_properties(spec, profile=profile, target_extra=extra, overrides=changes)
+        node = Node(bid, node_dir, log_dirs, props, split=self.target.controller is not None)
+        header = f"conformance node {bid} of target {self.target.name}"
+        node.config_path.write_text(render_properties(props, header=header), encoding="utf-8")
+        if self.target.controller is not None:  # the same keys but the broker's target extras
+            extra = self.target.controller.extra_properties
+            mine_c = build_properties(spec, profile=profile, target_extra=extra, overrides=changes)
+            text = render_properties(mine_c, header=f"controller process of {header}")
+            node.controller_config_path.write_text(text, encoding="utf-8")
+            (node_dir / CONTROLLER_LOG_DIR).mkdir(exist_ok=True)
         return node
 
     def deadline(self, seconds: float) -> float:
@@ -202,30 +238,72 @@ class Cluster:
     # --- process control ------------------------------------------------------------------------
 
     def start(self, ids: Iterable[int] | None = None, *, wait: bool = True) -> None:
-        """Start nodes (all by default) and wait until each has registered."""
+        """Start nodes (all by default) and wait until each has registered (and, in a split
+        topology, its controller process has contended for ``/controller``); a node that cannot
+        start is a :class:`TargetNodeError`."""
         wanted = list(ids) if ids is not None else list(self.broker_ids)
         for bid in wanted:
             self._spawn(self.nodes[bid])
-        if wait:
+        split = [b for b in wanted if self.nodes[b].split]
+        if wait or split:
+            # a split node's controller process starts once its broker has registered, as a Kafka
+            # server registers its broker before it starts its controller component
             self.wait_registered(wanted)
+        for bid in split:
+            self._spawn_controller(self.nodes[bid])
+        if wait:
+            self.wait_contending(split)
+
+    def _spawn_one(self, node: Node, role: Role) -> Handle:
+        spec = self.launch_spec(node, role)
+        problem = (
+            command_problem(spec.argv, spec.cwd, spec.env.get("PATH"))
+            if not self.launcher.in_containers
+            else None
+        )
+        if problem is None:
+            try:
+                return self.launcher.spawn(spec)
+            except OSError as exc:
+                problem = f"could not be started: {exc}"
+        raise TargetNodeError(node.broker_id, problem, role=role, output_path=node.output_of(role))
 
     def _spawn(self, node: Node) -> None:
         if node.running:
             raise RuntimeError(f"node {node.broker_id} is already running")
-        node.proc = self.launcher.spawn(self.launch_spec(node))
-        node.paused = False
+        node.proc = self._spawn_one(node, "broker")
+        node.paused, node.exit_expected = False, False
 
-    def launch_spec(self, node: Node) -> LaunchSpec:
-        """How ``node`` starts: the target's command (and its ``[container]`` recipe in a container)."""
+    def _spawn_controller(self, node: Node) -> None:
+        """Pair the running broker of a split node with its controller process."""
+        broker = node.proc
+        assert broker is not None
+        assert not isinstance(broker, ServerPair)
+        try:
+            node.proc = ServerPair(broker, self._spawn_one(node, "controller"))
+        except BaseException:
+            broker.remove()
+            node.proc = None
+            raise
+
+    def launch_spec(self, node: Node, role: Role = "broker") -> LaunchSpec:
+        """How ``node`` (or its controller process) starts: the target's command (and its
+        ``[container]`` recipe in a container)."""
         in_container = self.launcher.in_containers
+        if in_container and node.split:
+            raise TargetError(
+                f"target {self.target.name} is a split topology ([controller]): its controller processes"
+                " run with the process launcher only; use --launcher process"
+            )
         inside = self.target.render_container(node.config_path, node.node_dir) if in_container else None
+        config = node.config_path if role == "broker" else node.controller_config_path
         return LaunchSpec(
             role="node",
-            name=f"node-{node.broker_id}",
-            argv=self.target.render_command(node.config_path, node.node_dir),
-            cwd=self.target.render_cwd(node.node_dir),
-            log_path=node.node_dir / "stdout.log",
-            env={**os.environ, **self.target.render_env(node.node_dir)},
+            name=f"{'node' if role == 'broker' else 'controller'}-{node.broker_id}",
+            argv=self.target.render_command(config, node.node_dir, role),
+            cwd=self.target.render_cwd(node.node_dir, role),
+            log_path=node.output_of(role),
+            env={**os.environ, **self.target.render_env(node.node_dir, role)},
             mounts=[node.node_dir],
             container_argv=inside.argv if inside else None,
             container_cwd=inside.cwd if inside else None,
@@ -233,25 +311,86 @@ class Cluster:
             image=inside.image if inside else None,
         )
 
-    def wait_registered(self, ids: Iterable[int], deadline_s: float = 20.0) -> None:
-        ids = list(ids)
+    def _exited(self, bid: int, before: str) -> TargetNodeError | None:
+        node = self.nodes[bid]
+        if node.running:
+            return None
+        code = node.proc.poll() if node.proc is not None else None
+        what = f"exited with code {code} {before}" if code is not None else f"is not running {before}"
+        return self._node_error(node, what, code)
 
-        def registered() -> bool:
+    def _node_error(self, node: Node, what: str, code: int | None) -> TargetNodeError:
+        part = node.ended_part()
+        path = node.output_of(part)
+        return TargetNodeError(
+            node.broker_id, what, role=part, exit_code=code, output=output_tail(path), output_path=path
+        )
+
+    def _wait_started(
+        self, ids: list[int], ready: Callable[[int], bool], what: str, deadline_s: float | None
+    ) -> None:
+        seconds = self.deadline(deadline_s if deadline_s is not None else self.target.start_timeout_s)
+
+        def started() -> TargetNodeError | bool:  # an exit is returned, not raised: wait_for retries on raise
             for bid in ids:
-                node = self.nodes[bid]
-                if not node.running:
-                    code = node.proc.poll() if node.proc is not None else None
-                    raise RuntimeError(f"node {bid} ({self._where(node)}) exited with {code}")
-            return all(self.zk.exists(f"/brokers/ids/{bid}") for bid in ids)
+                error = self._exited(bid, f"before it {what}")
+                if error is not None:
+                    return error
+            return all(ready(bid) for bid in ids)
 
-        wait_for(registered, self.deadline(deadline_s), lambda: f"brokers {ids} registered; {self.summary()}")
+        try:
+            result = wait_for(started, seconds, what)
+        except ConditionTimeout:
+            late = next((b for b in ids if not ready(b)), ids[0])
+            never = f"is running but never {what} within {seconds:.0f} s (start_timeout_s × deadline_scale)"
+            raise self._node_error(self.nodes[late], never, None) from None
+        if isinstance(result, TargetNodeError):
+            raise result
+
+    def wait_registered(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
+        """Wait until every broker in ``ids`` has registered ``/brokers/ids/<id>``; a node that
+        exits first or never registers is a :class:`TargetNodeError` with its output's tail."""
+        self._wait_started(
+            list(ids),
+            lambda bid: bool(self.zk.exists(f"/brokers/ids/{bid}")),
+            "registered /brokers/ids/<id>",
+            deadline_s,
+        )
+
+    def wait_contending(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
+        """Wait until the node of every id has read or written ``/controller`` (seen in its
+        ZooKeeper journal; without journals, until some controller is elected): a split node's
+        controller process is then up."""
+        ids = list(ids)
+        if ids:
+            self._wait_started(ids, self._contends, "contended for /controller", deadline_s)
+
+    def _contends(self, cid: int) -> bool:
+        journal = self.zk_journals.get(cid)
+        if journal is None:
+            return self.zk.exists("/controller") is not None
+        return any(_touches_controller(r) for r in journal.requests())
+
+    def expect_exit(self, bid: int) -> None:
+        """The check is about to make node ``bid`` exit (e.g. all its log dirs fail): its exit is
+        then not a target error."""
+        self.nodes[bid].exit_expected = True
+
+    def unexpected_exits(self) -> list[TargetNodeError]:
+        """Nodes whose process ended without the harness stopping it (a crash), with their output."""
+        return [
+            self._node_error(node, f"exited with code {code} while the check ran", code)
+            for node in self.nodes.values()
+            if (code := node.died()) is not None
+        ]
 
     def _where(self, node: Node) -> str:
         return node.proc.description if node.proc is not None else "not started"
 
     def _signal(self, bid: int, sig: signal.Signals) -> None:
         proc = self.nodes[bid].proc
-        if proc is not None and proc.poll() is None:
+        # a server pair passes signals to whichever of its processes still runs
+        if proc is not None and (proc.poll() is None or isinstance(proc, ServerPair)):
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(sig)
 
@@ -392,6 +531,31 @@ class Cluster:
             return None
         return json.loads(data), stat.version
 
+    def broker_session(self, bid: int) -> int:
+        """The ZooKeeper session that owns ``/brokers/ids/<bid>`` (``LookupError`` when unregistered)."""
+        stat = self.zk.exists(f"/brokers/ids/{bid}")
+        if stat is None:
+            raise LookupError(f"broker {bid} is not registered: {self.summary()}")
+        return int(stat.ephemeralOwner)
+
+    def controller_session(self, bid: int) -> int:
+        """The ZooKeeper session of node ``bid``'s controller: its broker session, or in a split
+        topology its controller process's — the latest session in the node's ZooKeeper journal,
+        other than the broker's, that read or wrote ``/controller``."""
+        node = self.nodes[bid]
+        if not node.split:
+            return self.broker_session(bid)
+        stat = self.zk.exists(f"/brokers/ids/{bid}")
+        broker = int(stat.ephemeralOwner) if stat is not None else None
+        sessions = [
+            r.session
+            for r in self.zk_journal(bid).requests()
+            if r.session not in (broker, 0) and _touches_controller(r)
+        ]
+        if not sessions:
+            raise LookupError(f"node {bid}'s controller process has not touched /controller yet")
+        return int(sessions[-1])
+
     def broker_epoch(self, bid: int) -> int | None:
         stat = self.zk.exists(f"/brokers/ids/{bid}")
         return None if stat is None else int(stat.czxid)
@@ -429,13 +593,26 @@ class Cluster:
         return list(self._records)
 
     def state_changes(self, bid: int) -> list[LogEntry]:
-        path = self.target.log_path("state_change", self.nodes[bid].node_dir)
-        return [] if path is None else read_state_change_log(path)
+        """The node's state-change log; a split node's is its controller process's and its
+        broker's merged by time (Kafka writes both into one file)."""
+        node = self.nodes[bid]
+        roles: list[Role] = ["broker", "controller"] if node.split else ["broker"]
+        paths = [self.target.log_path("state_change", node.node_dir, role) for role in roles]
+        logs = [read_state_change_log(p) for p in paths if p is not None]
+        return logs[0] if len(logs) == 1 else list(heapq.merge(*logs, key=lambda e: e.time))
 
-    def log_tail(self, bid: int, kind: str = "server", lines: int = 60) -> str:
-        path = self.target.log_path(kind, self.nodes[bid].node_dir)
+    def log_tail(self, bid: int, kind: str = "server", lines: int = 60, role: Role | None = None) -> str:
+        """The end of a node's log ``kind`` (``server``, ``state_change``, ``stdout``); a split
+        node's controller process's followed by its broker's unless ``role`` picks one."""
+        node = self.nodes[bid]
+        if role is None:
+            if not node.split:
+                return self.log_tail(bid, kind, lines, "broker")
+            parts = (self.log_tail(bid, kind, lines, r) for r in ("controller", "broker"))
+            return "\n".join(parts)
+        path = None if kind == "stdout" else self.target.log_path(kind, node.node_dir, role)
         if path is None or not path.is_file():
-            path = self.nodes[bid].node_dir / "stdout.log"
+            path = node.output_of(role)
             if not path.is_file():
                 return "(no log)"
         text = path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -449,6 +626,12 @@ class Cluster:
         }
         ctrl = f"controller={self.controller_id()} epoch={self.controller_epoch()}"
         return f"{ctrl} registered={live} processes={procs}"
+
+
+def _touches_controller(request: ZkRequest) -> bool:
+    return request.path == "/controller" or any(
+        getattr(op, "path", None) == "/controller" for op in request.sub_ops
+    )
 
 
 #: What the ``cluster_factory`` fixture of ``conformance/conftest.py`` gives a check.

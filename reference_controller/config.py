@@ -460,7 +460,7 @@ def _with_unknown(config: KafkaConfig, unknown: tuple[str, ...]) -> KafkaConfig:
 
 # Keys Kafka knows that this implementation accepts and ignores (they do not change what the
 # controller does), so they are not reported as unknown.
-_KNOWN_IGNORED = frozenset(
+KNOWN_IGNORED_KEYS = frozenset(
     {
         "num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
         "socket.request.max.bytes", "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
@@ -527,4 +527,4 @@ class _Reader:
         return self._convert(key, default, convert)
 
     def unknown(self) -> tuple[str, ...]:
-        return tuple(sorted(k for k in self._props if k not in self._used and k not in _KNOWN_IGNORED))
+        return tuple(sorted(k for k in self._props if k not in self._used and k not in KNOWN_IGNORED_KEYS))

@@ -25,6 +25,7 @@ from kio.schema.elect_leaders.v1 import request as el1
 from kio.schema.elect_leaders.v2 import request as el2
 from kio.schema.incremental_alter_configs.v1 import request as iac1
 from kio.schema.list_partition_reassignments.v0 import request as lpr0
+from kio.schema.metadata.v9 import request as md9
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
@@ -43,6 +44,7 @@ __all__ = [
     "elect_leaders",
     "incremental_alter_configs",
     "list_reassignments",
+    "metadata_leader",
     "still_serving",
 ]
 
@@ -268,3 +270,19 @@ def request_frame(request: Any, *, version: int | None = None, cut: int = 0) -> 
 
 def _ms(value: int) -> datetime.timedelta:
     return datetime.timedelta(milliseconds=value)
+
+
+def metadata_leader(cluster: Cluster, bid: int, topic: str, partition: int) -> int | None:
+    """The leader broker ``bid``'s metadata cache gives for the partition (a Metadata v9 request to
+    it); None when it does not know the partition."""
+    request = md9.MetadataRequest(
+        topics=(md9.MetadataRequestTopic(name=TopicName(topic)),),
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    for t in _send(cluster, bid, request).topics:
+        for p in t.partitions if str(t.name) == topic and int(t.error_code) in (0, 5) else ():
+            if int(p.partition_index) == partition:
+                return int(p.leader_id)
+    return None

@@ -126,13 +126,23 @@ def parse_spec_ids(text: str) -> dict[str, bool]:
 
 
 def cross_check(path: Path | None = None) -> list[str] | None:
-    """Discrepancies between this catalogue and ``behaviours.md``; ``None`` if the file is absent."""
-    md = path if path is not None else spec_dir() / "behaviours.md"
-    if not md.is_file():
+    """Discrepancies between this catalogue and the spec's catalogue files; ``None`` if absent.
+
+    ``path`` names one file; by default every ``behaviours*.md`` of :func:`spec_dir` is read
+    (``behaviours.md`` and the parts added later, e.g. ``behaviours-admin-api.md``)."""
+    files = [path] if path is not None else sorted(spec_dir().glob("behaviours*.md"))
+    files = [f for f in files if f.is_file()]
+    if not files:
         return None
-    spec = parse_spec_ids(md.read_text(encoding="utf-8"))
-    problems = [f"{i}: in behaviours.md, missing from the catalogue" for i in spec if i not in _BY_ID]
-    problems += [f"{i}: in the catalogue, not in behaviours.md" for i in _BY_ID if i not in spec]
+    spec: dict[str, bool] = {}
+    found_in: dict[str, str] = {}
+    for md in files:
+        ids = parse_spec_ids(md.read_text(encoding="utf-8"))
+        spec.update(ids)
+        found_in.update(dict.fromkeys(ids, md.name))
+    names = " or ".join(f.name for f in files)
+    problems = [f"{i}: in {found_in[i]}, missing from the catalogue" for i in spec if i not in _BY_ID]
+    problems += [f"{i}: in the catalogue, not in {names}" for i in _BY_ID if i not in spec]
     for i, marked in spec.items():
         if i in _BY_ID and marked != (_BY_ID[i].unit != "none"):
             problems.append(f"{i}: *(unit)* mark differs (spec {marked}, catalogue {_BY_ID[i].unit})")

@@ -297,3 +297,104 @@ def test_a_per_broker_unclean_true_counts_only_on_the_controller(cluster_factory
     )
     st = wait_state(cluster, "u3", 0, lambda s: s["leader"] == follower, f"follower {follower} elected")
     assert st["isr"] == [follower], st
+
+
+def _entries(client: Any, resource: ConfigResource) -> dict[str, str | None]:
+    described = client.describe_configs([resource])
+    return {name: entry.value for name, entry in next(iter(described.values())).result(timeout=30).items()}
+
+
+def _op(name: str, value: str | None, kind: Any) -> ConfigEntry:
+    return ConfigEntry(name, value, incremental_operation=kind)
+
+
+@pytest.mark.behaviour("ADMIN-3", "ADMIN-4", "ADMIN-5")
+def test_incremental_alter_configs_kafka_ports(cluster: Cluster) -> None:
+    """PlaintextAdminIntegrationTest.testValidIncrementalAlterConfigs, testInvalidIncrementalAlterConfigs,
+    testIncrementalAlterConfigsDeleteAndSetBrokerConfigs and testIncrementalAlterConfigsDeleteBrokerConfigs
+    (2.5.1 L1635-1888), through confluent-kafka as Kafka's tests use their AdminClient."""
+    cluster.wait_controller()
+    client = admin.admin_client(cluster)
+    t1, t2 = "incremental-alter-configs-topic-1", "incremental-alter-configs-topic-2"
+    create_topic(cluster, t1, {0: [1]}, config={"retention.ms": "60000000", "cleanup.policy": "compact"})
+    create_topic(cluster, t2, {0: [2]})
+    r1, r2 = ConfigResource("TOPIC", t1), ConfigResource("TOPIC", t2)
+
+    def alter(ops: dict[str, list[ConfigEntry]], validate_only: bool = False) -> dict[str, tuple[int, str]]:
+        resources = [ConfigResource("TOPIC", t, incremental_configs=o) for t, o in ops.items()]
+        futures = client.incremental_alter_configs(resources, validate_only=validate_only)
+        return {res.name: _kafka_error(f) for res, f in futures.items()}
+
+    assert alter(
+        {
+            t1: [_op("flush.ms", "1000", AlterConfigOpType.SET),
+                 _op("cleanup.policy", "delete", AlterConfigOpType.APPEND),
+                 _op("retention.ms", "", AlterConfigOpType.DELETE)],
+            t2: [_op("min.cleanable.dirty.ratio", "0.9", AlterConfigOpType.SET),
+                 _op("compression.type", "lz4", AlterConfigOpType.SET)],
+        }
+    ) == {t1: (0, ""), t2: (0, "")}  # fmt: skip
+    c1, c2 = _entries(client, r1), _entries(client, r2)
+    assert (c1["flush.ms"], c1["cleanup.policy"], c1["retention.ms"]) == (
+        "1000",
+        "compact,delete",
+        "604800000",
+    )
+    assert (c2["min.cleanable.dirty.ratio"], c2["compression.type"]) == ("0.9", "lz4")
+    assert alter({t1: [_op("cleanup.policy", "compact", AlterConfigOpType.SUBTRACT)]}) == {t1: (0, "")}
+    c1 = _entries(client, r1)
+    assert (c1["cleanup.policy"], c1["flush.ms"]) == ("delete", "1000")
+    assert alter({t1: [_op("cleanup.policy", "compact", AlterConfigOpType.APPEND)]}, validate_only=True) == {
+        t1: (0, "")
+    }
+    assert _entries(client, r1)["cleanup.policy"] == "delete"
+    code, message = alter({t1: [_op("compression.type", "zip", AlterConfigOpType.SET)]}, validate_only=True)[
+        t1
+    ]
+    assert (code, message.startswith("Invalid config value for resource")) == (42, True), message
+    # testInvalidIncrementalAlterConfigs; librdkafka refuses duplicate keys itself (-186, "Duplicate
+    # ConfigEntry found"), so that resource goes as a request built with kio, through the controller
+    cid = cluster.wait_controller()
+    dup = [("min.cleanable.dirty.ratio", SET, "0.75"), ("min.cleanable.dirty.ratio", SET, "0.65"),
+           ("compression.type", SET, "gzip")]  # fmt: skip
+    code, message = aw.incremental_alter_configs(cluster, cid, aw.TOPIC, t1, dup)
+    assert (code, message) == (42, "Error due to duplicate config keys : min.cleanable.dirty.ratio")
+    assert alter({t2: [_op("min.cleanable.dirty.ratio", "0.7", AlterConfigOpType.SET)]}) == {t2: (0, "")}
+    c1, c2 = _entries(client, r1), _entries(client, r2)
+    assert (c1["min.cleanable.dirty.ratio"], c1["compression.type"], c2["min.cleanable.dirty.ratio"]) == (
+        "0.5",
+        "producer",
+        "0.7",
+    )
+    got = alter(
+        {t1: [_op("compression.type", "gzip", AlterConfigOpType.APPEND)],
+         t2: [_op("compression.type", "snappy", AlterConfigOpType.SUBTRACT)]}
+    )  # fmt: skip
+    assert got == {
+        t1: (42, "Config value append is not allowed for config key: compression.type"),
+        t2: (42, "Config value subtract is not allowed for config key: compression.type"),
+    }
+    code, message = alter({t1: [_op("min.cleanable.dirty.ratio", "1.1", AlterConfigOpType.SET)]})[t1]
+    assert (code, message.startswith("Invalid config value for resource")) == (42, True), message
+    # testIncrementalAlterConfigsDeleteAndSetBrokerConfigs / ...DeleteBrokerConfigs on broker 1
+    broker = ConfigResource("BROKER", "1")
+    rates = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+    alter_dir = "replica.alter.log.dirs.io.max.bytes.per.second"
+
+    def alter_broker(ops: list[ConfigEntry]) -> None:
+        res = ConfigResource("BROKER", "1", incremental_configs=ops)
+        assert _kafka_error(client.incremental_alter_configs([res])[res]) == (0, "")
+
+    def broker_values() -> tuple[str | None, ...]:
+        entries = _entries(client, broker)
+        return tuple(entries.get(k, "") for k in (*rates, alter_dir))
+
+    alter_broker([_op(rates[0], "123", AlterConfigOpType.SET), _op(rates[1], "456", AlterConfigOpType.SET)])
+    wait_for(lambda: broker_values() == ("123", "456", ""), cluster.deadline(10), "the rates just set")
+    alter_broker(
+        [_op(rates[0], "", AlterConfigOpType.DELETE), _op(rates[1], "654", AlterConfigOpType.SET),
+         _op(alter_dir, "987", AlterConfigOpType.SET)]
+    )  # fmt: skip
+    wait_for(lambda: broker_values() == ("", "654", "987"), cluster.deadline(10), "the rates just modified")
+    alter_broker([_op(k, "", AlterConfigOpType.DELETE) for k in (*rates, alter_dir)])
+    wait_for(lambda: broker_values() == ("", "", ""), cluster.deadline(10), "the rates just deleted")

@@ -12,6 +12,11 @@ from typing import Any
 
 import pytest
 from kio.index import load_request_schema
+from kio.schema.alter_partition_reassignments.v0 import request as apr0
+from kio.schema.elect_leaders.v0 import request as el0
+from kio.schema.list_partition_reassignments.v0 import request as lpr0
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i32
 
 from cluster.cluster import Cluster, ClusterFactory, wait_for
 from conformance.checks import admin_wire as aw
@@ -79,17 +84,15 @@ def test_malformed_admin_requests_close_the_connection_and_the_broker_keeps_serv
     cid = cluster.wait_controller()
     create_topic(cluster, "m", {0: [1, 2]})
     records = len(cluster.history())
-    alter = aw.apr0.AlterPartitionReassignmentsRequest(
-        topics=(aw.apr0.ReassignableTopic(name=aw.TopicName("m"), partitions=(aw.apr0.ReassignablePartition(
-            partition_index=aw.i32(0), replicas=(aw.BrokerId(2), aw.BrokerId(1))),)),)
+    alter = apr0.AlterPartitionReassignmentsRequest(
+        topics=(apr0.ReassignableTopic(name=TopicName("m"), partitions=(apr0.ReassignablePartition(
+            partition_index=i32(0), replicas=(BrokerId(2), BrokerId(1))),)),)
     )  # fmt: skip
-    listed = aw.lpr0.ListPartitionReassignmentsRequest(
-        topics=(
-            aw.lpr0.ListPartitionReassignmentsTopics(name=aw.TopicName("m"), partition_indexes=(aw.i32(0),)),
-        )
+    listed = lpr0.ListPartitionReassignmentsRequest(
+        topics=(lpr0.ListPartitionReassignmentsTopics(name=TopicName("m"), partition_indexes=(i32(0),)),)
     )
-    elect0 = aw.el0.ElectLeadersRequest(
-        topic_partitions=(aw.el0.TopicPartitions(topic=aw.TopicName("m"), partitions=(aw.i32(0),)),)
+    elect0 = el0.ElectLeadersRequest(
+        topic_partitions=(el0.TopicPartitions(topic=TopicName("m"), partitions=(i32(0),)),)
     )
     bad = {
         "AlterPartitionReassignments v1 (unknown version)": aw.request_frame(alter, version=1),

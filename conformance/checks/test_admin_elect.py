@@ -154,7 +154,9 @@ def test_preferred_election_through_the_api_writes_once_and_never_touches_the_zn
     # null: every partition of the controller's metadata cache; pref-1 (already preferred) is left
     # out, and doomed is not there (its deletion started: UpdateMetadata with LeaderDuringDelete)
     assert elect(client, ElectionType.PREFERRED, None) == {("pref", 0): None}
-    state_writes = [(r, op) for r, op in writes(cluster.history()[records:]) if op.path.endswith("/state")]
+    state_writes = [
+        (r, op) for r, op in writes(cluster.history()[records:]) if (op.path or "").endswith("/state")
+    ]
     assert [op.path for _, op in state_writes] == ["/brokers/topics/pref/partitions/0/state"], state_writes
     assert all(fenced(r) for r, _ in state_writes)
     st = cluster.partition_state("pref", 0)
@@ -237,21 +239,27 @@ def test_elect_unclean_leaders(cluster_factory: ClusterFactory) -> None:
         ("lonely", 0): (83, UNCLEAN_FAILED.format("lonely-0")),
     }, "null: the partitions with a live leader (p1 now, p3) are left out"
     assert (leader(cluster, *p2), leader(cluster, *p3)) == (2, 3)
-    state_writes = [op.path for _, op in writes(cluster.history()[records:]) if op.path.endswith("/state")]
-    assert sorted(state_writes) == [
+    state_writes = [
+        op.path for _, op in writes(cluster.history()[records:]) if (op.path or "").endswith("/state")
+    ]
+    assert sorted(p or "" for p in state_writes) == [
         f"/brokers/topics/{topic}/partitions/0/state",
         f"/brokers/topics/{topic}/partitions/1/state",
     ]
     # no live replica: ELIGIBLE_LEADERS_NOT_AVAILABLE, nothing written
     assert not [
-        op for _, op in writes(cluster.history()[records:]) if op.path.startswith("/brokers/topics/lonely")
+        op
+        for _, op in writes(cluster.history()[records:])
+        if (op.path or "").startswith("/brokers/topics/lonely")
     ]
     records = len(cluster.history())
     assert elect(client, ElectionType.UNCLEAN, [("lonely", 0)]) == {
         ("lonely", 0): (83, UNCLEAN_FAILED.format("lonely-0"))
     }
     assert not [
-        op for _, op in writes(cluster.history()[records:]) if op.path.startswith("/brokers/topics/lonely")
+        op
+        for _, op in writes(cluster.history()[records:])
+        if (op.path or "").startswith("/brokers/topics/lonely")
     ]
 
 

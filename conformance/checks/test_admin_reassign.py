@@ -40,7 +40,6 @@ pytestmark = pytest.mark.conformance
 SLOW = {"zookeeper.session.timeout.ms": "30000"}
 CONTROLLER = 4
 ZNODE = "/admin/reassign_partitions"
-OK = ((0, None), {})
 TP = tuple[str, int]
 
 

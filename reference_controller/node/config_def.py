@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 INT_BITS = {"INT": 32, "SHORT": 16, "LONG": 64}
@@ -63,19 +64,19 @@ def java_string(value: object) -> str:
 
 
 def java_double(value: float) -> str:
-    """`Double.toString` for the values configs hold (0.5, 1.0, 1.0E10 …)."""
+    """`Double.toString`: plain between 10^-3 and 10^7, else scientific (0.5, 1.0, 1.0E10, 1.5E-4)."""
     if math.isnan(value):
         return "NaN"
-    if value in (float("inf"), float("-inf")):
+    if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
-    if value == int(value) and abs(value) < 1e7:
-        return f"{value:.1f}"
-    text = repr(value)
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        mantissa = mantissa if "." in mantissa else mantissa + ".0"
-        return f"{mantissa}E{int(exponent)}"
-    return text
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        text = repr(value)
+        return text if "." in text or "e" in text else text + ".0"
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    scientific = len(digits) - 1 + exponent
+    mantissa = "".join(str(d) for d in digits[1:]) or "0"
+    return f"{'-' if sign else ''}{digits[0]}.{mantissa}E{scientific}"
 
 
 def parse_type(name: str, value: str | None, kind: str) -> Any:

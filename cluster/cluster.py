@@ -12,7 +12,8 @@ stop/kill/pause/resume become ``docker kill -s TERM``/``docker kill``/``docker p
 :meth:`Cluster.close` kills every node even when the test failed.
 
 With ``record_requests`` (the default) a :class:`~probes.request_proxy.RecordingProxy`
-sits on every controller→broker link: node Y binds ``CTRL_<x>`` on a fixed loopback port and
+sits on every controller→broker link: node Y binds ``CTRL_<x>`` on a fixed loopback port (an
+``interposed`` port of :mod:`harness.ports`, claimed host-wide until :meth:`Cluster.close`) and
 advertises the proxy's port, so every controller request Y receives is journalled (per
 destination, in arrival order) whichever implementation sent it.
 
@@ -23,6 +24,8 @@ request the node sends to ZooKeeper and every watch event it receives is journal
 it works for any target. Chaining seams for fault injection: ``zk_front(node id, proxy address)``
 returns the address the node should connect to instead (a fault proxy in front that forwards to the
 recording proxy), and :attr:`ZkRecordingProxy.upstream` may be pointed at a fault proxy behind it.
+Both kinds of recording proxy are taps (:class:`~probes.tap.Tap`) on the cluster's one
+:class:`~probes.tap.ProxyLoop`.
 
 Observation helpers are read-only: ZooKeeper data (``zk``), the transaction log of this chroot
 (``history``), state-change logs, log dirs. Admin writes live in :mod:`cluster.admin`.
@@ -33,9 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import signal
-import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,76 +55,20 @@ from cluster.nodeconfig import (
 )
 from cluster.nodeconfig import server_properties as build_properties
 from cluster.targets import Target, profile_properties
+from harness import ports
 from harness.launcher import Handle, Launcher, LaunchSpec, launcher_from_env
-from harness.port_claims import claim_port
 from harness.wait import ConditionTimeout, wait_for
 from harness.zookeeper.observer import observer_client
 from probes.history import ChrootView, TxnLogCursor
 from probes.request_proxy import RecordingProxy, RequestJournal
 from probes.state_change_log import LogEntry, read_state_change_log
+from probes.tap import ProxyLoop
 from probes.txnrecords import TxnRecord
-from probes.zk_journal import ProxyLoop, ZkJournal, ZkRecordingProxy
+from probes.zk_journal import ZkJournal, ZkRecordingProxy
 
 __all__ = ["Cluster", "ClusterFactory", "ConditionTimeout", "Node", "wait_for"]
 
 Address = tuple[str, int]
-
-
-#: Fixed listener ports (the node side of an interposed link) come from below the kernel's
-#: ephemeral range (32768+ on Linux): a port picked there could be taken by any outgoing
-#: connection or port-0 listener before the node binds it, or before it restarts.
-_STATIC_PORTS = range(20000, 32000)
-_handed_out: set[int] = set()
-#: One abstract-namespace unix socket per handed-out port, held for the life of this process: a
-#: concurrent run on the same host (another suite, a chaos campaign, CI next to a developer) that
-#: picks the same port sees the name taken and skips it. The kernel frees the names when the
-#: process ends, even on SIGKILL, and nothing is left on disk.
-_reservations: list[socket.socket] = []
-
-
-def _reserve_across_processes(port: int) -> bool:
-    claim = claim_port(port)
-    if claim is None:
-        return False
-    _reservations.append(claim)
-    return True
-
-
-def _worker_static_ports() -> range:
-    """This xdist worker's own slice of ``_STATIC_PORTS``.
-
-    ``_handed_out`` is per process: two workers picking from the whole range could hand out the
-    same port to two clusters, and the node started second then fails to bind it ("address already
-    in use"). Each worker picks from its own slice instead.
-    """
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    count = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or "1"), 1)
-    index = int(worker[2:]) % count if worker.startswith("gw") and worker[2:].isdigit() else 0
-    size = len(_STATIC_PORTS) // count
-    start = _STATIC_PORTS.start + index * size
-    return range(start, start + size)
-
-
-def pick_static_ports(count: int) -> list[int]:
-    """``count`` currently bindable loopback ports outside the ephemeral range, never reused,
-    never handed out by another xdist worker of the same run, nor by any other live process on
-    this host that picks its ports here (concurrent suite runs)."""
-    ports = _worker_static_ports()
-    out: list[int] = []
-    while len(out) < count:
-        port = random.choice(ports)
-        if port in _handed_out:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _handed_out.add(port)
-        if not _reserve_across_processes(port):
-            continue  # another live process on this host holds it
-        out.append(port)
-    return out
 
 
 @dataclass
@@ -181,9 +126,12 @@ class Cluster:
         self._sessions: set[int] = set()
         self.zk = observer_client(f"{zk_connect_string}{chroot}", timeout_s=10.0)
         self.zk.start(timeout=15.0)
-        self.journal: RequestJournal | None = RequestJournal() if record_requests else None
+        recording = record_requests or record_zookeeper
+        self.proxy_loop = ProxyLoop("recording-proxies") if recording else None
+        self.journal: RequestJournal | None = RequestJournal(self.proxy_loop) if record_requests else None
         self.proxies: dict[tuple[int, int], RecordingProxy] = {}
-        self.zk_loop = ProxyLoop("zk-journal") if record_zookeeper else None
+        self.record_zookeeper = record_zookeeper
+        self.listener_ports = ports.PortPool(ports.INTERPOSED)
         self.zk_front = zk_front
         self.zk_journals: dict[int, ZkJournal] = {}
         self.zk_proxies: dict[int, list[ZkRecordingProxy]] = {}
@@ -203,7 +151,7 @@ class Cluster:
         if self.journal is None:
             return {}
         out: dict[str, Interpose] = {}
-        bind_ports = pick_static_ports(len(self.broker_ids))
+        bind_ports = self.listener_ports.take(len(self.broker_ids))
         for source, bind_port in zip(self.broker_ids, bind_ports, strict=True):
             proxy = RecordingProxy(self.journal, source=source, dest=dest)
             proxy.upstream = ("127.0.0.1", bind_port)
@@ -213,11 +161,11 @@ class Cluster:
 
     def _zookeeper_link(self, bid: int, node_dir: Path, zk: str) -> str:
         """The node's ``zookeeper.connect``: its recording proxies (and any front), chroot kept."""
-        if self.zk_loop is None:
+        if not self.record_zookeeper:
             return f"{zk}{self.chroot}"
         hosts, _ = split_zookeeper_connect(zk)
         journal = ZkJournal(f"node-{bid}", chroot=self.chroot, jsonl_path=node_dir / "zk-journal.jsonl")
-        proxies = [ZkRecordingProxy(journal, host, loop=self.zk_loop) for host in hosts]
+        proxies = [ZkRecordingProxy(journal, host, loop=self.proxy_loop) for host in hosts]
         self.zk_journals[bid], self.zk_proxies[bid] = journal, proxies
         front = self.zk_front or (lambda _bid, address: address)
         return zookeeper_connect([front(bid, p.address) for p in proxies], self.chroot)
@@ -269,7 +217,7 @@ class Cluster:
 
     def launch_spec(self, node: Node) -> LaunchSpec:
         """How ``node`` starts: the target's command (and its ``[container]`` recipe in a container)."""
-        in_container = self.launcher.name != "process"
+        in_container = self.launcher.in_containers
         inside = self.target.render_container(node.config_path, node.node_dir) if in_container else None
         return LaunchSpec(
             role="node",
@@ -370,10 +318,11 @@ class Cluster:
         for zk_proxy in (p for ps in self.zk_proxies.values() for p in ps):
             zk_proxy.close()
         self.zk_proxies.clear()
-        if self.zk_loop is not None:
-            self.zk_loop.close()
+        if self.proxy_loop is not None:
+            self.proxy_loop.close()
         for zk_journal in self.zk_journals.values():
             zk_journal.close()
+        self.listener_ports.close()  # every node is down: its fixed listener ports are free
         with contextlib.suppress(Exception):
             self.zk.stop()
             self.zk.close()
@@ -391,7 +340,7 @@ class Cluster:
         when the cluster was made with ``record_zookeeper=False``)."""
         if bid not in self.zk_journals:
             raise LookupError(
-                f"no ZooKeeper journal for node {bid} (record_zookeeper={self.zk_loop is not None})"
+                f"no ZooKeeper journal for node {bid} (record_zookeeper={self.record_zookeeper})"
             )
         return self.zk_journals[bid]
 

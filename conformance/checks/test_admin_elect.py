@@ -175,8 +175,23 @@ def test_preferred_election_through_the_api_writes_once_and_never_touches_the_zn
     logged = cluster.log_tail(CONTROLLER, lines=100000).splitlines()[log_before:]
     completion_lines = [line for line in logged if "complete preferred replica leader election" in line]
     assert not completion_lines, f"ZooKeeper-path completion lines for an API election: {completion_lines}"
-    lair = {r.dest for r in requests_for(cluster, "LeaderAndIsr", topic="pref", since=mark)}
-    um = {r.dest for r in requests_for(cluster, "UpdateMetadata", topic="pref", since=mark)}
+
+    def sent() -> tuple[set[int], set[int]]:
+        """Destinations of the election's requests, once answered (each broker's channel sends
+        them in its own time: the ElectLeaders answer only waits for the controller's own cache)."""
+
+        def dests(api: str) -> set[int]:
+            return {
+                r.dest
+                for r in requests_for(cluster, api, topic="pref", since=mark)
+                if r.error_code is not None
+            }
+
+        return dests("LeaderAndIsr"), dests("UpdateMetadata")
+
+    wait_for(lambda: sent() == ({2, 3}, {2, 3, 4}), cluster.deadline(15), lambda: f"requests sent: {sent()}")
+    settle(cluster, CONTROLLER, among=(2, 3, 4))
+    lair, um = sent()
     assert (lair, um) == ({2, 3}, {2, 3, 4}), (
         f"LeaderAndIsr to the replicas, UpdateMetadata to all: {lair} {um}"
     )

@@ -67,23 +67,24 @@ def test_reassign_through_api_writes_only_the_topic_znode_and_answers_after_a1(
     st = wait_state(cluster, "api", 0, lambda s: s["isr"] == [2], "ISR [2]")
     assert (st["leader"], st["leader_epoch"]) == (2, 3), f"[1]→[2] ends at leader 2, epoch 3: {st}"
     assert not znode_writes(cluster, records), f"{ZNODE} was written by an API reassignment"
-    a1 = [
-        r.dest
-        for r in requests_for(cluster, "LeaderAndIsr", topic="api", since=mark)
-        for p in r.partitions
-        if p.replicas == (2, 1)
-        and p.adding == (2,)
-        and p.removing == (1,)
-        and p.leader_epoch == 1
-        and not p.is_new
-    ]
-    a2 = [
-        r.dest
-        for r in requests_for(cluster, "LeaderAndIsr", topic="api", since=mark)
-        for p in r.partitions
-        if p.is_new and p.leader_epoch == 1
-    ]
-    assert (sorted(set(a1)), a2) == ([1, 2], [2]), f"A1 to RS (isNew=false), A2 to 2 (isNew=true): {a1} {a2}"
+
+    def phase_a() -> tuple[list[int], list[int]]:
+        lair = requests_for(cluster, "LeaderAndIsr", topic="api", since=mark)
+        a1 = sorted(
+            {
+                r.dest
+                for r in lair
+                for p in r.partitions
+                if (p.replicas, p.adding, p.removing, p.leader_epoch, p.is_new)
+                == ((2, 1), (2,), (1,), 1, False)
+            }
+        )
+        return a1, [r.dest for r in lair for p in r.partitions if p.is_new and p.leader_epoch == 1]
+
+    # each broker's channel sends in its own time: wait for A1 and A2 to have gone out
+    wait_for(
+        lambda: phase_a() == ([1, 2], [2]), cluster.deadline(15), lambda: f"A1 to RS, A2 to 2: {phase_a()}"
+    )
 
 
 @pytest.mark.behaviour("REASSIGN-16")
@@ -268,22 +269,30 @@ def test_same_set_in_another_order_and_the_same_target_again(cluster_factory: Cl
         st = cluster.partition_state("order", 0)
         assert st is not None
         assert st["leader_epoch"] == 2, f"the same target again: one leader-epoch bump, {st}"
-        again = [
-            (r.dest, p.is_new)
-            for r in requests_for(cluster, "LeaderAndIsr", topic="order", since=mark)
-            for p in r.partitions
-            if p.partition == 0
-        ]
-        assert again, "no LeaderAndIsr for the same target again"
-        assert not any(new for _, new in again), f"LeaderAndIsr isNew=false only: {again}"
+
+        def again() -> list[tuple[int, bool | None]]:
+            return [
+                (r.dest, p.is_new)
+                for r in requests_for(cluster, "LeaderAndIsr", topic="order", since=mark)
+                for p in r.partitions
+                if p.partition == 0
+            ]
+
+        wait_for(
+            lambda: 1 in {d for d, _ in again()},
+            cluster.deadline(15),
+            "LeaderAndIsr for the same target again",
+        )
+        assert not any(new for _, new in again()), f"LeaderAndIsr isNew=false only: {again()}"
         records = len(cluster.history())
         assert alter(cluster, (tp0, [3, 2, 1]), (tp1, [3, 2, 1])) == dict.fromkeys([tp0, tp1], (0, None))
         assert [b for _, b in topic_writes(cluster, "order", records)][-1] == topic_znode(
             {0: [3, 2, 1], 1: [3, 2, 1]}, {0: [3], 1: [3]}, {}
         )
         assert listed(cluster, [tp0, tp1]) == dict.fromkeys([tp0, tp1], ((3, 2, 1), (3,), ()))
-        assert not requests_for(cluster, "StopReplica", topic="order", since=mark)
     wait_done(cluster, "order", {0: [3, 2, 1], 1: [3, 2, 1]})
+    settle(cluster, CONTROLLER, among=(1, 2, 3))
+    assert not requests_for(cluster, "StopReplica", topic="order", since=mark), "a replica was stopped"
     assert_invalid_transitions_in_kafka_shape(cluster, "REASSIGN-19")
 
 
@@ -300,11 +309,20 @@ def test_a_different_target_stops_the_previously_adding_replica(cluster_factory:
             topic_znode({0: [3, 1]}, {0: [3]}, {0: [1]})
         ]
     wait_done(cluster, "diff", {0: [3]})
-    to2 = [r.delete_partitions for r in journal(cluster).requests(api="StopReplica", dest=2, since=mark)]
-    assert to2[:2] == [False, True], f"StopReplica to the replaced target 2: {to2}"
-    new3 = [
-        p.is_new
-        for r in journal(cluster).requests(api="LeaderAndIsr", dest=3, since=mark)
-        for p in r.partitions
-    ]
-    assert True in new3, f"A2 LeaderAndIsr(isNew=true) to 3: {new3}"
+
+    def to2() -> list[bool | None]:
+        stops = journal(cluster).requests(api="StopReplica", dest=2, since=mark)
+        return [r.delete_partitions for r in stops if r.error_code is not None]
+
+    wait_for(lambda: to2()[:2] == [False, True], cluster.deadline(15), lambda: f"StopReplica to 2: {to2()}")
+
+    def new3() -> list[bool | None]:
+        return [
+            p.is_new
+            for r in journal(cluster).requests(api="LeaderAndIsr", dest=3, since=mark)
+            for p in r.partitions
+        ]
+
+    wait_for(
+        lambda: True in new3(), cluster.deadline(15), lambda: f"A2 LeaderAndIsr(isNew=true) to 3: {new3()}"
+    )

@@ -11,8 +11,6 @@ certificates all use these IDs; ``python -m catalogue --markdown`` renders ``CAT
 :func:`compare_with_spec` compares this table with every ``behaviours*.md`` of the spec folder
 (``$KZK_SPEC_DIR``, else ``<repo root>/../shared/spec``) when it is there: an ID missing on either
 side or with another *(unit)* mark is a discrepancy, so the catalogue cannot drift from the spec.
-A spec file listed in :data:`PENDING_SPEC_FILES` whose IDs are *all* still missing from the kit is
-a known gap (reported, listed, not a failure); once any of its IDs is in the kit, all must be.
 """
 
 from __future__ import annotations
@@ -186,13 +184,7 @@ def parse_spec_ids(text: str) -> dict[str, bool]:
     return out
 
 
-#: Spec files whose IDs the kit has not adopted yet: while *none* of a file's IDs is in the kit,
-#: they are a known, listed gap; as soon as one is, every one must be (full equality again).
-PENDING_SPEC_FILES: dict[str, str] = {
-    "behaviours-admin-api.md": "the admin-API behaviours (spec §13) are being added to the kit",
-}
-
-SpecStatus = Literal["absent", "equal", "known gap", "differs"]
+SpecStatus = Literal["absent", "equal", "differs"]
 
 
 @dataclass(frozen=True)
@@ -203,7 +195,6 @@ class SpecComparison:
     files: tuple[str, ...]
     status: SpecStatus
     spec_ids: int = 0
-    known_gap: tuple[str, ...] = ()  # in the spec, not yet in the kit (a pending file's IDs)
     problems: tuple[str, ...] = ()
 
     def describe(self) -> str:
@@ -216,9 +207,6 @@ class SpecComparison:
         read = f"{self.spec_ids} IDs in {', '.join(self.files)} vs {len(CATALOGUE)} in the kit"
         if self.status == "equal":
             return f"matches the spec: {read}"
-        if self.status == "known gap":
-            gap = ", ".join(self.known_gap)
-            return f"matches the spec but for a known gap: {read}; in the spec, not yet in the kit: {gap}"
         return f"DIFFERS from the spec: {read}: " + "; ".join(self.problems)
 
 
@@ -230,33 +218,35 @@ def compare_with_spec(folder: Path | None = None) -> SpecComparison:
         return SpecComparison(folder, (), "absent")
     per_file = {f.name: parse_spec_ids(f.read_text(encoding="utf-8")) for f in files}
     spec: dict[str, bool] = {i: m for ids in per_file.values() for i, m in ids.items()}
-    gap = [
-        i
-        for name, ids in per_file.items()
-        if name in PENDING_SPEC_FILES and not any(i in _BY_ID for i in ids)
-        for i in ids
-    ]
-    problems = [
-        f"{i}: in the spec, missing from the catalogue" for i in spec if i not in _BY_ID and i not in gap
-    ]
+    problems = [f"{i}: in the spec, missing from the catalogue" for i in spec if i not in _BY_ID]
     problems += [f"{i}: in the catalogue, not in the spec" for i in _BY_ID if i not in spec]
     problems += [
         f"{i}: *(unit)* mark differs (spec {marked}, catalogue {_BY_ID[i].unit})"
         for i, marked in spec.items()
         if i in _BY_ID and marked != (_BY_ID[i].unit != "none")
     ]
-    status: SpecStatus = "differs" if problems else "known gap" if gap else "equal"
-    return SpecComparison(folder, tuple(per_file), status, len(spec), tuple(gap), tuple(problems))
+    status: SpecStatus = "differs" if problems else "equal"
+    return SpecComparison(folder, tuple(per_file), status, len(spec), tuple(problems))
 
 
 def cross_check(path: Path | None = None) -> list[str] | None:
-    """Discrepancies between this catalogue and ``behaviours.md``; ``None`` if the file is absent."""
-    md = path if path is not None else spec_dir() / "behaviours.md"
-    if not md.is_file():
+    """Discrepancies between this catalogue and the spec's catalogue files; ``None`` if absent.
+
+    ``path`` names one file; by default every ``behaviours*.md`` of :func:`spec_dir` is read
+    (``behaviours.md`` and the parts added later, e.g. ``behaviours-admin-api.md``)."""
+    files = [path] if path is not None else sorted(spec_dir().glob("behaviours*.md"))
+    files = [f for f in files if f.is_file()]
+    if not files:
         return None
-    spec = parse_spec_ids(md.read_text(encoding="utf-8"))
-    problems = [f"{i}: in behaviours.md, missing from the catalogue" for i in spec if i not in _BY_ID]
-    problems += [f"{i}: in the catalogue, not in behaviours.md" for i in _BY_ID if i not in spec]
+    spec: dict[str, bool] = {}
+    found_in: dict[str, str] = {}
+    for md in files:
+        ids = parse_spec_ids(md.read_text(encoding="utf-8"))
+        spec.update(ids)
+        found_in.update(dict.fromkeys(ids, md.name))
+    names = " or ".join(f.name for f in files)
+    problems = [f"{i}: in {found_in[i]}, missing from the catalogue" for i in spec if i not in _BY_ID]
+    problems += [f"{i}: in the catalogue, not in {names}" for i in _BY_ID if i not in spec]
     for i, marked in spec.items():
         if i in _BY_ID and marked != (_BY_ID[i].unit != "none"):
             problems.append(f"{i}: *(unit)* mark differs (spec {marked}, catalogue {_BY_ID[i].unit})")

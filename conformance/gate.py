@@ -434,7 +434,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         catalogue_check={
             "status": spec.status,
             "summary": spec.describe(),
-            "known_gap": list(spec.known_gap),
         },
         provenance=run_provenance(target, launcher),
     )

@@ -270,6 +270,8 @@ class KafkaConfig:
     reference_isr_change_propagation_blackout_ms: int = 5000
     reference_isr_change_propagation_interval_ms: int = 60000
     unknown_keys: tuple[str, ...] = ()
+    # The properties as given (Kafka's `originals`: DescribeConfigs reports them as STATIC_BROKER_CONFIG)
+    originals: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     # --------------------------------------------------------------------------------------
     def listener(self, name: str) -> Listener:
@@ -326,7 +328,9 @@ class KafkaConfig:
             **_node_settings(r),
             unknown_keys=(),
         )
-        return _with_unknown(config, r.unknown())
+        return replace(
+            _with_unknown(config, r.unknown()), originals={k.strip(): v.strip() for k, v in props.items()}
+        )
 
 
 def _zookeeper_connect(r: _Reader) -> str:

@@ -1,7 +1,7 @@
 """``spark-submit`` entry point of ``python -m chaos`` (spark-submit runs a file, not a module, and a
 file inside the ``chaos`` package would put that package's folder first on ``sys.path``)::
 
-    spark-submit --master spark://HOST:7077 scripts/spark_chaos.py run --master spark://HOST:7077 --runs 1000 --seed 7
+    spark-submit --master spark://HOST:7077 scripts/spark_chaos.py run --master spark://HOST:7077 --seed 7
 """
 
 import sys

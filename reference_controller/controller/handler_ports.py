@@ -17,6 +17,7 @@ declared twice).
 | `TopicPort` | `topics`: creation, expansion, deletion | config, is_active, log, … |
 | `LeaderElectionPort` | `leader_elections` | config, enqueue, is_active, … |
 | `ReassignmentPort` | `reassignment` | enqueue, state_change_log, … |
+| `ApiReassignmentPort` | `api_reassignment` | none: `reassignment`'s cover it |
 | `BrokerPort` | `brokers` | none: `reassignment`'s cover it |
 | `NotificationPort` | `notifications` | none: `brokers`' cover it |
 | `ShutdownPort` | `shutdown` | is_active, log, state machines, … |
@@ -126,6 +127,10 @@ class ReassignmentPort(UpdateMetadataSender, Protocol):
     def enqueue(self, event: ControllerEvent) -> None: ...
     def register_node_handler(self, handler: NodeHandler, check_exists: bool = False) -> bool: ...
     def unregister_node_handler(self, path: str) -> None: ...
+
+
+class ApiReassignmentPort(ReassignmentPort, Protocol):
+    """AlterPartitionReassignments and ListPartitionReassignments: the reassignment handlers' port."""
 
 
 class BrokerPort(ReassignmentPort, Protocol):

@@ -32,6 +32,7 @@ HANDLER_MODULES = (
     "brokers",
     "topics",
     "reassignment",
+    "api_reassignment",
     "notifications",
     "leader_elections",
     "shutdown",

@@ -190,7 +190,9 @@ class Actions:
         """Start the node once its old registration is gone (the next life registers at once)."""
 
         def check() -> None:
-            if self.admin.exists(zkdata.broker_path(node.broker_id)) is None:
+            if node.running:  # started meanwhile (the final heal)
+                then()
+            elif self.admin.exists(zkdata.broker_path(node.broker_id)) is None:
                 self.start_node(node)
                 then()
             else:
@@ -205,9 +207,12 @@ class Actions:
         def finish(_result: ControlledShutdownResult | None = None) -> None:
             if not finished[0]:
                 finished[0] = True
-                if node.running:
-                    node.stop(close_session=True)
-                then()
+                self.world.at(1, exit_now)  # the answer travels back; never inside the controller's event
+
+        def exit_now() -> None:
+            if node.running:
+                node.stop(close_session=True)
+            then()
 
         controller = self.controller_node()
         if controller is None or not controller.running or node.context is None:

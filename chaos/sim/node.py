@@ -135,6 +135,7 @@ class SimNode:
     def start(self) -> None:
         self.incarnation += 1
         self.running, self.paused, self.active, self.registered = True, False, False, False
+        self.session_lost = False
         self.queue.clear()
         zk = self.host.new_session()
         self.zk = zk
@@ -177,9 +178,9 @@ class SimNode:
         kill leaves it to expire on the server."""
         if self.controller is not None and close_session:
             self._process(ShutdownEventThread())
+        self.running, self.active = False, False
         if self.zk is not None and close_session:
             self.zk.close()
-        self.running, self.active = False, False
         self.queue.clear()
         self.host.close_channel(self, None)
         self.host.cancel_timer(self, None)

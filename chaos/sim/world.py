@@ -135,7 +135,7 @@ class World:
             self._kicked.discard(node.broker_id)
             if node.incarnation == life and self.zk_connected(node):
                 node.process_next()
-                self.kick(node)
+            self.kick(node)  # the next event, or the first of a new life
 
         self.at(1, run)
 
@@ -183,14 +183,14 @@ class World:
         bid = node.broker_id
         if bid in self.disconnected_since or node.zk is None:
             return
-        self.disconnected_since[bid] = self.now
+        since = self.disconnected_since[bid] = self.now
         client, session = node.zk, node.zk.session
 
         def expire() -> None:
             if client.session != session or session not in self.zk.sessions:
                 return
-            if node.zk is client and bid not in self.disconnected_since:
-                return  # back in time
+            if node.zk is client and self.disconnected_since.get(bid) != since:
+                return  # back in time (a later disconnection has its own timer)
             self.zk.server_expire(client)
             if node.zk is client:
                 self.expired.add(bid)

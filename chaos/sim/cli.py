@@ -34,21 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from chaos.generator import Schedule, generate
-from chaos.run.manifest import kit_version
 from chaos.scenarios import SCENARIOS, NameError_, Scenario, resolve_faults, resolve_scenarios
 from chaos.sim.run import SimResult, simulate
 from chaos.sim.shrink import shrink
+from chaos.sim.version import sim_version, token
 
-__all__ = ["SIM_VERSION", "main", "sim_version"]
+__all__ = ["SIM_VERSION", "main", "parse_replay"]
 
 USAGE_ERROR, SOME_UNKNOWN = 2, 3
-SIM_FORMAT = 1  # bumped whenever the simulator's behaviour for a seed changes
-
-
-def sim_version() -> str:
-    return f"{kit_version() or 'unversioned'}+sim{SIM_FORMAT}"
-
-
 SIM_VERSION = sim_version()
 
 
@@ -115,10 +108,6 @@ def _scenarios(raw: str, faults: str) -> tuple[Scenario, ...]:
         raise BadInput(f"scenario {', '.join(ensemble)} needs a ZooKeeper ensemble, which the simulator does not "
                        f"model; scenarios it runs: {runnable}")  # fmt: skip
     return chosen
-
-
-def token(schedule: Schedule) -> str:
-    return f"{schedule.scenario}:{schedule.seed}@{SIM_VERSION}"
 
 
 def parse_replay(text: str) -> Schedule:

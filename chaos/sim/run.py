@@ -29,10 +29,11 @@ from chaos.final_state import Quiescence
 from chaos.generator import Schedule, Step
 from chaos.history import History
 from chaos.run.artefacts import Judged, write_artefacts
-from chaos.run.manifest import kit_version, write_manifest
+from chaos.run.manifest import write_manifest
 from chaos.sim.actions import Actions
 from chaos.sim.evidence import build_final_state
 from chaos.sim.replication import Replication
+from chaos.sim.version import replay_command, sim_version
 from chaos.sim.world import World
 from cluster.profile import SPEED_PROFILE
 
@@ -167,9 +168,9 @@ def _write(  # noqa: PLR0917 - the parts of one run's evidence
     run_dir.mkdir(parents=True, exist_ok=True)
     sealed = write_artefacts(run_dir, None, None, judged, verdicts, verdict, quiet, schedule, reason, commit="simulated")
     body = json.loads((run_dir / "verdict.json").read_text())
-    body["replay"] = f"python -m chaos sim --replay {run_dir / 'sim.json'}"
+    body["replay"] = replay_command(schedule)
     (run_dir / "verdict.json").write_text(json.dumps(body, indent=1, default=str))
-    sim = {"kind": "sim-run", "kit_version": kit_version(), "scenario": schedule.scenario, "seed": schedule.seed,
+    sim = {"kind": "sim-run", "kit_version": sim_version(), "scenario": schedule.scenario, "seed": schedule.seed,
            "verdict": sealed.verdict, "schedule": schedule.to_json()}  # fmt: skip
     (run_dir / "sim.json").write_text(json.dumps(sim, indent=1) + "\n")
     lines = [json.dumps({"dest": b, **r.__dict__, "partitions": [p.__dict__ for p in r.partitions]})

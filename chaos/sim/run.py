@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checkers import LIVENESS_CHECKERS, check_all, judge_all
+from chaos.checkers.final_state import FinalState
 from chaos.checkers.findings import RunInputs
+from chaos.checkers.timeline import Timeline, follow
 from chaos.checkers.verdict import Verdict, aggregate
 from chaos.final_state import Quiescence
 from chaos.generator import Schedule, Step
@@ -86,7 +88,7 @@ def _simulate(schedule: Schedule, out_dir: Path | None, duration_s: float, work:
     summary = {"time_to_heal_s": quiet.time_to_heal_s, "quiesced": quiet.quiesced, "waited_s": quiet.waited_s}
     history.complete(op, "ok" if quiet.quiesced else "info", summary, quiet.last_problem)
     records = list(world.zk.log)
-    verdicts = check_all(history.ops, records, quiet.final_state)
+    verdicts = check_all(history.ops, follow(quiet.timeline, records), quiet.final_state)
     verdict = aggregate(verdicts)
     reason = None if verdict == "valid" else "; ".join(f"{v.checker}: {v.message}" for v in verdicts if not v.is_valid)[:1000]
     run_dir = None
@@ -129,30 +131,33 @@ def _play(world: World, actions: Actions, schedule: Schedule, history: History, 
     world.run_until(t0 + int((duration_s + 90) * 1000), lambda: not running)
 
 
-def _problem(world: World, history: History) -> tuple[str | None, Any]:
+def _problem(world: World, history: History, timeline: Timeline | None) -> tuple[str | None, FinalState, Timeline]:
+    """The healed invariants and the liveness checkers on a fresh final state (as the real final
+    phase polls them), over the timeline extended with the records it has not replayed."""
     final = build_final_state(world, quiesced=True)
+    timeline = follow(timeline, world.zk.log)
     missing = set(world.nodes) - set(final.live_brokers)
     if missing:
-        return f"brokers {sorted(missing)} not registered", final
+        return f"brokers {sorted(missing)} not registered", final, timeline
     if final.controller not in final.live_brokers:
-        return f"controller {final.controller} not a live broker", final
-    for verdict in judge_all(LIVENESS_CHECKERS, RunInputs.of(history.ops, list(world.zk.log), final)):
+        return f"controller {final.controller} not a live broker", final, timeline
+    for verdict in judge_all(LIVENESS_CHECKERS, RunInputs(history.ops, timeline, final)):
         if not verdict.is_valid:
-            return f"{verdict.checker}: {verdict.message}", final
-    return None, final
+            return f"{verdict.checker}: {verdict.message}", final, timeline
+    return None, final, timeline
 
 
 def _quiesce(world: World, history: History) -> Quiescence:
     start = world.now
-    problem, final = _problem(world, history)
+    problem, final, timeline = _problem(world, history, None)
     while problem is not None and world.now - start < QUIET_BOUND_MS:
         world.run_until(world.now + POLL_MS)
-        problem, final = _problem(world, history)
+        problem, final, timeline = _problem(world, history, timeline)
     quiet = problem is None
     if not quiet:
         final = build_final_state(world, quiesced=False)
     waited = round((world.now - start) / 1000, 3)
-    return Quiescence(waited if quiet else None, quiet, waited, final, problem)
+    return Quiescence(waited if quiet else None, quiet, waited, final, problem, timeline)
 
 
 def _write(  # noqa: PLR0917 - the parts of one run's evidence

@@ -180,7 +180,9 @@ def parser() -> argparse.ArgumentParser:
         "--evidence", action="store_true", help="also print each checker's evidence and what was excused"
     )
     sub.add_parser("list", help="list scenarios and faults")
-    sub.add_parser("sim", help="seeded schedules in the deterministic one-process simulator (see: sim --help)")
+    sub.add_parser(
+        "sim", help="seeded schedules in the deterministic one-process simulator (see: sim --help)"
+    )
     quirks = sub.add_parser(
         "quirks",
         help="list the Kafka 2.5.1 behaviours the checkers excuse",

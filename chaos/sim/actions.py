@@ -88,7 +88,11 @@ class Actions:
         config = _encode({"version": 1, "config": {}})
         if zk.set(SetDataOp(zkdata.config_topic_path(topic), config)).code == ZkCode.NONODE:
             create_recursive(zk, zkdata.config_topic_path(topic), config)
-        created = create_recursive(zk, zkdata.topic_path(topic), zkdata.encode_topic({p: ReplicaAssignment(tuple(r)) for p, r in assignment.items()}))
+        created = create_recursive(
+            zk,
+            zkdata.topic_path(topic),
+            zkdata.encode_topic({p: ReplicaAssignment(tuple(r)) for p, r in assignment.items()}),
+        )
         if created.code == ZkCode.NODEEXISTS:
             return done("fail", None, "topic exists")
         return done("ok", None, None)
@@ -102,7 +106,9 @@ class Actions:
         partitions: dict[str, list[int]] = body.get("partitions", {})
         new = {p: list(r) for p, r in value["assignment"].items() if p not in partitions}
         if len(partitions) + len(new) != int(value["partitions"]) or not new:
-            return done("fail", None, f"topic has {len(partitions)} partitions; cannot grow to {value['partitions']}")
+            return done(
+                "fail", None, f"topic has {len(partitions)} partitions; cannot grow to {value['partitions']}"
+            )
         body["partitions"] = {**partitions, **new}
         written = self.admin.set(SetDataOp(zkdata.topic_path(topic), _encode(body), found.stat.version))
         if not written.ok:
@@ -119,7 +125,9 @@ class Actions:
         topic = str(value["topic"])
         if self.admin.exists(zkdata.topic_path(topic)) is None:
             return done("fail", None, "topic does not exist")
-        parts = [{"topic": topic, "partition": int(p), "replicas": list(r)} for p, r in value["assignment"].items()]
+        parts = [
+            {"topic": topic, "partition": int(p), "replicas": list(r)} for p, r in value["assignment"].items()
+        ]
         body = _encode({"version": 1, "partitions": parts})
         return self._admin_create("/admin/reassign_partitions", body, "a reassignment is in progress", done)
 
@@ -168,6 +176,7 @@ class Actions:
             self.start_when_unregistered(node, lambda: self._released(node, done, {**value, "exit_code": 0}))
 
         self.controlled_shutdown(node, stopped)
+        return None
 
     def _released(self, node: SimNode, done: Done, value: dict[str, Any]) -> None:
         self.faulted.discard(node.broker_id)
@@ -220,7 +229,9 @@ class Actions:
         event = ControlledShutdown(node.broker_id, node.context.replica_manager.broker_epoch, finish)
         when = self.world.deliver_at(f"CTRL_{node.broker_id}_{controller.broker_id}")
         if when is not None:
-            self.world.at(when - self.world.now, lambda: controller.put(event) if controller.running else None)
+            self.world.at(
+                when - self.world.now, lambda: controller.put(event) if controller.running else None
+            )
         self.world.at(SHUTDOWN_WAIT_MS, finish)
         return None
 

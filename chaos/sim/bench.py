@@ -47,8 +47,13 @@ def throughput(schedules: int, workers: int) -> dict[str, float]:
     with get_context("fork").Pool(workers) as pool:
         cpu = sum(pool.map(_play, range(1, schedules + 1), chunksize=4))
     wall = time.monotonic() - started
-    return {"schedules": schedules, "workers": workers, "wall_s": round(wall, 1),
-            "per_hour": round(3600 * schedules / wall), "cpu_s_per_schedule": round(cpu / schedules, 3)}  # fmt: skip
+    return {
+        "schedules": schedules,
+        "workers": workers,
+        "wall_s": round(wall, 1),
+        "per_hour": round(3600 * schedules / wall),
+        "cpu_s_per_schedule": round(cpu / schedules, 3),
+    }
 
 
 def _rss_mib() -> float:
@@ -65,8 +70,13 @@ def memory(first: int, last: int) -> dict[str, float]:
     for seed in range(first + 1, last + 1):
         _play(seed)
     after_last = _rss_mib()
-    return {"after_first": round(after_first, 1), "first": first, "after_last": round(after_last, 1), "last": last,
-            "growth_pct": round(100 * (after_last - after_first) / after_first, 1)}  # fmt: skip
+    return {
+        "after_first": round(after_first, 1),
+        "first": first,
+        "after_last": round(after_last, 1),
+        "last": last,
+        "growth_pct": round(100 * (after_last - after_first) / after_first, 1),
+    }
 
 
 def _mutant_tree(patch: Path, scratch: Path) -> Path | None:
@@ -77,7 +87,9 @@ def _mutant_tree(patch: Path, scratch: Path) -> Path | None:
         if name and source.is_file():
             (tree / name).parent.mkdir(parents=True, exist_ok=True)
             (tree / name).write_bytes(source.read_bytes())
-    applied = subprocess.run(["git", "apply", "--whitespace=nowarn", str(patch)], cwd=tree, capture_output=True)
+    applied = subprocess.run(
+        ["git", "apply", "--whitespace=nowarn", str(patch)], cwd=tree, capture_output=True, check=False
+    )
     return tree if applied.returncode == 0 else None
 
 
@@ -89,19 +101,27 @@ def first_catch(patch: Path, limit: int, scratch: Path) -> dict[str, Any]:
     started = time.monotonic()
     code = (
         "import logging,sys,json\nlogging.disable(logging.CRITICAL)\n"
-        "from chaos.generator import generate\nfrom chaos.scenarios import DEFAULT_MIX\nfrom chaos.sim.run import simulate\n"
+        "from chaos.generator import generate\nfrom chaos.scenarios import DEFAULT_MIX\n"
+        "from chaos.sim.run import simulate\n"
         f"for i in range(1, {limit} + 1):\n"
         "    r = simulate(generate(DEFAULT_MIX[i % len(DEFAULT_MIX)], i), None)\n"
         "    if r.verdict == 'invalid':\n"
         "        print(json.dumps({'at': i, 'why': r.reason})); sys.exit(0)\n"
         "print(json.dumps({'at': None}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True, check=False
+    )
     seconds = round(time.monotonic() - started, 1)
     try:
         found = json.loads(out.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return {"mutant": patch.stem, "caught_at": None, "seconds": seconds, "note": out.stderr.strip()[-200:]}
+        return {
+            "mutant": patch.stem,
+            "caught_at": None,
+            "seconds": seconds,
+            "note": out.stderr.strip()[-200:],
+        }
     why = (found.get("why") or "").split(":")[0]
     return {"mutant": patch.stem, "caught_at": found["at"], "seconds": seconds, "note": why}
 
@@ -114,32 +134,44 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rss-last", type=int, default=3000)
     p.add_argument("--mutants", default="", help="comma list of mutant names (default: every one)")
     p.add_argument("--per-mutant", type=int, default=60, help="simulated schedules per mutant at most")
-    p.add_argument("--real-table", type=Path, default=None, help="JSON: mutant -> {runs, seconds} of real chaos")
+    p.add_argument(
+        "--real-table", type=Path, default=None, help="JSON: mutant -> {runs, seconds} of real chaos"
+    )
     p.add_argument("--skip", default="", help="comma list of parts to skip: throughput,memory,mutants")
     args = p.parse_args(argv)
     skip = set(args.skip.split(","))
     os.environ["PYTHONHASHSEED"] = "0"
     if "throughput" not in skip:
         t = throughput(args.schedules, args.parallel)
-        print(f"throughput: {t['schedules']} schedules, {t['workers']} workers, {t['wall_s']} s wall -> "
-              f"{t['per_hour']:,} schedules/hour; {t['cpu_s_per_schedule']} CPU s per schedule")  # fmt: skip
+        print(
+            f"throughput: {t['schedules']} schedules, {t['workers']} workers, {t['wall_s']} s wall -> "
+            f"{t['per_hour']:,} schedules/hour; {t['cpu_s_per_schedule']} CPU s per schedule"
+        )
     if "memory" not in skip:
         m = memory(args.rss_first, args.rss_last)
-        print(f"memory: RSS {m['after_first']} MiB after {m['first']} schedules, {m['after_last']} MiB after "
-              f"{m['last']} ({m['growth_pct']:+} %)")  # fmt: skip
+        print(
+            f"memory: RSS {m['after_first']} MiB after {m['first']} schedules, {m['after_last']} MiB after "
+            f"{m['last']} ({m['growth_pct']:+} %)"
+        )
     if "mutants" not in skip:
         real = json.loads(args.real_table.read_text()) if args.real_table else {}
         wanted = {n for n in args.mutants.split(",") if n}
         patches = sorted(q for q in MUTANTS.glob("*.patch") if not wanted or q.stem in wanted)
-        print("| mutant | real chaos runs to first catch (s) | simulated schedules to first catch (s) | first failing checker |")
+        print(
+            "| mutant | real chaos runs to first catch (s) | simulated schedules to first catch (s)"
+            " | first failing checker |"
+        )
         print("|---|---|---|---|")
         with tempfile.TemporaryDirectory(prefix="chaos-sim-bench-") as scratch:
             for patch in patches:
                 row = first_catch(patch, args.per_mutant, Path(scratch))
                 measured = real.get(patch.stem)
                 real_cell = f"{measured['runs']} ({measured['seconds']})" if measured else "not measured"
-                sim_cell = (f"{row['caught_at']} ({row['seconds']})" if row["caught_at"]
-                            else f"not within {args.per_mutant} ({row['seconds']})")  # fmt: skip
+                sim_cell = (
+                    f"{row['caught_at']} ({row['seconds']})"
+                    if row["caught_at"]
+                    else f"not within {args.per_mutant} ({row['seconds']})"
+                )
                 print(f"| {row['mutant']} | {real_cell} | {sim_cell} | {row['note']} |", flush=True)
     return 0
 

@@ -75,12 +75,17 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m chaos sim", description=__doc__.split("\n")[0])
     p.add_argument("--runs", "--seeds", dest="runs", type=_count, default=100, help="how many schedules")
     p.add_argument("--seed", type=_seed, default=1, help="seed of the first schedule (run i: seed + i)")
-    p.add_argument("--scenario", default="", help="comma list (default: the default mix; 'all' is refused "
-                   "for scenarios the model cannot run)")  # fmt: skip
+    p.add_argument(
+        "--scenario",
+        default="",
+        help="comma list (default: the default mix; 'all' is refused for scenarios the model cannot run)",
+    )
     p.add_argument("--faults", default="", help="restrict the scenarios to these fault kinds")
     p.add_argument("-n", "--parallel", type=_count, default=1, help="worker processes (at most the cores)")
     p.add_argument("--out", type=Path, default=Path("sim-results"), help="where failing runs are written")
-    p.add_argument("--keep-all", action="store_true", help="write every run's directory, not only failing ones")
+    p.add_argument(
+        "--keep-all", action="store_true", help="write every run's directory, not only failing ones"
+    )
     p.add_argument("--no-shrink", action="store_true", help="do not shrink failing schedules")
     p.add_argument("--shrink-budget-s", type=float, default=60.0, help="wall-time bound of one shrink")
     p.add_argument("--replay", default=None, metavar="SEED", help="scenario:seed@version, or a sim.json")
@@ -90,7 +95,7 @@ def parser() -> argparse.ArgumentParser:
 def _pin_hash_seed(argv: Sequence[str]) -> None:
     if os.environ.get("PYTHONHASHSEED") != "0":
         env = {**os.environ, "PYTHONHASHSEED": "0"}
-        os.execve(sys.executable, [sys.executable, "-m", "chaos", "sim", *argv], env)
+        os.execve(sys.executable, [sys.executable, "-m", "chaos", "sim", *argv], env)  # noqa: S606 - ourselves again
 
 
 class BadInput(ValueError):
@@ -105,8 +110,10 @@ def _scenarios(raw: str, faults: str) -> tuple[Scenario, ...]:
     ensemble = [s.name for s in chosen if s.zookeeper == "ensemble"]
     if ensemble:
         runnable = ", ".join(n for n, s in SCENARIOS.items() if s.zookeeper != "ensemble")
-        raise BadInput(f"scenario {', '.join(ensemble)} needs a ZooKeeper ensemble, which the simulator does not "
-                       f"model; scenarios it runs: {runnable}")  # fmt: skip
+        raise BadInput(
+            f"scenario {', '.join(ensemble)} needs a ZooKeeper ensemble, which the simulator does not "
+            f"model; scenarios it runs: {runnable}"
+        )
     return chosen
 
 
@@ -123,13 +130,18 @@ def parse_replay(text: str) -> Schedule:
         scenario, sep, rest = text.partition(":")
         seed_text, at, version = rest.partition("@")
         if not sep or not at or not seed_text.isdigit():
-            raise BadInput(f"{text!r} is not a replay seed; expected <scenario>:<seed>@<kit version>, as a failing run prints")
+            raise BadInput(
+                f"{text!r} is not a replay seed; expected <scenario>:<seed>@<kit version>, as a failing run "
+                "prints"
+            )
         if scenario not in SCENARIOS:
             raise BadInput(f"unknown scenario {scenario!r}; valid scenarios: {', '.join(SCENARIOS)}")
         schedule = generate(scenario, int(seed_text))
     if version != SIM_VERSION:
-        raise BadInput(f"seed recorded by kit version {version}, this is {SIM_VERSION}: the same seed would be "
-                       "a different run; replay it with the kit version that found it")  # fmt: skip
+        raise BadInput(
+            f"seed recorded by kit version {version}, this is {SIM_VERSION}: the same seed would be "
+            "a different run; replay it with the kit version that found it"
+        )
     return schedule
 
 
@@ -141,13 +153,21 @@ def _run_one(job: tuple[Schedule, float, str | None]) -> dict[str, Any]:
 
 
 def _summary(schedule: Schedule, result: SimResult) -> dict[str, Any]:
-    return {"token": token(schedule), "verdict": result.verdict, "reason": result.reason,
-            "run_dir": str(result.run_dir) if result.run_dir else None, "schedule": schedule.to_json(),
-            "ops": result.ops, "faults": result.faults}  # fmt: skip
+    return {
+        "token": token(schedule),
+        "verdict": result.verdict,
+        "reason": result.reason,
+        "run_dir": str(result.run_dir) if result.run_dir else None,
+        "schedule": schedule.to_json(),
+        "ops": result.ops,
+        "faults": result.faults,
+    }
 
 
 def _report(done: dict[str, Any], args: argparse.Namespace) -> None:
-    print(f"{done['verdict']:8} {done['token']}  ({done['faults']} faults, {done['ops']} ops)", file=sys.stderr)
+    print(
+        f"{done['verdict']:8} {done['token']}  ({done['faults']} faults, {done['ops']} ops)", file=sys.stderr
+    )
     if done["verdict"] == "valid":
         return
     print(f"  reason: {(done['reason'] or '').splitlines()[0][:400]}", file=sys.stderr)
@@ -160,9 +180,12 @@ def _report(done: dict[str, Any], args: argparse.Namespace) -> None:
     first = simulate(schedule, None, duration)
     shrunk = shrink(schedule, first, lambda s: simulate(s, None, duration), args.shrink_budget_s)
     final = simulate(shrunk.schedule, out, duration)
-    print(f"  shrunk in {shrunk.seconds:.1f} s ({shrunk.tries} tries): {len(schedule.steps)} → "
-          f"{len(shrunk.schedule.steps)} steps, still {final.verdict}; replay: python -m chaos sim --replay "
-          f"{final.run_dir}/sim.json", file=sys.stderr)  # fmt: skip
+    print(
+        f"  shrunk in {shrunk.seconds:.1f} s ({shrunk.tries} tries): {len(schedule.steps)} → "
+        f"{len(shrunk.schedule.steps)} steps, still {final.verdict}; replay: python -m chaos sim --replay "
+        f"{final.run_dir}/sim.json",
+        file=sys.stderr,
+    )
     print("  " + shrunk.schedule.describe().replace("\n", "\n    "), file=sys.stderr)
 
 
@@ -184,8 +207,11 @@ def _campaign(args: argparse.Namespace, schedules: list[Schedule]) -> int:
             _report(done, args)
     elapsed = time.monotonic() - started
     total = sum(counts.values())
-    print(f"{total} schedules: {counts['valid']} valid, {counts['invalid']} invalid, {counts['unknown']} unknown "
-          f"in {elapsed:.1f} s ({total / elapsed:.2f} schedules/s, {3600 * total / elapsed:,.0f}/hour)")  # fmt: skip
+    print(
+        f"{total} schedules: {counts['valid']} valid, {counts['invalid']} invalid, "
+        f"{counts['unknown']} unknown in {elapsed:.1f} s ({total / elapsed:.2f} schedules/s, "
+        f"{3600 * total / elapsed:,.0f}/hour)"
+    )
     if counts["invalid"]:
         return 1
     return SOME_UNKNOWN if counts["unknown"] else 0
@@ -204,20 +230,26 @@ class _Inline:
         return map(fn, jobs)
 
 
+def _schedules(args: argparse.Namespace) -> list[Schedule]:
+    """The schedules the arguments name; :class:`BadInput` says what is wrong with them."""
+    if args.out.exists() and not args.out.is_dir():
+        raise BadInput(f"--out {args.out} exists and is not a directory")
+    if args.replay is not None:
+        args.keep_all = True
+        return [parse_replay(args.replay)]
+    if args.seed + args.runs > 2**63:
+        last = args.seed + args.runs - 1
+        raise BadInput(f"seeds {args.seed} .. {last} go past 2**63-1; lower --seed or --runs")
+    chosen = _scenarios(args.scenario, args.faults)
+    return [generate(chosen[i % len(chosen)], args.seed + i) for i in range(args.runs)]
+
+
 def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     _pin_hash_seed(argv)
     logging.disable(logging.CRITICAL)
     try:
-        if args.replay is not None:
-            schedules, args.keep_all = [parse_replay(args.replay)], True
-        else:
-            if args.seed + args.runs > 2**63:
-                raise BadInput(f"seeds {args.seed} .. {args.seed + args.runs - 1} go past 2**63-1; lower --seed or --runs")
-            chosen = _scenarios(args.scenario, args.faults)
-            schedules = [generate(chosen[i % len(chosen)], args.seed + i) for i in range(args.runs)]
-        if args.out.exists() and not args.out.is_dir():
-            raise BadInput(f"--out {args.out} exists and is not a directory")
+        schedules = _schedules(args)
     except BadInput as exc:
         print(f"python -m chaos sim: error: {exc}", file=sys.stderr)
         return USAGE_ERROR

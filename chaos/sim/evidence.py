@@ -36,7 +36,17 @@ class _TreeReader:
             raise NoNodeError(path)
         data, s = found
         stat = ZnodeStat(
-            s.czxid, s.mzxid, 0, 0, s.version, s.cversion, 0, s.ephemeral_owner, s.data_length, s.num_children, 0
+            s.czxid,
+            s.mzxid,
+            0,
+            0,
+            s.version,
+            s.cversion,
+            0,
+            s.ephemeral_owner,
+            s.data_length,
+            s.num_children,
+            0,
         )
         return data, stat
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -58,7 +57,7 @@ from reference_controller.node.zk_port import NodeZkError, SessionState, create_
 from reference_controller.testing.memory_zk import MemoryZkClient
 from reference_controller.zkdata import BrokerInfo, EndPoint
 
-__all__ = ["SimNode", "Host", "run_coroutine"]
+__all__ = ["Host", "SimNode", "run_coroutine"]
 
 log = logging.getLogger("chaos.sim.node")
 
@@ -91,7 +90,9 @@ class _SilentJournal(ControllerRequestJournal):
 
 
 class _NoFetcher:
-    def add_partitions(self, partitions: dict[TopicPartition, tuple[int, int]], hints: list[LiveLeader]) -> None:
+    def add_partitions(
+        self, partitions: dict[TopicPartition, tuple[int, int]], hints: list[LiveLeader]
+    ) -> None:
         pass
 
     def remove_partitions(self, partitions: Any) -> None:
@@ -118,7 +119,9 @@ class SimNode:
             {**props, "broker.id": str(broker_id), "log.dirs": str(data_dir)}
         )
         self.data_dir = data_dir
-        self.info = BrokerInfo(broker_id, (EndPoint("PLAINTEXT", "127.0.0.1", 9090 + broker_id),), timestamp_ms=0)
+        self.info = BrokerInfo(
+            broker_id, (EndPoint("PLAINTEXT", "127.0.0.1", 9090 + broker_id),), timestamp_ms=0
+        )
         self.running = False
         self.paused = False
         self.zk: MemoryZkClient | None = None
@@ -162,7 +165,8 @@ class SimNode:
 
     def try_register(self) -> bool:
         """Register `/brokers/ids/<id>`; False while an earlier session's znode still stands."""
-        assert self.zk is not None and self.context is not None
+        assert self.zk is not None
+        assert self.context is not None
         try:
             epoch = register_broker(self.zk, self.info)
         except (RegistrationError, NodeZkError):
@@ -268,4 +272,3 @@ class SimNode:
         return run_coroutine(self.apis.handle(ctx, request))
 
 
-Callback = Callable[[], None]

@@ -15,9 +15,9 @@ cannot for ``replica.lag.time.max.ms`` leaves it.
 
 from __future__ import annotations
 
-from kafkawire.states import TopicPartition
 from chaos.sim.node import SimNode
 from chaos.sim.world import World
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata
 from reference_controller.node.isr import (
     ISR_CHANGE_PROPAGATION_CHECK_MS,
@@ -28,7 +28,7 @@ from reference_controller.node.isr import (
 from reference_controller.node.partition import Partition
 from reference_controller.node.zk_port import NodeZkError
 
-__all__ = ["Replication", "FETCH_MS"]
+__all__ = ["FETCH_MS", "Replication"]
 
 FETCH_MS = 200
 LAG_MS = 2000
@@ -63,7 +63,11 @@ class Replication:
                 if p.is_leader or p.leader < 0:
                     continue
                 leader = self.world.nodes.get(p.leader)
-                if leader is None or not self._up(leader) or self.world.link(f"FROM_{follower.broker_id}_{p.leader}").cut:
+                if (
+                    leader is None
+                    or not self._up(leader)
+                    or self.world.link(f"FROM_{follower.broker_id}_{p.leader}").cut
+                ):
                     continue
                 assert leader.context is not None
                 if leader.context.replica_manager.record_follower_fetch(tp, follower.broker_id, 0):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,11 +89,24 @@ def _simulate(schedule: Schedule, out_dir: Path | None, duration_s: float, work:
     records = list(world.zk.log)
     verdicts = check_all(history.ops, follow(quiet.timeline, records), quiet.final_state)
     verdict = aggregate(verdicts)
-    reason = None if verdict == "valid" else "; ".join(f"{v.checker}: {v.message}" for v in verdicts if not v.is_valid)[:1000]
+    reason = (
+        None
+        if verdict == "valid"
+        else "; ".join(f"{v.checker}: {v.message}" for v in verdicts if not v.is_valid)[:1000]
+    )
     run_dir = None
     if out_dir is not None:
         run_dir = out_dir / f"{schedule.scenario}-s{schedule.seed}"
-        _write(run_dir, world, schedule, Judged(history.ops, records, quiet.final_state), verdicts, verdict, quiet, reason)
+        _write(
+            run_dir,
+            world,
+            schedule,
+            Judged(history.ops, records, quiet.final_state),
+            verdicts,
+            verdict,
+            quiet,
+            reason,
+        )
     faults = sum(1 for s in schedule.steps if s.f == "start_fault")
     return SimResult(verdict, reason, tuple(verdicts), run_dir, len(schedule.steps) - 2 * faults, faults)
 
@@ -131,7 +143,9 @@ def _play(world: World, actions: Actions, schedule: Schedule, history: History, 
     world.run_until(t0 + int((duration_s + 90) * 1000), lambda: not running)
 
 
-def _problem(world: World, history: History, timeline: Timeline | None) -> tuple[str | None, FinalState, Timeline]:
+def _problem(
+    world: World, history: History, timeline: Timeline | None
+) -> tuple[str | None, FinalState, Timeline]:
     """The healed invariants and the liveness checkers on a fresh final state (as the real final
     phase polls them), over the timeline extended with the records it has not replayed."""
     final = build_final_state(world, quiesced=True)
@@ -171,15 +185,26 @@ def _write(  # noqa: PLR0917 - the parts of one run's evidence
     reason: str | None,
 ) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    sealed = write_artefacts(run_dir, None, None, judged, verdicts, verdict, quiet, schedule, reason, commit="simulated")
+    sealed = write_artefacts(
+        run_dir, None, None, judged, verdicts, verdict, quiet, schedule, reason, commit="simulated"
+    )
     body = json.loads((run_dir / "verdict.json").read_text())
     body["replay"] = replay_command(schedule)
     (run_dir / "verdict.json").write_text(json.dumps(body, indent=1, default=str))
-    sim = {"kind": "sim-run", "kit_version": sim_version(), "scenario": schedule.scenario, "seed": schedule.seed,
-           "verdict": sealed.verdict, "schedule": schedule.to_json()}  # fmt: skip
+    sim = {
+        "kind": "sim-run",
+        "kit_version": sim_version(),
+        "scenario": schedule.scenario,
+        "seed": schedule.seed,
+        "verdict": sealed.verdict,
+        "schedule": schedule.to_json(),
+    }
     (run_dir / "sim.json").write_text(json.dumps(sim, indent=1) + "\n")
-    lines = [json.dumps({"dest": b, **r.__dict__, "partitions": [p.__dict__ for p in r.partitions]})
-             for b, rs in sorted(world.journals.items()) for r in rs]  # fmt: skip
+    lines = [
+        json.dumps({"dest": b, **r.__dict__, "partitions": [p.__dict__ for p in r.partitions]})
+        for b, rs in sorted(world.journals.items())
+        for r in rs
+    ]
     (run_dir / "requests.txt").write_text("\n".join(lines) + "\n")
     (run_dir / "manifest.json").unlink(missing_ok=True)
     _manifest(run_dir)
@@ -192,4 +217,3 @@ def _manifest(run_dir: Path) -> None:
     (run_dir / "manifest.json").write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
 
 
-Play = Callable[[], None]

@@ -44,7 +44,11 @@ __all__ = ["World"]
 
 BACKOFF_MS = 100  # RequestSendThread's reconnect backoff
 START_MS = 1_700_000_000_000
-KINDS = {LeaderAndIsrRequest: "LeaderAndIsr", UpdateMetadataRequest: "UpdateMetadata", StopReplicaRequest: "StopReplica"}
+KINDS = {
+    LeaderAndIsrRequest: "LeaderAndIsr",
+    UpdateMetadataRequest: "UpdateMetadata",
+    StopReplicaRequest: "StopReplica",
+}
 
 
 @dataclass
@@ -276,7 +280,9 @@ class World:
         sent_ms = self.now
         self._correlation += 1
         version = request_version(node.config, request)
-        response = broker.handle(wire.api_key_of(request), version, self._correlation, wire.to_kio(request, version))
+        response = broker.handle(
+            wire.api_key_of(request), version, self._correlation, wire.to_kio(request, version)
+        )
         entry = self._journal(broker.broker_id, request, response, sent_ms)
         back = self.deliver_at(f"CTRL_{node.broker_id}_{request.broker_id}")
         if back is None:  # the answer is lost with the connection: resent after reconnecting
@@ -284,7 +290,9 @@ class World:
             return
         self.at(back - self.now, lambda: self._answered(node, channel, request, response, entry))
 
-    def _answered(self, node: SimNode, channel: Channel, request: BrokerRequest, response: object, entry: int) -> None:
+    def _answered(
+        self, node: SimNode, channel: Channel, request: BrokerRequest, response: object, entry: int
+    ) -> None:
         if not channel.open or not node.running:
             return
         if node.paused:  # a paused controller reads its socket once it runs again
@@ -305,14 +313,22 @@ class World:
         }
         parts: tuple[RequestPartition, ...]
         if isinstance(request, StopReplicaRequest):
-            parts = tuple(RequestPartition(tp.topic, tp.partition, None, None, errors.get((tp.topic, tp.partition))) for tp in request.partitions)
+            parts = tuple(
+                RequestPartition(tp.topic, tp.partition, None, None, errors.get((tp.topic, tp.partition)))
+                for tp in request.partitions
+            )
         elif isinstance(request, LeaderAndIsrRequest):
             parts = tuple(
-                RequestPartition(s.topic, s.partition, s.leader, s.leader_epoch, errors.get((s.topic, s.partition)))
+                RequestPartition(
+                    s.topic, s.partition, s.leader, s.leader_epoch, errors.get((s.topic, s.partition))
+                )
                 for s in request.partition_states
             )
         else:
-            parts = tuple(RequestPartition(s.topic, s.partition, s.leader, s.leader_epoch) for s in request.partition_states)
+            parts = tuple(
+                RequestPartition(s.topic, s.partition, s.leader, s.leader_epoch)
+                for s in request.partition_states
+            )
         journal.append(
             ReceivedRequest(
                 seq=len(journal),
@@ -322,10 +338,11 @@ class World:
                 broker_epoch=request.broker_epoch,
                 error_code=int(getattr(response, "error_code", 0)),
                 partitions=parts,
-                delete_partitions=request.delete_partitions if isinstance(request, StopReplicaRequest) else None,
+                delete_partitions=request.delete_partitions
+                if isinstance(request, StopReplicaRequest)
+                else None,
                 sent_s=(sent_ms - START_MS) / 1000,
                 answered_s=(sent_ms - START_MS) / 1000,  # a simulated broker answers at once
             )
         )
         return len(journal) - 1
-

@@ -124,7 +124,11 @@ class SimZooKeeper(MemoryZooKeeper):
             case CreateOp():
                 path = result.created_path or op.path
                 return TxnOp(
-                    "create", path, op.data, ephemeral=op.ephemeral, parent_cversion=parents.get(op.path, 0) + 1
+                    "create",
+                    path,
+                    op.data,
+                    ephemeral=op.ephemeral,
+                    parent_cversion=parents.get(op.path, 0) + 1,
                 )
             case SetDataOp():
                 version = result.stat.version if result.stat is not None else None

@@ -21,12 +21,19 @@ pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _chaos(*args: str, cwd: Path | None = None, hash_seed: str = "random", tree: Path = REPO) -> subprocess.CompletedProcess[str]:
+def _chaos(
+    *args: str, cwd: Path | None = None, hash_seed: str = "random", tree: Path = REPO
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": hash_seed}
     return subprocess.run(
-        [sys.executable, "-m", "chaos", *args], cwd=cwd or tree, env=env, capture_output=True, text=True,
-        timeout=600, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", "chaos", *args],
+        cwd=cwd or tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -39,14 +46,21 @@ def test_two_runs_of_one_seed_write_byte_identical_files(tmp_path: Path) -> None
     second = _chaos("sim", "--replay", seed, "--out", str(tmp_path / "b"), hash_seed="2")
     assert (first.returncode, second.returncode) == (0, 0), first.stderr + second.stderr
     a, b = _files(tmp_path / "a"), _files(tmp_path / "b")
-    assert {"composed-s7/history.jsonl", "composed-s7/txn-records.jsonl", "composed-s7/final-state.json",
-            "composed-s7/manifest.json", "composed-s7/requests.txt"} <= set(a)  # fmt: skip
+    assert {
+        "composed-s7/history.jsonl",
+        "composed-s7/txn-records.jsonl",
+        "composed-s7/final-state.json",
+        "composed-s7/manifest.json",
+        "composed-s7/requests.txt",
+    } <= set(a)
     assert len(a["composed-s7/txn-records.jsonl"].splitlines()) > 100
     assert a == b
 
 
 def test_a_simulated_run_is_judged_again_unchanged_by_chaos_check(tmp_path: Path) -> None:
-    ran = _chaos("sim", "--runs", "2", "--seed", "40", "--scenario", "process", "--keep-all", "--out", str(tmp_path))
+    ran = _chaos(
+        "sim", "--runs", "2", "--seed", "40", "--scenario", "process", "--keep-all", "--out", str(tmp_path)
+    )
     assert ran.returncode == 0, ran.stderr
     assert "2 schedules: 2 valid" in ran.stdout
     dirs = sorted(str(d) for d in tmp_path.iterdir())
@@ -86,7 +100,18 @@ def test_a_mutant_of_the_reference_is_caught_replayed_and_shrunk(tmp_path: Path)
             (tree / name).write_bytes((REPO / name).read_bytes())
     patch = REPO / "conformance/mutants/epoch-not-incremented-on-election.patch"
     subprocess.run(["git", "apply", str(patch)], cwd=tree, check=True)
-    found = _chaos("sim", "--runs", "1", "--seed", "1", "--scenario", "zk-session", "--out", str(tmp_path / "out"), tree=tree)
+    found = _chaos(
+        "sim",
+        "--runs",
+        "1",
+        "--seed",
+        "1",
+        "--scenario",
+        "zk-session",
+        "--out",
+        str(tmp_path / "out"),
+        tree=tree,
+    )
     assert found.returncode == 1, found.stderr
     assert "controller_epoch_increases" in found.stderr
     assert f"replay: python -m chaos sim --replay zk-session:1@{sim_version()}" in found.stderr

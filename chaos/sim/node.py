@@ -270,5 +270,3 @@ class SimNode:
         assert self.apis is not None
         ctx = RequestContext("PLAINTEXT", "simulated", api_key, version, correlation_id, "controller")
         return run_coroutine(self.apis.handle(ctx, request))
-
-

@@ -215,5 +215,3 @@ def _manifest(run_dir: Path) -> None:
     body = write_manifest(run_dir, commit="simulated")
     body.pop("written_at", None)
     (run_dir / "manifest.json").write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
-
-

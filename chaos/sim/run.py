@@ -15,6 +15,7 @@ seed, schedule): ``python -m chaos check RUN_DIR`` judges it again unchanged.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -57,8 +58,15 @@ class SimResult:
 
 
 def _scratch() -> Path:
+    """A fresh directory for the nodes' log dirs (in memory where the system offers it); those
+    left by a simulator process that was killed are removed first."""
     shm = Path("/dev/shm")
-    return Path(tempfile.mkdtemp(prefix="chaos-sim-", dir=shm if shm.is_dir() else None))
+    parent = shm if shm.is_dir() else Path(tempfile.gettempdir())
+    for old in parent.glob("chaos-sim-*-*"):
+        pid = old.name.split("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"chaos-sim-{os.getpid()}-", dir=parent))
 
 
 def simulate(schedule: Schedule, out_dir: Path | None = None, duration_s: float = 5.0) -> SimResult:

@@ -34,6 +34,7 @@ import catalogue
 from cluster.startup import TARGET_ERROR_PREFIX
 from cluster.targets import REPO_ROOT, Target, TargetError, load_target
 from conformance.evidence import EVIDENCE, attach, failure_line, target_error_of, write_evidence_file
+from conformance.order import expected_durations, longest_first
 from conformance.selection import Selection, SelectionError, resolve_selection
 from harness import timeline
 from records.run_record import PhaseMetric, RunRecord, new_run_id, run_order_key, utc_now_iso, write_record
@@ -153,7 +154,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         keep.append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
+    # longest first, so the xdist workers finish together (conformance.order)
+    results_dir = str(config.getoption("--results-dir"))
+    durations, _ = expected_durations(Path(results_dir) if results_dir else None)
+    items[:] = longest_first(keep, {i: item.nodeid for i, item in enumerate(keep)}, durations)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

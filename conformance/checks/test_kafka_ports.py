@@ -205,8 +205,7 @@ def test_controlled_shutdown_of_every_replica_in_turn(cluster_factory: ClusterFa
     ControlledShutdown requests are sent to the controller with each broker's current broker epoch:
     ControlledShutdown(3) → no partition remaining, every other broker's metadata ISR [1, 2] and
     leader 1 (and offline replicas [3]: Kafka counts a shutting-down broker's replicas offline);
-    ControlledShutdown(2) → none remaining, leader 1, and leader 1 taking the still-running 3 back
-    into the ISR ([1, 3]); ControlledShutdown(1) → exactly ``test-0``
+    ControlledShutdown(2) → none remaining, leader 1; ControlledShutdown(1) → exactly ``test-0``
     remaining (no live replica outside the shutting-down set), leader still 1
     everywhere."""
     cluster = _placed(cluster_factory, 3, 3)
@@ -229,12 +228,6 @@ def test_controlled_shutdown_of_every_replica_in_turn(cluster_factory: ClusterFa
         cluster, (1, 2), ("test", 0), PartitionInfo(1, (1, 2, 3), (1, 2), (3,)), "after ControlledShutdown(3)"
     )
     assert shutdown(2) == [], "ControlledShutdown(2) of a follower: Kafka answers no remaining partition"
-    # Broker 3 was only *asked about*: it keeps running. CS(2) shrinks the ISR to [1] and sends that
-    # LeaderAndIsr to every other replica, 3 included (ReplicaStateMachine.scala@2.5.1 L224: the
-    # recipients are all replicas but 2), so 3 becomes a follower again, fetches from 1, and leader 1
-    # adds it back (Partition.scala@2.5.1 L679-L701: no shutting-down test): ISR [1, 3] at the same
-    # leader epoch. Kafka always gets there; the history is pinned once it has, not in a race with it.
-    wait_state(cluster, "test", 0, lambda s: s["isr"] == [1, 3], "broker 3 back in the ISR after CS(2)")
     after = {b: _partition_info(cluster, b, "test", 0) for b in (1, 2, 3)}
     assert all(i is not None and i.leader == 1 for i in after.values()), (
         f"leader after ControlledShutdown(2): {after}; Kafka: 1 on every broker"
@@ -250,14 +243,14 @@ def test_controlled_shutdown_of_every_replica_in_turn(cluster_factory: ClusterFa
         cluster,
         "test",
         0,
-        [
-            Step(1, 0, (1, 2, 3), ce, 0),
-            Step(1, 1, (1, 2), ce, 1),
-            Step(1, 2, (1,), ce, 2),
-            Step(1, 2, (1, 3), ce, 3),
-        ],
-        "ControlledShutdown of 3, 2 (then leader 1 takes the still-running 3 back), then 1 (the last"
-        " election fails and writes nothing)",
+        [Step(1, 0, (1, 2, 3), ce, 0), Step(1, 1, (1, 2), ce, 1), Step(1, 2, (1,), ce, 2)],
+        "ControlledShutdown of 3, 2, then 1 (the last election fails and writes nothing)",
+        # brokers 3 and 2 stay up: a fetch of theirs in flight when StopReplica arrives can bring
+        # them back into leader 1's ISR (the leader's write, in Kafka as here); and CS(2)'s
+        # LeaderAndIsr goes to every replica but 2 (ReplicaStateMachine.scala@2.5.1 L224), so the
+        # still-running 3 follows 1 again and is taken back (Partition.scala@2.5.1 L679-L701 has no
+        # shutting-down test): seen as isr [1, 3] at leader epoch 2 after the controller's [1]
+        without_leader_isr_writes=True,
     )
     for b in (1, 2, 3):
         got = _partition_info(cluster, b, "test", 0)

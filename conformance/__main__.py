@@ -15,6 +15,7 @@ from typing import cast
 #: subcommand → (module with ``main(argv) -> int``, one line for the list)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("conformance.gate", "run the suite against a target, print the matrix, write the certificate"),
+    "diff": ("conformance.diff.cli", "differential conformance: generated scenarios, target vs the reference"),
 }
 
 

@@ -39,9 +39,10 @@ def build_certificate(
     why_not: list[str],
     table: dict[str, dict[str, Any]],
     other: list[dict[str, Any]],
+    differential: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The certificate of one gate run; ``conformant`` iff ``why_not`` is empty."""
-    return {
+    certificate = {
         "certificate_version": CERTIFICATE_VERSION,
         "run_id": run_id,
         "selection": selection,
@@ -61,6 +62,9 @@ def build_certificate(
         "verdicts": table,
         "other_tests": other,
     }
+    if differential is not None:  # python -m conformance run --diff-scenarios N (conformance/diff)
+        certificate["differential"] = differential
+    return certificate
 
 
 def write_certificate(results_dir: Path, certificate: dict[str, Any]) -> Path:

@@ -27,6 +27,7 @@ from typing import Any
 import catalogue
 from cluster.targets import REPO_ROOT, Target, TargetError, load_target
 from conformance.certificate import build_certificate, write_certificate
+from conformance.diff import gate_section as diff_section
 from conformance.plugin import Selection, SelectionError, resolve_selection
 from harness.launcher import LAUNCHERS
 from records.run_record import new_run_id, read_records
@@ -65,6 +66,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "-n", "--numprocesses", default="2", type=workers, help="xdist workers (a number, auto; 0 = serial)"
     )
     p.add_argument("--results-dir", default="results", type=Path)
+    diff_section.add_arguments(p)
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     return p.parse_args(argv)
 
@@ -226,7 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     table = verdicts(records, list(selection.behaviour_ids))
     print(render_matrix(table))
-    why_not = why_not_conformant(table, rc)
+    workers = int(args.numprocesses) if str(args.numprocesses).isdigit() else 2
+    differential = diff_section.run_section(args, target, launcher, results_dir, workers)
+    finished = datetime.now(UTC)
+    why_not = why_not_conformant(table, rc) + diff_section.why_not(differential)
     conformant = not why_not
     certificate = build_certificate(
         run_id=run_id,
@@ -239,6 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         why_not=why_not,
         table=table,
         other=other_tests(records),
+        differential=differential,
     )
     for line in why_not:
         print(f"not conformant: {line}")

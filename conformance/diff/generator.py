@@ -1,0 +1,452 @@
+"""The seeded scenario generator: one (seed, index) → one scenario (conformance ring, pure).
+
+``generate(seed, index)`` draws everything from ``random.Random(seed * 1_000_003 + index)``: the
+shape (3–5 nodes, each with a few of ``unclean.leader.election.enable``, ``delete.topic.enable``,
+``auto.leader.rebalance.enable``, ``min.insync.replicas``; the first controller) and a sequence of
+*motifs* — short step sequences that reach the states example checks rarely reach:
+
+==========================  ====================================================================
+motif                       reaches
+==========================  ====================================================================
+``shrunk_isr_then_act``     an ISR smaller than the replica set (a paused follower) when the
+                            leader is shut down, killed, re-elected or the controller moves
+``reassign_inflight_move``  a reassignment pending on a down or paused target when the
+                            controller moves; the target returns afterwards
+``reassign_target_back``    a broker that restarts while it is the target of a reassignment
+``two_deletions``           two deletions one after the other (a watch that must be re-armed)
+``deletion_dead_replica``   a deletion that must wait for a dead replica's broker
+``unclean``                 a partition whose ISR is gone while an out-of-ISR replica lives,
+                            then unclean election enabled on the topic
+``probes``                  crafted controller requests with stale/equal/newer epochs
+``single``                  any one step of the vocabulary, drawn by weight
+==========================  ====================================================================
+
+Each drawn step is checked against the model (:mod:`conformance.diff.model`) and applied to it;
+motifs that pause a node resume it before they end, so no pause outlives its motif (sessions
+never expire by accident). Steps that turn out to be no-ops on the real cluster are still valid.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from conformance.diff.model import Model, TopicModel
+from conformance.diff.scenario import Scenario, Step
+from conformance.diff.steps import KINDS, validate_params
+
+__all__ = ["GENERATOR_VERSION", "generate"]
+
+GENERATOR_VERSION = 1
+Motif = Callable[[random.Random, Model], Iterator[Step]]
+
+
+def _node_config(rng: random.Random) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    if rng.random() < 0.25:
+        conf["unclean.leader.election.enable"] = rng.choice(("true", "false"))
+    if rng.random() < 0.12:
+        conf["delete.topic.enable"] = "false"
+    if rng.random() < 0.08:
+        conf["auto.leader.rebalance.enable"] = "true"
+    if rng.random() < 0.2:
+        conf["min.insync.replicas"] = rng.choice(("1", "2"))
+    return conf
+
+
+def _assignment(rng: random.Random, model: Model, partitions: int, rf: int) -> dict[str, list[int]]:
+    ids = sorted(model.nodes)
+    out: dict[str, list[int]] = {}
+    for p in range(partitions):
+        replicas = rng.sample(ids, min(rf, len(ids)))
+        if rng.random() < 0.05:  # a replica on a broker that is not in the cluster
+            replicas[-1] = max(ids) + rng.randint(1, 3)
+        out[str(p)] = replicas
+    return out
+
+
+def _topic_config(rng: random.Random) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    if rng.random() < 0.15:
+        conf["unclean.leader.election.enable"] = rng.choice(("true", "false"))
+    if rng.random() < 0.15:
+        conf["min.insync.replicas"] = rng.choice(("1", "2"))
+    return conf
+
+
+def _pick_topic(rng: random.Random, model: Model) -> TopicModel | None:
+    topics = model.live_topics()
+    return rng.choice(topics) if topics else None
+
+
+def _pick_tp(rng: random.Random, model: Model) -> tuple[TopicModel, int] | None:
+    t = _pick_topic(rng, model)
+    return (t, rng.choice(sorted(t.assignment))) if t else None
+
+
+def _successor(rng: random.Random, model: Model, node: int) -> int | None:
+    if node != model.controller:
+        return None
+    others = [b for b in model.up() if b != node]
+    return rng.choice(others) if others else None
+
+
+def _fault(op: str, model: Model, node: int, rng: random.Random) -> Step | None:
+    successor = _successor(rng, model, node)
+    if node == model.controller and successor is None:
+        return None
+    return Step(op, {"node": node, "successor": successor})
+
+
+# --- single steps -------------------------------------------------------------------------------
+
+
+def _create_zk(rng: random.Random, model: Model) -> Iterator[Step]:
+    rf = rng.randint(1, min(3, len(model.nodes)))
+    yield Step(
+        "create_topic_zk",
+        {
+            "topic": model.fresh_topic(),
+            "assignment": _assignment(rng, model, rng.randint(1, 3), rf),
+            "config": _topic_config(rng),
+        },
+    )
+
+
+def _create_api(rng: random.Random, model: Model) -> Iterator[Step]:
+    if not model.up():
+        return
+    rf = rng.randint(1, min(3, len(model.nodes)))
+    assignment = _assignment(rng, model, rng.randint(1, 3), rf)
+    existing = _pick_topic(rng, model)
+    topic = existing.name if existing and rng.random() < 0.1 else model.fresh_topic()
+    if rng.random() < 0.1 and len(assignment) > 1:  # replication factors differ: invalid
+        assignment["0"] = assignment["0"][:1] + [b for b in sorted(model.nodes) if b not in assignment["0"]][:1]
+    via = rng.choice(model.up())
+    yield Step(
+        "create_topics_api", {"topic": topic, "via": via, "assignment": assignment, "config": _topic_config(rng)}
+    )
+
+
+def _create_auto(rng: random.Random, model: Model) -> Iterator[Step]:
+    if model.down() or model.paused() or model.controller_config("delete.topic.enable", "true") == "false":
+        return
+    yield Step(
+        "create_topics_auto",
+        {
+            "topic": model.fresh_topic(),
+            "via": rng.choice(model.up()),
+            "partitions": rng.randint(1, 4),
+            "replication_factor": rng.randint(1, min(3, len(model.nodes))),
+        },
+    )
+
+
+def _add_partitions(rng: random.Random, model: Model) -> Iterator[Step]:
+    t = _pick_topic(rng, model)
+    if t is None:
+        return
+    rf = len(next(iter(t.assignment.values())))
+    extra = _assignment(rng, model, len(t.assignment) + rng.randint(1, 2), rf)
+    new = {str(p): list(r) for p, r in t.assignment.items()}
+    new.update({p: r for p, r in extra.items() if int(p) not in t.assignment})
+    yield Step("add_partitions", {"topic": t.name, "assignment": new})
+
+
+def _delete(rng: random.Random, model: Model) -> Iterator[Step]:
+    topics = model.live_topics()
+    if not topics:
+        return
+    chosen = rng.sample(topics, min(len(topics), rng.choice((1, 1, 2))))
+    names = [t.name for t in chosen]
+    if rng.random() < 0.05:
+        names.append("gone")  # a marker for a topic that does not exist
+    if len(names) == 1 and model.up() and rng.random() < 0.3:
+        yield Step("delete_topics_api", {"topic": names[0], "via": rng.choice(model.up())})
+    else:
+        yield Step("delete_topics", {"topics": names})
+
+
+def _reassign_targets(rng: random.Random, model: Model, t: TopicModel, p: int) -> list[int]:
+    current, ids = list(t.assignment[p]), sorted(model.nodes)
+    kind = rng.choice(("grow", "shrink", "move", "reorder", "dead", "same"))
+    spare = [b for b in ids if b not in current]
+    if kind == "grow" and spare:
+        return [*current, rng.choice(spare)]
+    if kind == "shrink" and len(current) > 1:
+        return current[:-1]
+    if kind == "move" and spare:
+        return [*current[:-1], rng.choice(spare)]
+    if kind == "reorder" and len(current) > 1:
+        return current[1:] + current[:1]
+    dead = [b for b in model.down() if b not in current[:-1]]
+    if kind == "dead" and dead:
+        return [*current[:-1], rng.choice(dead)]
+    return current
+
+
+def _reassign(rng: random.Random, model: Model) -> Iterator[Step]:
+    targets: dict[str, list[int]] = {}
+    for _ in range(rng.choice((1, 1, 2))):
+        picked = _pick_tp(rng, model)
+        if picked:
+            t, p = picked
+            targets[f"{t.name}-{p}"] = _reassign_targets(rng, model, t, p)
+    if rng.random() < 0.07 or not targets:
+        targets["nosuch-0"] = [sorted(model.nodes)[0]]  # an unknown partition
+    yield Step("reassign", {"targets": targets, "replace": model.reassign_znode})
+
+
+def _preferred(rng: random.Random, model: Model) -> Iterator[Step]:
+    tps = [tp for t in model.live_topics() for tp in t.partitions()]
+    chosen = rng.sample(tps, min(len(tps), rng.randint(1, 3))) if tps else []
+    if rng.random() < 0.1 or not chosen:
+        chosen.append("nosuch-0")
+    yield Step("preferred_election", {"partitions": chosen})
+
+
+def _config(rng: random.Random, model: Model) -> Iterator[Step]:
+    t = _pick_topic(rng, model)
+    if t is not None:
+        conf = dict(t.config)
+        conf["unclean.leader.election.enable"] = rng.choice(("true", "true", "false"))
+        yield Step("topic_config", {"topic": t.name, "config": conf})
+
+
+def _fault_step(op: str) -> Motif:
+    def motif(rng: random.Random, model: Model) -> Iterator[Step]:
+        up = model.up()
+        if len(up) > 1:
+            step = _fault(op, model, rng.choice(up), rng)
+            if step is not None:
+                yield step
+
+    return motif
+
+
+def _restart(rng: random.Random, model: Model) -> Iterator[Step]:
+    if model.down():
+        yield Step("restart", {"node": rng.choice(model.down())})
+
+
+def _move(rng: random.Random, model: Model) -> Iterator[Step]:
+    if model.up():
+        yield Step("move_controller", {"successor": rng.choice(model.up())})
+
+
+def _bounce(rng: random.Random, model: Model) -> Iterator[Step]:
+    others = [b for b in model.up() if b != model.controller]
+    if others and model.state(model.controller) == "up":
+        yield Step("bounce", {"node": rng.choice(others)})
+
+
+def _probe_step(rng: random.Random, model: Model, node: int) -> Step:
+    tps = [tp for t in model.live_topics() for tp in t.partitions()]
+    partition = rng.choice(tps) if tps and rng.random() < 0.5 else "phantom"
+    api = rng.choice(("LeaderAndIsr", "LeaderAndIsr", "UpdateMetadata", "StopReplica"))
+    cepoch = rng.choice(("stale", "equal", "equal", "newer"))
+    bepoch = rng.choice(("stale", "equal", "newer", "none"))
+    lepoch = rng.choice(("stale", "equal", "newer"))
+    if partition != "phantom" and api == "LeaderAndIsr" and lepoch == "newer":
+        lepoch = "equal"
+    if partition != "phantom" and api == "StopReplica" and "stale" not in (cepoch, bepoch):
+        cepoch = "stale"
+    return Step(
+        "probe",
+        {
+            "node": node,
+            "api": api,
+            "partition": partition,
+            "controller_epoch": cepoch,
+            "leader_epoch": lepoch,
+            "broker_epoch": bepoch,
+            "heal": cepoch == "newer" and node != model.controller,
+        },
+    )
+
+
+def _probes(rng: random.Random, model: Model) -> Iterator[Step]:
+    candidates = [b for b in model.up() if not model.nodes[b].poisoned]
+    if candidates:
+        node = rng.choice(candidates)
+        for _ in range(rng.randint(1, 3)):
+            step = _probe_step(rng, model, node)
+            if step.params["controller_epoch"] == "newer" and node == model.controller:
+                continue  # it would stop obeying the controller for good
+            yield step
+
+
+SINGLE: dict[str, tuple[float, Motif]] = {
+    "create_topic_zk": (6, _create_zk),
+    "create_topics_api": (3, _create_api),
+    "create_topics_auto": (1, _create_auto),
+    "add_partitions": (2, _add_partitions),
+    "delete_topics": (4, _delete),
+    "reassign": (5, _reassign),
+    "preferred_election": (3, _preferred),
+    "topic_config": (2, _config),
+    "broker_config": (0, lambda _r, _m: iter(())),  # the reference ignores dynamic broker configs yet
+    "controlled_shutdown": (3, _fault_step("controlled_shutdown")),
+    "kill": (3, _fault_step("kill")),
+    "restart": (4, _restart),
+    "expire_session": (1.5, _fault_step("expire_session")),
+    "move_controller": (2, _move),
+    "bounce": (1, _bounce),
+    "probe": (2, _probes),
+}
+
+
+# --- motifs -------------------------------------------------------------------------------------
+
+
+def _follower_of(rng: random.Random, model: Model) -> tuple[TopicModel, int, int, int] | None:
+    """A replicated partition with a running leader and a running follower (not the controller)."""
+    options = []
+    for t in model.live_topics():
+        for p, replicas in t.assignment.items():
+            leader = model.leader_guess(t.name, p)
+            followers = [r for r in replicas if r != leader and r in model.nodes and model.state(r) == "up"]
+            followers = [f for f in followers if f != model.controller]
+            if leader is not None and followers:
+                options.append((t, p, leader, rng.choice(followers)))
+    return rng.choice(options) if options else None
+
+
+def _shrunk_isr_then_act(rng: random.Random, model: Model) -> Iterator[Step]:
+    found = _follower_of(rng, model)
+    if found is None:
+        return
+    t, p, leader, follower = found
+    yield Step("pause", {"node": follower})
+    act = rng.choice(("controlled_shutdown", "kill", "preferred", "move", "reassign"))
+    if act in ("controlled_shutdown", "kill") and model.state(leader) == "up":
+        step = _fault(act, model, leader, rng)
+        if step is not None:
+            yield step
+    elif act == "preferred":
+        yield Step("preferred_election", {"partitions": [f"{t.name}-{p}"]})
+    elif act == "reassign":
+        yield Step("reassign", {"targets": {f"{t.name}-{p}": list(reversed(t.assignment[p]))}, "replace": False})
+    else:
+        yield from _move(rng, model)
+    yield Step("resume", {"node": follower})
+
+
+def _reassign_inflight_move(rng: random.Random, model: Model) -> Iterator[Step]:
+    picked, others = _pick_tp(rng, model), [b for b in model.up() if b != model.controller]
+    if picked is None or not others or model.reassign_znode:
+        return
+    t, p = picked
+    target = rng.choice(others)
+    yield Step("kill", {"node": target, "successor": None}) if rng.random() < 0.5 else Step(
+        "pause", {"node": target}
+    )
+    current = [r for r in t.assignment[p] if r != target]
+    yield Step("reassign", {"targets": {f"{t.name}-{p}": [target, *current][:3]}, "replace": False})
+    yield from _move(rng, model)
+    yield Step("restart" if model.state(target) == "down" else "resume", {"node": target})
+
+
+def _reassign_target_back(rng: random.Random, model: Model) -> Iterator[Step]:
+    picked = _pick_tp(rng, model)
+    if picked is None or model.reassign_znode:
+        return
+    t, p = picked
+    if not model.down():
+        others = [b for b in model.up() if b != model.controller]
+        if not others:
+            return
+        yield Step("kill", {"node": rng.choice(others), "successor": None})
+    back = rng.choice(model.down())
+    yield Step("reassign", {"targets": {f"{t.name}-{p}": [*t.assignment[p][:2], back]}, "replace": False})
+    yield Step("restart", {"node": back})
+
+
+def _two_deletions(rng: random.Random, model: Model) -> Iterator[Step]:
+    while len(model.live_topics()) < 2:
+        yield from _create_zk(rng, model)
+    first, second = rng.sample(model.live_topics(), 2)
+    yield Step("delete_topics", {"topics": [first.name]})
+    yield Step("delete_topics", {"topics": [second.name]})
+
+
+def _deletion_dead_replica(rng: random.Random, model: Model) -> Iterator[Step]:
+    picked = _pick_tp(rng, model)
+    if picked is None:
+        return
+    t, p = picked
+    victims = [r for r in t.assignment[p] if r in model.nodes and model.state(r) == "up" and r != model.controller]
+    if not victims:
+        return
+    victim = rng.choice(victims)
+    yield Step("kill", {"node": victim, "successor": None})
+    yield Step("delete_topics", {"topics": [t.name]})
+    yield Step("restart", {"node": victim})
+
+
+def _unclean(rng: random.Random, model: Model) -> Iterator[Step]:
+    found = _follower_of(rng, model)
+    if found is None:
+        return
+    t, _p, leader, follower = found
+    yield Step("pause", {"node": follower})  # it leaves the ISR
+    step = _fault("kill", model, leader, rng) if model.state(leader) == "up" else None
+    if step is not None:
+        yield step  # the ISR's last member may be gone now
+    yield Step("resume", {"node": follower})  # alive, outside the ISR of a leaderless partition
+    if step is not None:
+        conf = {**t.config, "unclean.leader.election.enable": "true"}
+        yield Step("topic_config", {"topic": t.name, "config": conf})
+
+
+MOTIFS: dict[str, tuple[float, Motif]] = {
+    "shrunk_isr_then_act": (3, _shrunk_isr_then_act),
+    "reassign_inflight_move": (1.5, _reassign_inflight_move),
+    "reassign_target_back": (1.5, _reassign_target_back),
+    "two_deletions": (1.5, _two_deletions),
+    "deletion_dead_replica": (1.5, _deletion_dead_replica),
+    "unclean": (1.5, _unclean),
+    "single": (14, lambda rng, model: _single(rng, model)),
+}
+
+
+def _single(rng: random.Random, model: Model) -> Iterator[Step]:
+    names = list(SINGLE)
+    op = rng.choices(names, weights=[SINGLE[n][0] for n in names])[0]
+    yield from SINGLE[op][1](rng, model)
+
+
+def _draw(rng: random.Random, model: Model, table: dict[str, tuple[float, Motif]]) -> Iterator[Step]:
+    names = list(table)
+    return table[rng.choices(names, weights=[table[n][0] for n in names])[0]][1](rng, model)
+
+
+def _accept(model: Model, step: Step) -> bool:
+    validate_params(step.op, step.params, "generated step")
+    kind = KINDS[step.op]
+    if kind.check(model, step.params):
+        return False
+    kind.apply(model, step.params)
+    return True
+
+
+def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -> Scenario:
+    """Scenario ``index`` of campaign ``seed``: the same arguments always give the same scenario."""
+    rng = random.Random(seed * 1_000_003 + index)
+    n = rng.choice((3, 3, 3, 3, 4, 4, 5))
+    nodes = {b: _node_config(rng) for b in range(1, n + 1)}
+    first = rng.choice(sorted(nodes))
+    shell = Scenario(nodes, first, ())
+    model = Model.of(shell)
+    steps: list[Step] = []
+    goal = rng.randint(min_steps, max_steps)
+    for _ in range(goal * 4):
+        if len(steps) >= goal:
+            break
+        motif = _create_zk(rng, model) if not model.live_topics() else _draw(rng, model, MOTIFS)
+        for step in motif:
+            if _accept(model, step):
+                steps.append(step)
+    origin: dict[str, Any] = {"seed": seed, "index": index, "generator": GENERATOR_VERSION}
+    return Scenario(nodes, first, tuple(steps), origin)

@@ -1,0 +1,107 @@
+"""The differential mode of mutation testing: a mutant as a target (conformance ring).
+
+``python -m conformance.mutate --mode diff|both`` runs each mutant (a patched scratch copy of the
+tree) through the differential suite as well as (``both``) or instead of (``diff``) the checks:
+:func:`mutant_target` writes a target definition whose nodes run the *copy's* reference
+(``cwd`` and ``PYTHONPATH`` = the copy), and :func:`run_diff` runs ``python -m conformance diff``
+from the working tree against it — the oracle stays the unmutated reference, its traces cached by
+the working tree's kit version. The mutant is killed by the first scenario that diverges or that
+the mutant cannot run (a node that does not start); ``--stop-at-first`` ends the campaign there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cluster.targets import BUILTIN_DIR, REPO_ROOT
+
+__all__ = ["DiffKill", "mutant_target", "run_diff"]
+
+
+@dataclass(frozen=True)
+class DiffKill:
+    status: str  # killed | survived | timeout | unknown
+    detail: str
+    wall_s: float
+    scenarios_run: int = 0
+    scenario: str | None = None
+    signature: str | None = None
+    ids: tuple[str, ...] = ()
+    repro: str | None = None
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return str(value)
+
+
+def mutant_target(tree: Path, name: str) -> Path:
+    """A target definition for the reference of ``tree`` (a patched copy), written into ``tree``."""
+    with (BUILTIN_DIR / "reference.toml").open("rb") as fh:
+        data = tomllib.load(fh)
+    data.pop("container", None)  # the mutant runs as local processes of the copy
+    data["name"], data["cwd"] = f"mutant-{name}", str(tree)
+    data["description"] = f"the reference with mutant {name} applied ({tree})"
+    data["env"] = {**data.get("env", {}), "PYTHONPATH": str(tree)}
+    lines = [f"{k} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    for section, table in ((k, v) for k, v in data.items() if isinstance(v, dict)):
+        lines.append(f"\n[{section}]")
+        lines += [f"{json.dumps(k)} = {_toml_value(v)}" for k, v in table.items()]
+    path = tree / "mutant-target.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def run_diff(
+    target_file: Path, out: Path, *, scenarios: int, seed: int, workers: int, timeout_s: float, shrink_budget_s: float
+) -> DiffKill:
+    """``python -m conformance diff`` against the mutant, from the working tree; its verdict."""
+    began = time.monotonic()
+    cmd = [
+        sys.executable, "-m", "conformance", "diff", "--target", str(target_file), "--scenarios", str(scenarios),
+        "--seed", str(seed), "-n", str(workers), "--out", str(out), "--stop-at-first",
+        "--shrink-budget-s", str(shrink_budget_s),
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "KZK_LAUNCHER": "process"}
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "diff.log").open("wb") as log:
+        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            return DiffKill("timeout", f"the differential run exceeded {timeout_s:.0f} s", time.monotonic() - began)
+    return _verdict(out / "diff-report.json", time.monotonic() - began)
+
+
+def _verdict(report_path: Path, wall_s: float) -> DiffKill:
+    try:
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return DiffKill("unknown", f"no report ({report_path}); see diff.log beside it", wall_s)
+    results = report.get("results", [])
+    for r in results:
+        if r["status"] in ("diverges", "target-error"):
+            d = r.get("divergence") or {}
+            detail = f"{r['name']}: {d.get('signature') or r['reason']}"
+            return DiffKill(
+                "killed", detail, wall_s, len(results), r["name"], d.get("signature"), tuple(d.get("ids", [])), r.get("repro")
+            )
+    unknown = [r for r in results if r["status"] == "unknown"]
+    if unknown or not results:
+        return DiffKill("unknown", f"{len(unknown)} scenarios could not be judged", wall_s, len(results))
+    return DiffKill("survived", f"{len(results)} scenarios, no divergence", wall_s, len(results))

@@ -1,0 +1,170 @@
+"""Play one scenario on a target and record its trace (conformance ring).
+
+:func:`run_scenario` starts the scenario's cluster in a fresh chroot of the worker's ZooKeeper,
+brings it up (segment 0, ``setup``: the first election and registrations), then for every step
+runs its executor (:mod:`conformance.diff.actions`) and the quiescence barrier
+(:mod:`conformance.diff.barrier`), snapshots the znode tree and every running broker's Metadata,
+and marks where the step's transaction-log records and controller requests end. Segments are
+built when the scenario is over (:func:`build_segments`), so answers that arrive late (a request
+to a paused broker) are in. A node that will not start is a :class:`RunResult` with status
+``target-error`` — the target's error, never a pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cluster.targets import Target
+from conformance.diff import actions
+from conformance.diff.barrier import quiesce
+from conformance.diff.live import DiffCluster, Mark, TargetStartError
+from conformance.diff.normalise import broker_epoch_labels, requests_view, zk_view
+from conformance.diff.scenario import Scenario
+from conformance.diff.views import metadata_view, relabel_topic, tree_view
+from harness.launcher import Launcher
+
+__all__ = ["TRACE_FORMAT", "RunResult", "ZooKeeperLike", "run_scenario"]
+
+TRACE_FORMAT = "kzk-diff-trace/1"
+
+
+class ZooKeeperLike:
+    """What a run needs of the worker's ZooKeeper (a :class:`harness.zookeeper.ZooKeeperServer`)."""
+
+    connect_string: str
+    txn_log_dir: Path
+
+    def four_letter(self, command: str, timeout_s: float = 2.0) -> str:
+        raise NotImplementedError
+
+
+@dataclass
+class RunResult:
+    status: str  # "ok" | "target-error"
+    segments: list[dict[str, Any]]
+    wall_s: float
+    error: str = ""
+    evidence: dict[str, str] = field(default_factory=dict)
+    timings: list[float] = field(default_factory=list)  # wall time at the end of each segment
+
+    def trace(self, scenario: Scenario, target: str) -> dict[str, Any]:
+        return {
+            "format": TRACE_FORMAT,
+            "scenario": scenario.key(),
+            "target": target,
+            "status": self.status,
+            "error": self.error,
+            "segments": self.segments,
+        }
+
+
+@dataclass
+class _Step:
+    op: str
+    action: Any
+    barrier: Any
+    end: Mark
+    tree: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+def _snapshot(dc: DiffCluster) -> tuple[dict[str, Any], dict[str, Any]]:
+    actors = dc.actors()
+    tree = tree_view(dc.tree(), actors)
+    metadata = {b: metadata_view(r) if not isinstance(r, str) else r for b, r in dc.metadata().items()}
+    return tree, metadata
+
+
+def _record(dc: DiffCluster, op: str, action: Any, barrier: Any) -> _Step:
+    tree, metadata = _snapshot(dc)
+    return _Step(op, action, barrier, dc.mark(), tree, metadata)
+
+
+def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dict[str, Any]]:
+    records = dc.cluster.history()
+    requests = dc.cluster.journal.requests() if dc.cluster.journal else []
+    labels, actors = broker_epoch_labels(records), dc.actors()
+    out, before = [], start
+    for i, s in enumerate(steps):
+        window = [r for r in requests if before.requests <= r.seq < s.end.requests]
+        segment: dict[str, Any] = {
+            "step": i - 1,
+            "op": s.op,
+            "action": s.action,
+            "barrier": s.barrier,
+            "zk": zk_view(records[before.records : s.end.records], actors),
+            "requests": requests_view(window, labels),
+            "tree": s.tree,
+            "metadata": s.metadata,
+        }
+        if i - 1 in dc.auto_placed:
+            topic, assignment = dc.auto_placed[i - 1]
+            relabel_topic(segment, topic, assignment)
+        out.append(segment)
+        before = s.end
+    return out
+
+
+def _evidence(dc: DiffCluster) -> dict[str, str]:
+    out = {"txn-log": "\n".join(r.describe() for r in dc.cluster.history())}
+    if dc.cluster.journal is not None:
+        out["requests"] = dc.cluster.journal.dump()
+    for b, text in dc.node_logs().items():
+        out[f"node-{b}-server.log"] = text
+    return out
+
+
+def run_scenario(
+    scenario: Scenario,
+    target: Target,
+    zk: ZooKeeperLike,
+    work_dir: Path,
+    *,
+    launcher: Launcher | None = None,
+    keep_evidence: bool = False,
+    profile: str = "2.5",
+) -> RunResult:
+    """Run every step of ``scenario`` on ``target``; the nodes are gone when this returns."""
+    began = time.monotonic()
+    chroot = f"/diff-{scenario.key()}-{uuid.uuid4().hex[:8]}"
+    base = work_dir / chroot.strip("/")
+    dc = DiffCluster(
+        scenario,
+        target,
+        zk_connect=zk.connect_string,
+        txn_log_dir=zk.txn_log_dir,
+        chroot=chroot,
+        base_dir=base,
+        launcher=launcher,
+        four_letter=zk.four_letter,
+        profile=profile,
+    )
+    steps: list[_Step] = []
+    timings: list[float] = []
+    start = dc.mark()
+    status, error = "ok", ""
+    try:
+        dc.start(lambda: quiesce(dc))
+        steps.append(_record(dc, "setup", {}, quiesce(dc)))
+        timings.append(round(time.monotonic() - began, 2))
+        for i, step in enumerate(scenario.steps):
+            dc.current_step = i
+            action = actions.EXECUTORS[step.op](dc, step.params, lambda: quiesce(dc))
+            steps.append(_record(dc, step.op, action, quiesce(dc)))
+            timings.append(round(time.monotonic() - began, 2))
+    except TargetStartError as exc:
+        status, error = "target-error", f"step {len(steps) - 1}: {exc}"
+    try:
+        segments = build_segments(dc, start, steps)
+        evidence = _evidence(dc) if keep_evidence or status != "ok" else {}
+    finally:
+        dc.close()
+        with contextlib.suppress(OSError):
+            shutil.rmtree(base, ignore_errors=True)
+    return RunResult(status, segments, round(time.monotonic() - began, 2), error, evidence, timings)

@@ -232,7 +232,9 @@ def stop_replica_request(
         grouped: dict[str, list[int]] = {}
         for t, p in partitions:
             grouped.setdefault(t, []).append(p)
-        body["topics"] = tuple(build(topic_cls, name=t, partition_indexes=tuple(ps)) for t, ps in grouped.items())
+        body["topics"] = tuple(
+            build(topic_cls, name=t, partition_indexes=tuple(ps)) for t, ps in grouped.items()
+        )
     else:
         partition_cls = _nested(schema, "StopReplicaPartitionV0")
         body["ungrouped_partitions"] = tuple(

@@ -229,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = verdicts(records, list(selection.behaviour_ids))
     print(render_matrix(table))
     workers = int(args.numprocesses) if str(args.numprocesses).isdigit() else 2
-    differential = diff_section.run_section(args, target, launcher, results_dir, workers)
+    differential = diff_section.run_section(args, target, launcher, results_dir, workers=workers)
     finished = datetime.now(UTC)
     why_not = why_not_conformant(table, rc) + diff_section.why_not(differential)
     conformant = not why_not

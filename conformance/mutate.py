@@ -316,7 +316,11 @@ def run_mutant(mutant: Mutant, scratch: Path, args: argparse.Namespace, flaky: s
         problem = verify_imports(mutant, tree)
         if problem is not None:
             return _result(mutant, "not imported", began, detail=problem)
-        result = _checks(mutant, tree, args, flaky, began) if args.mode != "diff" else _result(mutant, "not run", began)
+        result = (
+            _checks(mutant, tree, args, flaky, began)
+            if args.mode != "diff"
+            else _result(mutant, "not run", began)
+        )
         if args.mode != "checks":
             result = dataclasses.replace(result, diff=_diff(mutant, tree, args))
         return result
@@ -324,7 +328,9 @@ def run_mutant(mutant: Mutant, scratch: Path, args: argparse.Namespace, flaky: s
         shutil.rmtree(tree.parent, ignore_errors=True)
 
 
-def _checks(mutant: Mutant, tree: Path, args: argparse.Namespace, flaky: set[str], began: float) -> MutantResult:
+def _checks(
+    mutant: Mutant, tree: Path, args: argparse.Namespace, flaky: set[str], began: float
+) -> MutantResult:
     results = args.out / "runs" / mutant.name
     shutil.rmtree(results, ignore_errors=True)
     rc, tail = run_checks(
@@ -407,7 +413,9 @@ def summary(results: list[MutantResult]) -> dict[str, Any]:
 
 def _diff_summary(results: list[MutantResult]) -> dict[str, Any]:
     """Kill rates of the differential mode and of checks + differential together."""
-    judged = [r for r in results if r.diff is not None and r.diff["status"] in ("killed", "timeout", "survived")]
+    judged = [
+        r for r in results if r.diff is not None and r.diff["status"] in ("killed", "timeout", "survived")
+    ]
     if not judged:
         return {}
     diff_killed = [r.name for r in judged if r.diff and r.diff["status"] in ("killed", "timeout")]
@@ -575,7 +583,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--diff-scenarios", type=int, default=12, help="differential scenarios per mutant")
     p.add_argument("--diff-seed", type=int, default=1, help="their seed (scenarios 0..N-1)")
     p.add_argument("--diff-timeout-s", type=_positive, default=1800.0, help="per mutant's differential run")
-    p.add_argument("--diff-shrink-budget-s", type=float, default=0.0, help="shrink the killing scenario (0: no)")
+    p.add_argument(
+        "--diff-shrink-budget-s", type=float, default=0.0, help="shrink the killing scenario (0: no)"
+    )
     return p.parse_args(argv)
 
 
@@ -826,7 +836,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.list:
         for m in mutants:
             jira = f" ({', '.join(m.jira)})" if m.jira else ""
-            print(f"{m.name:<40} areas {','.join(m.areas):<24} ids {','.join(m.ids)}{jira}\n    breaks: {m.breaks}")
+            print(f"{m.name:<40} areas {','.join(m.areas):<24} ids {','.join(m.ids)}{jira}")
+            print(f"    breaks: {m.breaks}")
         return 0
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)

@@ -1,4 +1,4 @@
-"""Differential conformance: the Kafka-exact reference as an oracle for generated scenarios (conformance ring).
+"""Differential conformance: the Kafka-exact reference as the oracle of generated scenarios (conformance).
 
 A seeded generator (:mod:`~conformance.diff.generator`) turns one seed into one scenario — a
 cluster shape and a sequence of steps drawn from every input a ZooKeeper-mode controller reacts

@@ -123,7 +123,9 @@ def expire_session(dc: DiffCluster, p: Params, quiesce: Quiesce) -> Outcome:
 
 
 def move_controller(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
-    return handover(dc, p["successor"], lambda: {"delete": _write(lambda: dc.cluster.zk.delete("/controller"))}, None)
+    return handover(
+        dc, p["successor"], lambda: {"delete": _write(lambda: dc.cluster.zk.delete("/controller"))}, None
+    )
 
 
 def bounce(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
@@ -144,8 +146,12 @@ def bounce(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
 
 def create_topic_zk(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
     zk, t = dc.cluster.zk, p["topic"]
-    conf = _write(lambda: zk.create(f"/config/topics/{t}", encode({"version": 1, "config": p["config"]}), makepath=True))
-    topic = _write(lambda: zk.create(f"/brokers/topics/{t}", topic_znode(assignment_of(p["assignment"])), makepath=True))
+    conf = _write(
+        lambda: zk.create(f"/config/topics/{t}", encode({"version": 1, "config": p["config"]}), makepath=True)
+    )
+    topic = _write(
+        lambda: zk.create(f"/brokers/topics/{t}", topic_znode(assignment_of(p["assignment"])), makepath=True)
+    )
     return {"config": conf, "topic": topic}
 
 
@@ -167,7 +173,7 @@ def _null_markers(dc: DiffCluster, topics: list[str]) -> str:
     zk = dc.cluster.zk
     txn = zk.transaction()
     for t in topics:
-        txn._add(Create(f"{zk.chroot}/admin/delete_topics/{t}", None, OPEN_ACL_UNSAFE, 0), None)  # noqa: SLF001
+        txn._add(Create(f"{zk.chroot}/admin/delete_topics/{t}", None, OPEN_ACL_UNSAFE, 0), None)
     results = txn.commit()
     bad = [type(r).__name__ for r in results if isinstance(r, Exception)]
     return "ok" if not bad else ",".join(bad)
@@ -176,7 +182,11 @@ def _null_markers(dc: DiffCluster, topics: list[str]) -> str:
 def delete_topics(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
     zk = dc.cluster.zk
     if len(p["topics"]) == 1:
-        return {"markers": _write(lambda: zk.create(f"/admin/delete_topics/{p['topics'][0]}", None, makepath=True))}
+        return {
+            "markers": _write(
+                lambda: zk.create(f"/admin/delete_topics/{p['topics'][0]}", None, makepath=True)
+            )
+        }
     zk.ensure_path("/admin/delete_topics")
     return {"markers": _null_markers(dc, list(p["topics"]))}
 
@@ -186,15 +196,24 @@ def reassign(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
     out: Outcome = {}
     if p["replace"]:
         out["deleted"] = _write(lambda: zk.delete(path))
-    body = [{"topic": split_tp(tp)[0], "partition": split_tp(tp)[1], "replicas": r} for tp, r in p["targets"].items()]
-    out["created"] = _write(lambda: zk.create(path, encode({"version": 1, "partitions": body}), makepath=True))
+    body = [
+        {"topic": split_tp(tp)[0], "partition": split_tp(tp)[1], "replicas": r}
+        for tp, r in p["targets"].items()
+    ]
+    out["created"] = _write(
+        lambda: zk.create(path, encode({"version": 1, "partitions": body}), makepath=True)
+    )
     return out
 
 
 def preferred_election(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
     body = [{"topic": split_tp(tp)[0], "partition": split_tp(tp)[1]} for tp in p["partitions"]]
     data = encode({"version": 1, "partitions": body})
-    return {"created": _write(lambda: dc.cluster.zk.create("/admin/preferred_replica_election", data, makepath=True))}
+    return {
+        "created": _write(
+            lambda: dc.cluster.zk.create("/admin/preferred_replica_election", data, makepath=True)
+        )
+    }
 
 
 def _config_change(dc: DiffCluster, entity_type: str, name: str, config: Mapping[str, str]) -> Outcome:

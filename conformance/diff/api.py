@@ -38,13 +38,17 @@ def _nested(schema: type[Any], name: str) -> type[Any]:
     return cls
 
 
-def _create_request(topic: str, partitions: int, rf: int, assignment: Mapping[str, list[int]], config: Mapping[str, str]) -> Any:
+def _create_request(
+    topic: str, partitions: int, rf: int, assignment: Mapping[str, list[int]], config: Mapping[str, str]
+) -> Any:
     schema = load_request_schema(CREATE_TOPICS, 4)
     assignments = tuple(
         build(_nested(schema, "CreatableReplicaAssignment"), partition_index=int(p), broker_ids=tuple(r))
         for p, r in sorted(assignment.items(), key=lambda kv: int(kv[0]))
     )
-    configs = tuple(build(_nested(schema, "CreatableTopicConfig"), name=k, value=v) for k, v in sorted(config.items()))
+    configs = tuple(
+        build(_nested(schema, "CreatableTopicConfig"), name=k, value=v) for k, v in sorted(config.items())
+    )
     creatable = build(
         _nested(schema, "CreatableTopic"),
         name=topic,
@@ -81,7 +85,9 @@ def create_topics_api(dc: DiffCluster, p: Params, _q: Callable[[], Any]) -> dict
 
 def create_topics_auto(dc: DiffCluster, p: Params, quiesce: Callable[[], Any]) -> dict[str, Any]:
     t = p["topic"]
-    out = _answer(dc, p["via"], _create_request(t, p["partitions"], p["replication_factor"], {}, {}), "topics")
+    out = _answer(
+        dc, p["via"], _create_request(t, p["partitions"], p["replication_factor"], {}, {}), "topics"
+    )
     answer = out["answer"]
     if not isinstance(answer, list) or not answer or answer[0]["error"] != 0:
         return out

@@ -58,11 +58,12 @@ def settle_window_s() -> float:
 
 def _activity(dc: DiffCluster) -> tuple[int, ...]:
     journal = dc.cluster.journal
-    answered = sum(r.error_code is not None or r.decode_error is not None for r in journal.requests()) if journal else 0
-    zk = tuple(
-        sum(1 for r in j.records() if not _is_ping(r))
-        for j in dc.cluster.zk_journals.values()
+    answered = (
+        sum(r.error_code is not None or r.decode_error is not None for r in journal.requests())
+        if journal
+        else 0
     )
+    zk = tuple(sum(1 for r in j.records() if not _is_ping(r)) for j in dc.cluster.zk_journals.values())
     return (len(dc.cluster.history()), journal.mark() if journal else 0, answered, *zk)
 
 
@@ -71,13 +72,21 @@ def _is_ping(r: ZkRecord) -> bool:
 
 
 def _unanswered(dc: DiffCluster) -> list[str]:
+    """The controller's requests to the running brokers' current incarnations that wait for an
+    answer (a request to an earlier registration, or from a former controller, may never get one:
+    its connection was closed when the broker or the controller went away)."""
     journal = dc.cluster.journal
     if journal is None:
         return []
+    epochs = {b: dc.cluster.broker_epoch(b) for b in dc.up()}
     return [
         f"{r.api} {r.source}->{r.dest}"
         for r in journal.requests()
-        if r.error_code is None and r.decode_error is None and dc.running(r.dest) and dc.running(r.source)
+        if r.error_code is None
+        and r.decode_error is None
+        and r.source == dc.expected_controller
+        and r.dest in epochs
+        and r.broker_epoch in (epochs[r.dest], None)
     ]
 
 
@@ -104,7 +113,9 @@ def _pending_isr_writes(records: Iterable[TxnRecord], dc: DiffCluster) -> set[st
             m = STATE.match(op.path or "")
             if m and op.op == "setData" and not fenced and not r.failed:
                 pending.setdefault(r.session_id, set()).add(f"{m.group(1)}-{m.group(2)}")
-            elif (op.path or "").startswith("/isr_change_notification/isr_change_") and op.op.startswith("create"):
+            elif (op.path or "").startswith("/isr_change_notification/isr_change_") and op.op.startswith(
+                "create"
+            ):
                 body = json.loads(op.data or b"{}")
                 pending.setdefault(r.session_id, set()).difference_update(
                     f"{x['topic']}-{x['partition']}" for x in body.get("partitions", [])
@@ -113,7 +124,7 @@ def _pending_isr_writes(records: Iterable[TxnRecord], dc: DiffCluster) -> set[st
 
 
 def _notifications(dc: DiffCluster) -> list[str]:
-    zk, problems = dc.cluster.zk, []
+    zk, problems = dc.cluster.zk, list[str]()
     if not dc.running(dc.expected_controller):
         return problems
     if zk.exists("/admin/preferred_replica_election"):
@@ -162,7 +173,11 @@ def _isr(dc: DiffCluster) -> list[str]:
             except (NoNodeError, ValueError, TypeError):
                 continue
             leader, epoch, tp = state.get("leader", -1), state.get("leader_epoch"), (topic, int(p))
-            if leader not in dc.state or not dc.running(leader) or _accepted(requests, leader, tp) != (leader, epoch):
+            if (
+                leader not in dc.state
+                or not dc.running(leader)
+                or _accepted(requests, leader, tp) != (leader, epoch)
+            ):
                 continue
             followers = {
                 r for r in replicas if r != leader and r in dc.state and dc.running(r)
@@ -177,7 +192,9 @@ def _rebalance(dc: DiffCluster) -> list[str]:
     c = dc.expected_controller
     if dc.scenario.nodes.get(c, {}).get("auto.leader.rebalance.enable") != "true" or not dc.running(c):
         return []
-    elected = [r for r in dc.cluster.history() if r.op == "multi" and any(o.path == "/controller" for o in r.ops)]
+    elected = [
+        r for r in dc.cluster.history() if r.op == "multi" and any(o.path == "/controller" for o in r.ops)
+    ]
     if not elected or time.time() * 1000 - elected[-1].time_ms > (FIRST_REBALANCE_S + 0.3) * 1000:
         return []
     return ["the first auto-rebalance check has not run yet"]

@@ -76,9 +76,13 @@ def _state(dc: DiffCluster, node: int, target: str) -> crafted.PartitionSpec | N
     )
 
 
-def _request(dc: DiffCluster, p: Params, spec: crafted.PartitionSpec, cid: int, cepoch: int, bepoch: int) -> Any:
+def _request(
+    dc: DiffCluster, p: Params, spec: crafted.PartitionSpec, *, cid: int, cepoch: int, bepoch: int
+) -> Any:
     node, api = p["node"], p["api"]
-    spec = crafted.PartitionSpec(**{**spec.__dict__, "leader_epoch": spec.leader_epoch + _DELTA[p["leader_epoch"]]})
+    spec = crafted.PartitionSpec(
+        **{**spec.__dict__, "leader_epoch": spec.leader_epoch + _DELTA[p["leader_epoch"]]}
+    )
     endpoints = _endpoints(dc)
     if api == "LeaderAndIsr":
         leader = [
@@ -110,14 +114,16 @@ def _send(dc: DiffCluster, p: Params, spec: crafted.PartitionSpec) -> dict[str, 
     cepoch = int(dc.cluster.zk.get("/controller_epoch")[0]) + _DELTA[p["controller_epoch"]]
     czxid = int(dc.cluster.zk.exists(f"/brokers/ids/{node}").czxid)
     bepoch = -1 if p["broker_epoch"] == "none" else czxid + _DELTA[p["broker_epoch"]]
-    request = _request(dc, p, spec, cid, cepoch, bepoch)
+    request = _request(dc, p, spec, cid=cid, cepoch=cepoch, bepoch=bepoch)
     port = dc.cluster.bind_port(node, control_listener(cid))
     try:
         got = crafted.answer(crafted.send(("127.0.0.1", port), request))
     except OSError as exc:
         return {"answer": f"no answer: {type(exc).__name__}"}
-    name = lambda tp: "phantom" if tp[0] == f"probe-{node}" else f"{tp[0]}-{tp[1]}"  # noqa: E731
-    partitions = {name(tp): code for tp, code in sorted(got.partition_errors.items())}
+    partitions = {
+        "phantom" if tp[0] == f"probe-{node}" else f"{tp[0]}-{tp[1]}": code
+        for tp, code in sorted(got.partition_errors.items())
+    }
     accepted = got.error_code == 0 and all(c == 0 for c in partitions.values())
     if p["partition"] == "phantom" and accepted:
         if p["api"] == "LeaderAndIsr":
@@ -129,7 +135,9 @@ def _send(dc: DiffCluster, p: Params, spec: crafted.PartitionSpec) -> dict[str, 
 
 def probe(dc: DiffCluster, p: Params, _q: Callable[[], Any]) -> dict[str, Any]:
     spec = _state(dc, p["node"], p["partition"])
-    out: dict[str, Any] = {"answer": "no partition state: nothing sent"} if spec is None else _send(dc, p, spec)
+    out: dict[str, Any] = (
+        {"answer": "no partition state: nothing sent"} if spec is None else _send(dc, p, spec)
+    )
     if p["heal"]:
         node = p["node"]
         dc.cluster.kill(node)

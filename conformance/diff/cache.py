@@ -1,4 +1,4 @@
-"""Reference traces by (scenario, profile, kit version): cached, or shipped as golden traces (conformance ring).
+"""Reference traces by (scenario, profile, kit version): cached or shipped as golden (conformance ring).
 
 The reference's trace of a scenario depends only on the scenario, the behaviour profile and the
 kit: the reference's sources, the platform that starts and observes it, and this package (the
@@ -34,7 +34,11 @@ def kit_version() -> str:
     digest = hashlib.sha256()
     for top in HASHED:
         for path in sorted((REPO_ROOT / top).rglob("*")):
-            if path.suffix in (".py", ".toml") and "__pycache__" not in path.parts and "golden" not in path.parts:
+            if (
+                path.suffix in (".py", ".toml")
+                and "__pycache__" not in path.parts
+                and "golden" not in path.parts
+            ):
                 digest.update(path.relative_to(REPO_ROOT).as_posix().encode())
                 digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
@@ -48,7 +52,10 @@ def user_cache_dir() -> Path:
 class ReferenceCache:
     def __init__(self, profile: str, *, version: str | None = None, enabled: bool = True) -> None:
         self.profile, self.version, self.enabled = profile, version or kit_version(), enabled
-        golden = [GOLDEN_DIR, *(Path(p) for p in os.environ.get("KZK_DIFF_GOLDEN", "").split(os.pathsep) if p)]
+        golden = [
+            GOLDEN_DIR,
+            *(Path(p) for p in os.environ.get("KZK_DIFF_GOLDEN", "").split(os.pathsep) if p),
+        ]
         self.read_dirs = [d / self._sub for d in golden] + [user_cache_dir() / self._sub]
         self.write_dir = user_cache_dir() / self._sub
 

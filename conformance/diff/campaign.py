@@ -55,7 +55,9 @@ class ScenarioResult:
         if self.status == "diverges" and self.divergence:
             d = self.divergence
             where = "setup" if d["step"] == -1 else f"step {d['step']} ({d['op']})"
-            return f"{head}: DIVERGES at {where}: {d['component']} {d['location']} [{', '.join(d['ids'][:4])}]"
+            return (
+                f"{head}: DIVERGES at {where}: {d['component']} {d['location']} [{', '.join(d['ids'][:4])}]"
+            )
         return f"{head}: {self.status.upper()}: {self.reason}"
 
 
@@ -70,14 +72,18 @@ class Sides:
 
 
 class Campaign:
-    def __init__(self, sides: Sides, pool: Pool, cache: ReferenceCache, out: Path, say: Callable[[str], None]) -> None:
+    def __init__(
+        self, sides: Sides, pool: Pool, cache: ReferenceCache, out: Path, say: Callable[[str], None]
+    ) -> None:
         self.sides, self.pool, self.cache, self.out, self.say = sides, pool, cache, out, say
 
     def jobs(self, scenario: Scenario) -> tuple[Job | None, Job]:
         cached = self.cache.get(scenario.key())
         profile = self.sides.profile
         ref = None if cached else Job(scenario.to_json(), self.sides.reference, "process", profile=profile)
-        return ref, Job(scenario.to_json(), self.sides.target, self.sides.launcher, keep_evidence=True, profile=profile)
+        return ref, Job(
+            scenario.to_json(), self.sides.target, self.sides.launcher, keep_evidence=True, profile=profile
+        )
 
     def pair(self, scenarios: Sequence[Scenario]) -> list[tuple[dict[str, Any] | None, JobResult, str]]:
         """(reference trace or None, target result, reason the reference is missing) per scenario."""
@@ -103,7 +109,9 @@ class Campaign:
         self.cache.put(s.key(), result.trace)
         return result.trace, ""
 
-    def judge(self, s: Scenario, ref: dict[str, Any] | None, tgt: JobResult, reason: str) -> tuple[ScenarioResult, Comparison | None]:
+    def judge(
+        self, s: Scenario, ref: dict[str, Any] | None, tgt: JobResult, reason: str
+    ) -> tuple[ScenarioResult, Comparison | None]:
         res = ScenarioResult(s.name(), s.key(), "unknown", len(s.steps), tgt.wall_s)
         if ref is None:
             res.reason = reason
@@ -129,7 +137,9 @@ class Campaign:
         jobs = [(s, *self.jobs(s)) for s in scenarios]
         futures = [(s, self.pool.submit(r) if r else None, self.pool.submit(t)) for s, r, t in jobs]
         for i, (s, ref_f, tgt_f) in enumerate(futures, 1):
-            ref, reason = (self.cache.get(s.key()), "") if ref_f is None else self._reference(s, ref_f.result())
+            ref, reason = (
+                (self.cache.get(s.key()), "") if ref_f is None else self._reference(s, ref_f.result())
+            )
             tgt = tgt_f.result()
             res, comparison = self.judge(s, ref, tgt, reason)
             if res.status != "same":
@@ -146,7 +156,12 @@ class Campaign:
         return results
 
     def keep(
-        self, s: Scenario, ref: dict[str, Any] | None, tgt: JobResult, res: ScenarioResult, comparison: Comparison | None
+        self,
+        s: Scenario,
+        ref: dict[str, Any] | None,
+        tgt: JobResult,
+        res: ScenarioResult,
+        comparison: Comparison | None,
     ) -> Path:
         """The scenario's directory: scenario, both traces, the divergence side by side, evidence."""
         d = self.out / "scenarios" / s.name()
@@ -155,7 +170,9 @@ class Campaign:
         if ref is not None:
             (d / "reference-trace.json").write_text(json.dumps(ref, indent=1, default=str), encoding="utf-8")
         if tgt.trace is not None:
-            (d / "target-trace.json").write_text(json.dumps(tgt.trace, indent=1, default=str), encoding="utf-8")
+            (d / "target-trace.json").write_text(
+                json.dumps(tgt.trace, indent=1, default=str), encoding="utf-8"
+            )
         steps = [st.describe() for st in s.steps]
         text = render(comparison.divergence, steps) if comparison and comparison.divergence else res.line()
         (d / "divergence.txt").write_text(text + "\n", encoding="utf-8")

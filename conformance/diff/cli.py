@@ -1,4 +1,4 @@
-"""``python -m conformance diff``: differential conformance against the Kafka-exact reference (conformance ring).
+"""``python -m conformance diff``: differential conformance against the Kafka-exact reference (conformance).
 
 ::
 
@@ -96,8 +96,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--profile", default=catalogue.DEFAULT_PROFILE)
     p.add_argument("--replay", nargs="+", type=Path, default=[], help="scenario files to run instead")
     p.add_argument("--no-cache", action="store_true", help="run the reference even when its trace is cached")
-    p.add_argument("--shrink-budget-s", type=_seconds, default=300.0, help="per diverging scenario; 0: no shrinking")
-    p.add_argument("--out", type=Path, default=Path("results/diff"), help="report directory (default results/diff)")
+    p.add_argument(
+        "--shrink-budget-s", type=_seconds, default=300.0, help="per diverging scenario; 0: no shrinking"
+    )
+    p.add_argument(
+        "--out", type=Path, default=Path("results/diff"), help="report directory (default results/diff)"
+    )
     p.add_argument("--stop-at-first", action="store_true", help="stop at the first diverging scenario")
     return p.parse_args(list(argv))
 
@@ -152,9 +156,9 @@ def reap_stale_work_dirs() -> None:
     """Work dirs of diff runs whose owner (pid + start time in the name) is gone."""
     for path in Path(tempfile.gettempdir()).glob(f"{WORK_PREFIX}*"):
         parts = path.name[len(WORK_PREFIX) :].split("-")
-        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
-            if not is_same_process(int(parts[0]), int(parts[1])):
-                shutil.rmtree(path, ignore_errors=True)
+        owner = parts[:2] if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit() else None
+        if owner and not is_same_process(int(owner[0]), int(owner[1])):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _work_root() -> Path:
@@ -183,7 +187,7 @@ def run_differential(
         campaign = Campaign(sides, pool, cache, out, say)
         results = campaign.run(scenarios, stop_at_first=stop_at_first)
         if shrink_budget_s > 0:
-            _shrink_all(campaign, scenarios, results, workers, shrink_budget_s, say)
+            _shrink_all(campaign, scenarios, results, workers=workers, budget_s=shrink_budget_s, say=say)
     finally:
         pool.close()
         shutil.rmtree(root, ignore_errors=True)
@@ -196,6 +200,7 @@ def _shrink_all(
     campaign: Campaign,
     scenarios: Sequence[Scenario],
     results: list[ScenarioResult],
+    *,
     workers: int,
     budget_s: float,
     say: Callable[[str], None],
@@ -287,7 +292,10 @@ def _golden(args: argparse.Namespace, say: Callable[[str], None]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    say = lambda line: print(line, flush=True)  # noqa: E731
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
     try:
         if args.mode == "show":
             print(generate(args.seed, args.index, min_steps=args.min_steps, max_steps=args.max_steps).dumps())
@@ -303,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     sides = Sides(target, launcher, args.profile)
     cache = ReferenceCache(args.profile, enabled=not args.no_cache)
-    say(f"differential: {len(scenarios)} scenario(s) on {target.name} ({launcher}), kit {kit_version()}, -n {args.numprocesses}")
+    say(f"differential: {len(scenarios)} scenario(s) on {target.name} ({launcher}), kit {kit_version()}")
     report = run_differential(
         scenarios, sides, workers=args.numprocesses, out=args.out.resolve(), cache=cache,
         shrink_budget_s=args.shrink_budget_s, say=say, stop_at_first=args.stop_at_first,

@@ -1,4 +1,4 @@
-"""Compare a target's trace with the reference's: the first divergence and its behaviour IDs (conformance ring, pure).
+"""A target's trace against the reference's: the first divergence, its behaviour IDs (conformance, pure).
 
 Segments are compared in step order and, inside a segment, component by component: the step's
 own action and answers, the barrier's outcome, ZooKeeper writes (per path), ISR notifications,
@@ -138,7 +138,11 @@ def _requests(a: Mapping[str, Any], b: Mapping[str, Any]) -> Iterator[Diff]:
                 if u == v:
                     continue
                 api = (u or v or {}).get("api", "?")
-                key = f"{api}.{_first_field(u, v)}" if u and v and u.get("api") == v.get("api") else f"{api}.count"
+                key = (
+                    f"{api}.{_first_field(u, v)}"
+                    if u and v and u.get("api") == v.get("api")
+                    else f"{api}.count"
+                )
                 yield "requests", f"to broker {dest}, {tp}, request #{i + 1}", key, u or "none", v or "none"
                 break
         if x.get("brokers") != y.get("brokers"):
@@ -184,8 +188,8 @@ def compare(reference: Mapping[str, Any], target: Mapping[str, Any]) -> Comparis
     out = Comparison(None)
     segs_a, segs_b = reference.get("segments", []), target.get("segments", [])
     for a, b in zip(segs_a, segs_b, strict=False):
-        for component, location, key, ra, ta in _segment(a, b):
-            d = _make(a["step"], a["op"], component, location, key, ra, ta)
+        for diff in _segment(a, b):
+            d = _make(a["step"], a["op"], diff)
             if d.tolerated:
                 out.tolerated.append(d)
                 continue
@@ -194,9 +198,8 @@ def compare(reference: Mapping[str, Any], target: Mapping[str, Any]) -> Comparis
     if len(segs_a) != len(segs_b) or reference.get("status") != target.get("status"):
         longer = segs_a if len(segs_a) > len(segs_b) else segs_b
         seg = longer[min(len(segs_a), len(segs_b))] if len(segs_a) != len(segs_b) else longer[-1]
-        out.divergence = _make(
-            seg["step"], seg["op"], "status", "the run", "status", _status(reference), _status(target)
-        )
+        diff = ("status", "the run", "status", _status(reference), _status(target))
+        out.divergence = _make(seg["step"], seg["op"], diff)
     return out
 
 
@@ -205,7 +208,8 @@ def _status(trace: Mapping[str, Any]) -> str:
     return f"{status}: {trace['error']}" if trace.get("error") else status
 
 
-def _make(step: int, op: str, component: str, location: str, key: str, ra: Any, ta: Any) -> Divergence:
+def _make(step: int, op: str, diff: Diff) -> Divergence:
+    component, location, key, ra, ta = diff
     d = Divergence(step, op, component, location, key, ra, ta, ids_for(op, component, key))
     name = next((t.name for t in TOLERATED if t.applies(d)), None)
     return Divergence(step, op, component, location, key, ra, ta, d.ids, name)

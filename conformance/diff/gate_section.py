@@ -42,10 +42,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--diff-scenarios",
         type=_count,
         default=DEFAULT_DIFF_SCENARIOS,
-        help=f"generated differential scenarios after the checks (default {DEFAULT_DIFF_SCENARIOS}; 0 = none)",
+        help=f"differential scenarios after the checks (default {DEFAULT_DIFF_SCENARIOS}; 0 = none)",
     )
-    p.add_argument("--diff-seed", type=_count, default=DEFAULT_DIFF_SEED, help=f"their seed (default {DEFAULT_DIFF_SEED})")
-    p.add_argument("--diff-shrink-budget-s", type=float, default=300.0, help="shrinking per diverging scenario")
+    p.add_argument(
+        "--diff-seed",
+        type=_count,
+        default=DEFAULT_DIFF_SEED,
+        help=f"their seed (default {DEFAULT_DIFF_SEED})",
+    )
+    p.add_argument(
+        "--diff-shrink-budget-s", type=float, default=300.0, help="shrinking per diverging scenario"
+    )
 
 
 def run_section(
@@ -53,6 +60,7 @@ def run_section(
     target: Target,
     launcher: str,
     results_dir: Path,
+    *,
     workers: int,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any] | None:
@@ -103,8 +111,16 @@ def run_section(
             for r in report["results"]
             if r["status"] == "diverges"
         ],
-        "target_errors": [{"scenario": r["name"], "error": r["reason"]} for r in report["results"] if r["status"] == "target-error"],
-        "unknown": [{"scenario": r["name"], "reason": r["reason"]} for r in report["results"] if r["status"] == "unknown"],
+        "target_errors": [
+            {"scenario": r["name"], "error": r["reason"]}
+            for r in report["results"]
+            if r["status"] == "target-error"
+        ],
+        "unknown": [
+            {"scenario": r["name"], "reason": r["reason"]}
+            for r in report["results"]
+            if r["status"] == "unknown"
+        ],
         "tolerated": [t for r in report["results"] for t in r["tolerated"]],
     }
 
@@ -115,7 +131,9 @@ def why_not(section: dict[str, Any] | None) -> list[str]:
     c = section["counts"]
     out = []
     if c["diverges"]:
-        out.append(f"differential: {c['diverges']} of {section['scenarios']} scenarios diverge from Kafka 2.5.1")
+        out.append(
+            f"differential: {c['diverges']} of {section['scenarios']} scenarios diverge from Kafka 2.5.1"
+        )
     if c["target-error"]:
         out.append(f"differential: the target could not run {c['target-error']} scenarios (target error)")
     if c["unknown"]:

@@ -122,10 +122,13 @@ def _create_api(rng: random.Random, model: Model) -> Iterator[Step]:
     existing = _pick_topic(rng, model)
     topic = existing.name if existing and rng.random() < 0.1 else model.fresh_topic()
     if rng.random() < 0.1 and len(assignment) > 1:  # replication factors differ: invalid
-        assignment["0"] = assignment["0"][:1] + [b for b in sorted(model.nodes) if b not in assignment["0"]][:1]
+        assignment["0"] = (
+            assignment["0"][:1] + [b for b in sorted(model.nodes) if b not in assignment["0"]][:1]
+        )
     via = rng.choice(model.up())
     yield Step(
-        "create_topics_api", {"topic": topic, "via": via, "assignment": assignment, "config": _topic_config(rng)}
+        "create_topics_api",
+        {"topic": topic, "via": via, "assignment": assignment, "config": _topic_config(rng)},
     )
 
 
@@ -327,7 +330,9 @@ def _shrunk_isr_then_act(rng: random.Random, model: Model) -> Iterator[Step]:
     elif act == "preferred":
         yield Step("preferred_election", {"partitions": [f"{t.name}-{p}"]})
     elif act == "reassign":
-        yield Step("reassign", {"targets": {f"{t.name}-{p}": list(reversed(t.assignment[p]))}, "replace": False})
+        yield Step(
+            "reassign", {"targets": {f"{t.name}-{p}": list(reversed(t.assignment[p]))}, "replace": False}
+        )
     else:
         yield from _move(rng, model)
     yield Step("resume", {"node": follower})
@@ -339,8 +344,10 @@ def _reassign_inflight_move(rng: random.Random, model: Model) -> Iterator[Step]:
         return
     t, p = picked
     target = rng.choice(others)
-    yield Step("kill", {"node": target, "successor": None}) if rng.random() < 0.5 else Step(
-        "pause", {"node": target}
+    yield (
+        Step("kill", {"node": target, "successor": None})
+        if rng.random() < 0.5
+        else Step("pause", {"node": target})
     )
     current = [r for r in t.assignment[p] if r != target]
     yield Step("reassign", {"targets": {f"{t.name}-{p}": [target, *current][:3]}, "replace": False})
@@ -376,7 +383,9 @@ def _deletion_dead_replica(rng: random.Random, model: Model) -> Iterator[Step]:
     if picked is None:
         return
     t, p = picked
-    victims = [r for r in t.assignment[p] if r in model.nodes and model.state(r) == "up" and r != model.controller]
+    victims = [
+        r for r in t.assignment[p] if r in model.nodes and model.state(r) == "up" and r != model.controller
+    ]
     if not victims:
         return
     victim = rng.choice(victims)
@@ -400,15 +409,8 @@ def _unclean(rng: random.Random, model: Model) -> Iterator[Step]:
         yield Step("topic_config", {"topic": t.name, "config": conf})
 
 
-MOTIFS: dict[str, tuple[float, Motif]] = {
-    "shrunk_isr_then_act": (3, _shrunk_isr_then_act),
-    "reassign_inflight_move": (1.5, _reassign_inflight_move),
-    "reassign_target_back": (1.5, _reassign_target_back),
-    "two_deletions": (1.5, _two_deletions),
-    "deletion_dead_replica": (1.5, _deletion_dead_replica),
-    "unclean": (1.5, _unclean),
-    "single": (14, lambda rng, model: _single(rng, model)),
-}
+def _single_motif(rng: random.Random, model: Model) -> Iterator[Step]:
+    return _single(rng, model)
 
 
 def _single(rng: random.Random, model: Model) -> Iterator[Step]:
@@ -420,6 +422,17 @@ def _single(rng: random.Random, model: Model) -> Iterator[Step]:
 def _draw(rng: random.Random, model: Model, table: dict[str, tuple[float, Motif]]) -> Iterator[Step]:
     names = list(table)
     return table[rng.choices(names, weights=[table[n][0] for n in names])[0]][1](rng, model)
+
+
+MOTIFS: dict[str, tuple[float, Motif]] = {
+    "shrunk_isr_then_act": (3, _shrunk_isr_then_act),
+    "reassign_inflight_move": (1.5, _reassign_inflight_move),
+    "reassign_target_back": (1.5, _reassign_target_back),
+    "two_deletions": (1.5, _two_deletions),
+    "deletion_dead_replica": (1.5, _deletion_dead_replica),
+    "unclean": (1.5, _unclean),
+    "single": (14, _single_motif),
+}
 
 
 def _accept(model: Model, step: Step) -> bool:

@@ -37,7 +37,7 @@ __all__ = ["DIFF_PROFILE", "DiffCluster", "Mark", "TargetStartError"]
 #: by themselves (a kill closes the killed node's session at once, as its expiry would); the first
 #: auto-rebalance check stays Kafka's fixed 5 s after a failover and no later check follows.
 DIFF_PROFILE: dict[str, str] = {
-    "zookeeper.session.timeout.ms": "15000",
+    "zookeeper.session.timeout.ms": "45000",
     "leader.imbalance.check.interval.seconds": "3600",
     # a node waits while its link is held at start-up (see DiffCluster.start)
     "zookeeper.connection.timeout.ms": "60000",
@@ -72,7 +72,7 @@ class DiffCluster:
         self.scenario, self.target, self.zk_connect = scenario, target, zk_connect
         self.loop = GateLoop()
         self.gates: dict[int, LinkGate] = {}
-        self.state: dict[int, ProcState] = {b: "down" for b in scenario.broker_ids}
+        self.state: dict[int, ProcState] = dict.fromkeys(scenario.broker_ids, "down")
         self.expected_controller = scenario.first_controller
         #: per node: the leader epoch of its phantom partition as the node last accepted it
         self.phantom_epoch: dict[int, int] = {}
@@ -157,6 +157,7 @@ class DiffCluster:
 
     def wait_controller(self, broker_id: int, not_czxid: int | None, deadline_s: float = 30.0) -> bool:
         """Wait until ``broker_id`` holds a ``/controller`` other than the one created at ``not_czxid``."""
+
         def elected() -> bool:
             stat = self.controller_stat()
             if stat is None:
@@ -214,7 +215,7 @@ class DiffCluster:
                     children = kids.get(timeout=10)
                 except NoNodeError:
                     continue
-                if path != "/" and path != "/zookeeper":
+                if path not in {"/", "/zookeeper"}:
                     out[path] = (data, int(stat.version), int(stat.ephemeralOwner))
                 if path != "/zookeeper":
                     level += [f"{path.rstrip('/')}/{c}" for c in sorted(children)]
@@ -226,7 +227,9 @@ class DiffCluster:
         for b in self.up():
             try:
                 host, port = self.cluster.endpoint(b)
-                out[str(b)] = send_request(host, port, MetadataRequest(topics=None, allow_auto_topic_creation=False), 5.0)
+                out[str(b)] = send_request(
+                    host, port, MetadataRequest(topics=None, allow_auto_topic_creation=False), 5.0
+                )
             except (OSError, RuntimeError, ValueError) as exc:
                 out[str(b)] = f"no answer: {type(exc).__name__}"
         return out

@@ -66,25 +66,36 @@ def mutant_target(tree: Path, name: str) -> Path:
 
 
 def run_diff(
-    target_file: Path, out: Path, *, scenarios: int, seed: int, workers: int, timeout_s: float, shrink_budget_s: float
+    target_file: Path,
+    out: Path,
+    *,
+    scenarios: int,
+    seed: int,
+    workers: int,
+    timeout_s: float,
+    shrink_budget_s: float,
 ) -> DiffKill:
     """``python -m conformance diff`` against the mutant, from the working tree; its verdict."""
     began = time.monotonic()
     cmd = [
-        sys.executable, "-m", "conformance", "diff", "--target", str(target_file), "--scenarios", str(scenarios),
-        "--seed", str(seed), "-n", str(workers), "--out", str(out), "--stop-at-first",
-        "--shrink-budget-s", str(shrink_budget_s),
+        sys.executable, "-m", "conformance", "diff", "--target", str(target_file),
+        "--scenarios", str(scenarios), "--seed", str(seed), "-n", str(workers), "--out", str(out),
+        "--stop-at-first", "--shrink-budget-s", str(shrink_budget_s),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "KZK_LAUNCHER": "process"}
     out.mkdir(parents=True, exist_ok=True)
     with (out / "diff.log").open("wb") as log:
-        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait()
-            return DiffKill("timeout", f"the differential run exceeded {timeout_s:.0f} s", time.monotonic() - began)
+            return DiffKill(
+                "timeout", f"the differential run exceeded {timeout_s:.0f} s", time.monotonic() - began
+            )
     return _verdict(out / "diff-report.json", time.monotonic() - began)
 
 
@@ -99,7 +110,14 @@ def _verdict(report_path: Path, wall_s: float) -> DiffKill:
             d = r.get("divergence") or {}
             detail = f"{r['name']}: {d.get('signature') or r['reason']}"
             return DiffKill(
-                "killed", detail, wall_s, len(results), r["name"], d.get("signature"), tuple(d.get("ids", [])), r.get("repro")
+                "killed",
+                detail,
+                wall_s,
+                len(results),
+                r["name"],
+                d.get("signature"),
+                tuple(d.get("ids", [])),
+                r.get("repro"),
             )
     unknown = [r for r in results if r["status"] == "unknown"]
     if unknown or not results:

@@ -78,7 +78,7 @@ RULES: tuple[Rule, ...] = (
         "sessions",
         "ZooKeeper session ids are replaced by the node (or the harness) that owns them",
         "session ids are assigned by the server",
-        "ZooKeeper SessionTrackerImpl (ids from a counter seeded by time)",
+        "ZooKeeper SessionTrackerImpl.initializeNextSessionId@release-3.8.0 (seeded from the clock)",
     ),
     Rule(
         "ISR as a set",
@@ -87,15 +87,15 @@ RULES: tuple[Rule, ...] = (
         "Kafka keeps the ISR in a Set[Int]; its written order is the set's iteration order"
         " (insertion order up to 4 members, hash order above) and followers join in the order their"
         " fetches catch up; elections iterate the assignment, never the ISR",
-        "Partition.scala@2.5.1 (inSyncReplicaIds: Set[Int], expandIsr/shrinkIsr);"
-        " Election.scala@2.5.1 (leader = assignment.find(...))",
+        "Partition.scala@2.5.1 L212 (inSyncReplicaIds = Set.empty[Int]), L1180-1190 (expandIsr/shrinkIsr"
+        " take a Set); Election.scala@2.5.1 (the leader is assignment.find(...))",
     ),
     Rule(
         "ISR joins",
         "a run of consecutive ISR expansions one leader writes to one state znode (same leader and"
         " leader epoch) is compared by its number of writes and its final value",
         "which of two followers that start fetching together joins first is decided by fetch timing",
-        "Partition.maybeExpandIsr@2.5.1 (one write per follower, on the fetch that catches up)",
+        "Partition.scala@2.5.1 L679 maybeExpandIsr (one write per follower, on the fetch that catches up)",
     ),
     Rule(
         "ISR-change notifications",
@@ -113,6 +113,32 @@ RULES: tuple[Rule, ...] = (
         "how many ISR-change notifications a change is split into (above) decides how many"
         " UpdateMetadata requests carry its intermediate states; the last one is what the broker keeps",
         "KafkaController.processIsrChangeNotification@2.5.1 L1665-1684",
+    ),
+    Rule(
+        "live-broker lists",
+        "the live-broker list of UpdateMetadata requests is compared as the sequence of its changes"
+        " at each broker (a request that repeats the list last told adds nothing)",
+        "every UpdateMetadata carries the full list, and how many UpdateMetadata an ISR change"
+        " causes is timing (above)",
+        "ControllerChannelManager.scala@2.5.1 L406-438 (addUpdateMetadataRequestForBrokers)",
+    ),
+    Rule(
+        "relative zkVersions",
+        "a partition state znode's data version (its writes, the tree, the zk_version of controller"
+        " requests) is compared as the number of its writes since the step began",
+        "the absolute value counts the writes of earlier steps, compared there one by one; a resumed"
+        " leader's ISR race (below) may add two of them",
+        "ReplicationUtils.scala@2.5.1 (conditional updates at the cached zkVersion)",
+    ),
+    Rule(
+        "a resumed leader's ISR race",
+        "in the step that resumes a paused node, a partition it leads whose state ends as it began"
+        " is compared by that end state: its ISR writes by the node, their notification and the"
+        " UpdateMetadata they cause are not compared",
+        "after the pause the node's ISR-expiry timer and the follower's queued fetch are served in"
+        " either order: the ISR shrinks and re-expands, or does not change",
+        "ReplicaManager.scala@2.5.1 (isr-expiration every replica.lag.time.max.ms / 2);"
+        " Partition.scala@2.5.1 L679 maybeExpandIsr",
     ),
     Rule(
         "request batching",
@@ -140,17 +166,20 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "automatic placement",
-        "for a topic created with automatic placement, its assignment is checked against the"
-        " rack-unaware rule (some start index and shift reproduce it exactly) and every broker id"
-        " of its partitions is replaced by the replica's position in the partition's assignment",
-        "the start index and the replica shift are random",
-        "AdminUtils.assignReplicasToBrokersRackUnaware@2.5.1 (rand.nextInt(brokerArray.length))",
+        "a topic created with automatic placement is checked against the rack-unaware rule (some order"
+        " of the live brokers and some replica shift reproduce its assignment exactly), then deleted in"
+        " the same step; every broker id of its partitions is replaced by the replica's position in the"
+        " partition's assignment",
+        "the start index and the replica shift are random, and the broker order is the metadata"
+        " cache's LongMap iteration order",
+        "AdminUtils.scala@2.5.1 L125-146 (rand.nextInt); AdminManager.scala@2.5.1 L90;"
+        " MetadataCache.scala@2.5.1 L190-191",
     ),
     Rule(
         "exit codes",
         "the exit code of a node stopped with SIGTERM is not compared (only that it exited)",
-        "a JVM ends with 143 after its shutdown hooks, a Python node with 0",
-        "Kafka.scala@2.5.1 (shutdown hook; Exit.exit only on startup failure)",
+        "a JVM stopped by SIGTERM ends with 143 once its shutdown hook ran, a Python node with 0",
+        "Kafka.scala@2.5.1 L80 (the kafka-shutdown-hook)",
     ),
 )
 
@@ -270,8 +299,10 @@ def zk_view(records: Sequence[TxnRecord], actors: Actors) -> dict[str, Any]:
             closed.setdefault(actor, []).append(sorted(r.closed_paths or ()))
             continue
         if r.failed:
-            key = "multi[" + ",".join(error_name(c) for c in r.error_codes) + "]" if r.op == "multi" else error_name(
-                r.error or 0
+            key = (
+                "multi[" + ",".join(error_name(c) for c in r.error_codes) + "]"
+                if r.op == "multi"
+                else error_name(r.error or 0)
             )
             failed.setdefault(actor, {}).setdefault(key, 0)
             failed[actor][key] += 1
@@ -299,7 +330,7 @@ def zk_view(records: Sequence[TxnRecord], actors: Actors) -> dict[str, Any]:
         "writes": {p: writes[p] for p in sorted(writes)},
         "isr_notified": {a: sorted(v) for a, v in sorted(notified.items())},
         "failed": {a: dict(sorted(v.items())) for a, v in sorted(failed.items())},
-        "closed": {a: v for a, v in sorted(closed.items())},
+        "closed": dict(sorted(closed.items())),
     }
 
 
@@ -353,8 +384,12 @@ def _brokers(r: ControllerRequest) -> list[Any]:
     return sorted(out, key=lambda x: int(x[0]))
 
 
-def requests_view(requests: Sequence[ControllerRequest], labels: Mapping[int, str]) -> dict[str, Any]:
-    """Per destination broker: per-partition request entries and the live-broker lists told."""
+def requests_view(
+    requests: Sequence[ControllerRequest], labels: Mapping[int, str], told: dict[int, Any] | None = None
+) -> dict[str, Any]:
+    """Per destination broker: per-partition request entries, and every change of the live-broker
+    list it is told (``told``: the last list each broker was told before these requests; updated)."""
+    told = {} if told is None else told
     out: dict[int, dict[str, Any]] = {}
     for r in requests:
         dest = out.setdefault(r.dest, {"partitions": {}, "brokers": [], "undecodable": 0})
@@ -362,9 +397,10 @@ def requests_view(requests: Sequence[ControllerRequest], labels: Mapping[int, st
             dest["undecodable"] += 1
             continue
         if r.api == "UpdateMetadata":
-            told = _brokers(r)
-            if not dest["brokers"] or dest["brokers"][-1] != told:
-                dest["brokers"].append(told)
+            brokers = _brokers(r)
+            if told.get(r.dest) != brokers:
+                dest["brokers"].append(brokers)
+                told[r.dest] = brokers
         for e in r.partitions:
             seq = dest["partitions"].setdefault(f"{e.topic}-{e.partition}", [])
             entry = _entry(r, e, labels)

@@ -61,7 +61,7 @@ def _init(root: str) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     _WORKER.work = Path(tempfile.mkdtemp(prefix=f"w{os.getpid()}-", dir=root))
     zk = ZooKeeperServer(
-        name=f"diff-{os.getpid()}", tick_time_ms=500, max_session_timeout_ms=30000, snap_count=20000
+        name=f"diff-{os.getpid()}", tick_time_ms=500, max_session_timeout_ms=60000, snap_count=20000
     )
     zk.start()
     _WORKER.zk = zk
@@ -85,7 +85,9 @@ def _run(job: Job) -> JobResult:
             keep_evidence=job.keep_evidence,
             profile=job.profile,
         )
-        return JobResult(result.trace(scenario, job.target.name), result.wall_s, result.timings, result.evidence)
+        return JobResult(
+            result.trace(scenario, job.target.name), result.wall_s, result.timings, result.evidence
+        )
     except Exception:
         return JobResult(None, error=traceback.format_exc(limit=8))
 
@@ -104,7 +106,9 @@ class Pool:
     def submit(self, job: Job) -> Future[JobResult]:
         return self._executor.submit(_run, job)
 
-    def traces(self, jobs: Iterable[Job], on_done: Callable[[int, JobResult], None] | None = None) -> list[JobResult]:
+    def traces(
+        self, jobs: Iterable[Job], on_done: Callable[[int, JobResult], None] | None = None
+    ) -> list[JobResult]:
         futures = [self.submit(j) for j in jobs]
         out = []
         for i, f in enumerate(futures):

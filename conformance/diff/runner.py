@@ -13,6 +13,7 @@ to a paused broker) are in. A node that will not start is a :class:`RunResult` w
 from __future__ import annotations
 
 import contextlib
+import copy
 import shutil
 import time
 import uuid
@@ -25,6 +26,7 @@ from conformance.diff import actions
 from conformance.diff.barrier import quiesce
 from conformance.diff.live import DiffCluster, Mark, TargetStartError
 from conformance.diff.normalise import broker_epoch_labels, requests_view, zk_view
+from conformance.diff.relative import relative_versions, resumed_leader_race
 from conformance.diff.scenario import Scenario
 from conformance.diff.views import metadata_view, relabel_topic, tree_view
 from harness.launcher import Launcher
@@ -90,7 +92,7 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
     records = dc.cluster.history()
     requests = dc.cluster.journal.requests() if dc.cluster.journal else []
     labels, actors = broker_epoch_labels(records), dc.actors()
-    out, before = [], start
+    out, before, told, tree_before = [], start, dict[int, Any](), dict[str, Any]()
     for i, s in enumerate(steps):
         window = [r for r in requests if before.requests <= r.seq < s.end.requests]
         segment: dict[str, Any] = {
@@ -99,13 +101,19 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
             "action": s.action,
             "barrier": s.barrier,
             "zk": zk_view(records[before.records : s.end.records], actors),
-            "requests": requests_view(window, labels),
+            "requests": requests_view(window, labels, told),
             "tree": s.tree,
             "metadata": s.metadata,
         }
         if i - 1 in dc.auto_placed:
             topic, assignment = dc.auto_placed[i - 1]
             relabel_topic(segment, topic, assignment)
+        absolute = copy.deepcopy(s.tree)  # where the next step starts, before the rules below
+        step = dc.scenario.steps[i - 1] if i > 0 else None
+        if step is not None and step.op in ("resume", "expire_session"):
+            resumed_leader_race(segment, tree_before, step.params["node"])
+        relative_versions(segment, tree_before)
+        tree_before = absolute
         out.append(segment)
         before = s.end
     return out

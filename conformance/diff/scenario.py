@@ -76,13 +76,19 @@ class Scenario:
     def dumps(self) -> str:
         """The scenario file: one line per node and per step, so a repro reads like a script."""
         data = self.to_json()
-        compact = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
+
+        def compact(value: Any) -> str:
+            return json.dumps(value, separators=(", ", ": "))
+
         lines = ["{", f' "format": {compact(data["format"])},']
         if "origin" in data:
             lines.append(f' "origin": {compact(data["origin"])},')
         lines.append(' "nodes": {')
         nodes = list(data["nodes"].items())
-        lines += [f"  {compact(k)}: {compact(v)}{',' if i < len(nodes) - 1 else ''}" for i, (k, v) in enumerate(nodes)]
+        lines += [
+            f"  {compact(k)}: {compact(v)}{',' if i < len(nodes) - 1 else ''}"
+            for i, (k, v) in enumerate(nodes)
+        ]
         lines += [" },", f' "first_controller": {data["first_controller"]},', ' "steps": [']
         steps = data["steps"]
         lines += [f"  {compact(st)}{',' if i < len(steps) - 1 else ''}" for i, st in enumerate(steps)]
@@ -117,7 +123,7 @@ class Scenario:
             nodes=_nodes(data.get("nodes"), where),
             first_controller=_int(data.get("first_controller"), f"{where}: first_controller"),
             steps=_steps(data.get("steps"), where),
-            origin=data.get("origin") if isinstance(data.get("origin"), dict) else {},
+            origin=dict(data["origin"]) if isinstance(data.get("origin"), dict) else {},
         )
         if scenario.first_controller not in scenario.nodes:
             raise ScenarioError(f"{where}: first_controller {scenario.first_controller} is not a node")

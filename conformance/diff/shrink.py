@@ -98,7 +98,9 @@ def _without_topic(s: Scenario, topic: str) -> Json:
     data = copy.deepcopy(s.to_json())
     steps = []
     for step in data["steps"]:
-        if step.get("topic") == topic or (step.get("partition") not in (None, "phantom") and _topic_of(step["partition"]) == topic):
+        if step.get("topic") == topic or (
+            step.get("partition") not in (None, "phantom") and _topic_of(step["partition"]) == topic
+        ):
             continue
         if "topics" in step:
             step["topics"] = [t for t in step["topics"] if t != topic]
@@ -153,7 +155,9 @@ def candidates(s: Scenario, diverging_step: int) -> Iterator[Json]:
     yield from _chunks(s)
     for b in s.broker_ids:
         yield _without_node(s, b)
-    topics = sorted({st.params["topic"] for st in s.steps if st.op in ("create_topic_zk", "create_topics_api")})
+    topics = sorted(
+        {st.params["topic"] for st in s.steps if st.op in ("create_topic_zk", "create_topics_api")}
+    )
     for t in topics:
         yield _without_topic(s, t)
     for t in topics:
@@ -164,7 +168,9 @@ def candidates(s: Scenario, diverging_step: int) -> Iterator[Json]:
 
 
 class Shrinker:
-    def __init__(self, campaign: Campaign, *, budget_s: float, parallel: int, say: Callable[[str], None]) -> None:
+    def __init__(
+        self, campaign: Campaign, *, budget_s: float, parallel: int, say: Callable[[str], None]
+    ) -> None:
         self.campaign, self.budget_s, self.parallel, self.say = campaign, budget_s, max(1, parallel), say
         self.runs = 0
 

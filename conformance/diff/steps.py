@@ -54,7 +54,7 @@ def _ids(raw: Any) -> bool:
     return isinstance(raw, list) and all(isinstance(b, int) and not isinstance(b, bool) for b in raw)
 
 
-def _type_problem(kind: str, raw: Any) -> str | None:  # noqa: PLR0911 - one branch per type
+def _type_problem(kind: str, raw: Any) -> str | None:
     if "|" in kind:
         return None if raw in kind.split("|") else f"must be one of {kind.split('|')}"
     if kind == "node":
@@ -66,13 +66,17 @@ def _type_problem(kind: str, raw: Any) -> str | None:  # noqa: PLR0911 - one bra
     if kind == "topic":
         return None if isinstance(raw, str) and _TOPIC.match(raw) else "must be a topic name"
     if kind == "topics":
-        ok = isinstance(raw, list) and raw and all(isinstance(t, str) and _TOPIC.match(t) for t in raw)
+        ok = isinstance(raw, list) and bool(raw) and all(isinstance(t, str) and _TOPIC.match(t) for t in raw)
         return None if ok else "must be a non-empty list of topic names"
     if kind == "assignment":
-        ok = isinstance(raw, dict) and raw and all(str(p).isdigit() and _ids(r) for p, r in raw.items())
+        ok = isinstance(raw, dict) and bool(raw) and all(str(p).isdigit() and _ids(r) for p, r in raw.items())
         return None if ok else 'must be {"<partition>": [broker ids]}'
     if kind == "targets":
-        ok = isinstance(raw, dict) and raw and all(_TP.match(str(tp)) and _ids(r) for tp, r in raw.items())
+        ok = (
+            isinstance(raw, dict)
+            and bool(raw)
+            and all(_TP.match(str(tp)) and _ids(r) for tp, r in raw.items())
+        )
         return None if ok else 'must be {"<topic>-<partition>": [broker ids]}'
     if kind == "partitions":
         ok = isinstance(raw, list) and all(isinstance(tp, str) and _TP.match(tp) for tp in raw)
@@ -323,7 +327,7 @@ KINDS: dict[str, StepKind] = {
             "/admin/reassign_partitions created with `targets` (replace: the existing znode is deleted"
             " by hand first, which Kafka's creation-only watch does not see)",
             {"targets": "targets", "replace": "bool"},
-            tuple(f"REASSIGN-{i}" for i in range(1, 16)) + ("LISTEN-3",),
+            (*(f"REASSIGN-{i}" for i in range(1, 16)), "LISTEN-3"),
             lambda m, p: _replicas_known(m, list(p["targets"].values())),
             _reassign,
         ),

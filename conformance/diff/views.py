@@ -1,4 +1,4 @@
-"""Step-end snapshots as compared, and the relabelling of automatically placed topics (conformance ring, pure).
+"""Step-end snapshots as compared; relabelling of automatically placed topics (conformance ring, pure).
 
 - :func:`tree_view`: every znode of the scenario's chroot at the end of a step — data as
   :func:`~conformance.diff.normalise.mask_data` leaves it, data version, ephemeral owner (an
@@ -53,7 +53,11 @@ def metadata_view(response: Any) -> dict[str, Any]:
             }
             for p in sorted(t.partitions, key=lambda p: int(p.partition_index))
         }
-        topics[str(t.name)] = {"error": int(t.error_code), "internal": bool(t.is_internal), "partitions": parts}
+        topics[str(t.name)] = {
+            "error": int(t.error_code),
+            "internal": bool(t.is_internal),
+            "partitions": parts,
+        }
     return {
         "controller": int(response.controller_id),
         "brokers": sorted([int(b.node_id), b.rack] for b in response.brokers),
@@ -64,7 +68,9 @@ def metadata_view(response: Any) -> dict[str, Any]:
 # --- automatic placement -------------------------------------------------------------------------
 
 
-def _rack_unaware(brokers: Sequence[int], partitions: int, rf: int, start: int, shift: int) -> dict[int, list[int]]:
+def _rack_unaware(
+    brokers: Sequence[int], partitions: int, rf: int, start: int, shift: int
+) -> dict[int, list[int]]:
     """AdminUtils.assignReplicasToBrokersRackUnaware@2.5.1 with a fixed start index and shift."""
     n = len(brokers)
     out: dict[int, list[int]] = {}
@@ -112,9 +118,11 @@ def _relabel_state(value: Any, replicas: Sequence[int]) -> Any:
             out[key] = _label(replicas, out[key])
     for key in ("isr", "replicas", "offline", "adding", "removing"):
         if isinstance(out.get(key), list):
-            out[key] = sorted(_label(replicas, b) for b in out[key]) if key != "replicas" else [
-                _label(replicas, b) for b in out[key]
-            ]
+            out[key] = (
+                sorted(_label(replicas, b) for b in out[key])
+                if key != "replicas"
+                else [_label(replicas, b) for b in out[key]]
+            )
     return out
 
 
@@ -126,7 +134,10 @@ def relabel_topic(segment: dict[str, Any], topic: str, assignment: Mapping[int, 
         part = _partition_of(path)
         for w in writes[path]:
             if path == prefix and isinstance(w.get("data"), dict):
-                w["data"] = {**w["data"], "partitions": {p: len(r) for p, r in w["data"].get("partitions", {}).items()}}
+                w["data"] = {
+                    **w["data"],
+                    "partitions": {p: len(r) for p, r in w["data"].get("partitions", {}).items()},
+                }
             elif part is not None:
                 w["data"] = _relabel_state(w.get("data"), assignment.get(part, ()))
     moved: dict[str, dict[str, list[Any]]] = {}
@@ -139,7 +150,9 @@ def relabel_topic(segment: dict[str, Any], topic: str, assignment: Mapping[int, 
             bucket = moved.setdefault(f"{tp}@{label}", {})
             bucket[key] = [*bucket.get(key, []), 1]
     segment["requests"]["auto-placed"] = {
-        "partitions": {k: sorted([json.loads(e), len(n)] for e, n in v.items()) for k, v in sorted(moved.items())}
+        "partitions": {
+            k: sorted([json.loads(e), len(n)] for e, n in v.items()) for k, v in sorted(moved.items())
+        }
     }
 
 

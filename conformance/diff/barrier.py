@@ -26,6 +26,7 @@ part of the segment: a target whose controller never finishes diverges right the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -44,6 +45,8 @@ __all__ = ["quiesce", "settle_window_s"]
 
 STATE = re.compile(r"^/brokers/topics/([^/]+)/partitions/(\d+)/state$")
 FIRST_REBALANCE_S = 5.0
+#: the first check is scheduled at the end of the failover, not at the election: allow for it
+FAILOVER_S = 2.5
 POLL_S = 0.1
 
 
@@ -188,6 +191,17 @@ def _isr(dc: DiffCluster) -> list[str]:
     return problems
 
 
+def isr_settled(dc: DiffCluster, deadline_s: float = 30.0) -> bool:
+    """Wait until every ISR has converged (outcome 5 only): e.g. a killed node dropped by its leaders."""
+    give_up = time.monotonic() + dc.deadline(deadline_s)
+    while time.monotonic() < give_up:
+        with contextlib.suppress(Exception):  # a znode mid-write: look again
+            if not _isr(dc):
+                return True
+        time.sleep(POLL_S)
+    return False
+
+
 def _rebalance(dc: DiffCluster) -> list[str]:
     c = dc.expected_controller
     if dc.scenario.nodes.get(c, {}).get("auto.leader.rebalance.enable") != "true" or not dc.running(c):
@@ -195,7 +209,7 @@ def _rebalance(dc: DiffCluster) -> list[str]:
     elected = [
         r for r in dc.cluster.history() if r.op == "multi" and any(o.path == "/controller" for o in r.ops)
     ]
-    if not elected or time.time() * 1000 - elected[-1].time_ms > (FIRST_REBALANCE_S + 0.3) * 1000:
+    if not elected or time.time() * 1000 - elected[-1].time_ms > (FIRST_REBALANCE_S + FAILOVER_S) * 1000:
         return []
     return ["the first auto-rebalance check has not run yet"]
 

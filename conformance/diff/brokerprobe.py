@@ -133,15 +133,18 @@ def _send(dc: DiffCluster, p: Params, spec: crafted.PartitionSpec) -> dict[str, 
     return {"answer": {"error": got.error_code, "partitions": partitions}}
 
 
-def probe(dc: DiffCluster, p: Params, _q: Callable[[], Any]) -> dict[str, Any]:
+def probe(dc: DiffCluster, p: Params, quiesce: Callable[[], Any]) -> dict[str, Any]:
     spec = _state(dc, p["node"], p["partition"])
     out: dict[str, Any] = (
         {"answer": "no partition state: nothing sent"} if spec is None else _send(dc, p, spec)
     )
-    if p["heal"]:
+    if p["heal"]:  # a failure, then (once the cluster has reacted) a startup: two BrokerChanges
         node = p["node"]
         dc.cluster.kill(node)
+        dc.state[node] = "down"
         dc.close_session_of(node)
+        out["while_down"] = quiesce()
+        dc.state[node] = "up"
         dc.cluster.start([node], wait=False)
         dc.wait_registered([node])
         dc.phantom_epoch.pop(node, None)  # the phantom's log survives the restart, its epoch does not matter

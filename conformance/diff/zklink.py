@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import struct
 import threading
 from collections.abc import Coroutine
@@ -25,6 +26,10 @@ from typing import Any
 from kazoo.client import KazooClient
 
 __all__ = ["GateLoop", "LinkGate", "close_session"]
+
+#: kazoo warns "Session has expired" when the session is gone already, which is an answer here
+_QUIET = logging.getLogger("kzk.diff.close_session")
+_QUIET.setLevel(logging.ERROR)
 
 
 class GateLoop:
@@ -142,7 +147,7 @@ class LinkGate:
 
 def close_session(zk_connect: str, session: tuple[int, bytes], timeout_s: float = 10.0) -> bool:
     """End ``session`` now (attach to it, then close it): True if it was still alive."""
-    client = KazooClient(hosts=zk_connect, client_id=session, timeout=timeout_s)
+    client = KazooClient(hosts=zk_connect, client_id=session, timeout=timeout_s, logger=_QUIET)
     try:
         client.start(timeout=timeout_s)
     except Exception:  # expired already, or unreachable: nothing to close

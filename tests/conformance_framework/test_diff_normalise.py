@@ -257,3 +257,11 @@ def test_a_changed_end_state_is_never_dropped() -> None:
     )
     assert resumed_leader_race(shrunk, start, 1) == []
     assert STATE in shrunk["zk"]["writes"]
+
+
+def test_the_readme_lists_every_normalisation_rule_as_the_code_has_it() -> None:
+    from cluster.targets import REPO_ROOT  # noqa: PLC0415
+
+    readme = (REPO_ROOT / "conformance" / "README.md").read_text()
+    for rule in RULES:
+        assert f"| {rule.name} | {rule.what} | {rule.why} | {rule.source} |" in readme, rule.name

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,6 @@ from cluster.targets import Target
 from conformance.diff.scenario import Scenario
 from conformance.diff.zklink import GateLoop, LinkGate, close_session
 from harness.launcher import Launcher
-from harness.wait import ConditionTimeout, wait_for
 from probes.request_proxy import send_request
 
 __all__ = ["DIFF_PROFILE", "DiffCluster", "Mark", "TargetStartError"]
@@ -41,6 +41,10 @@ DIFF_PROFILE: dict[str, str] = {
     "leader.imbalance.check.interval.seconds": "3600",
     # a node waits while its link is held at start-up (see DiffCluster.start)
     "zookeeper.connection.timeout.ms": "60000",
+    # a leader drops a follower that stopped fetching only after the controller has reacted to its
+    # death, even a failover's on a loaded machine: otherwise who removes it from the ISR (the
+    # leader, without a leader-epoch bump, or the controller, with one) is a race Kafka leaves open
+    "replica.lag.time.max.ms": "4000",
 }
 ProcState = Literal["up", "down", "paused"]
 
@@ -138,11 +142,38 @@ class DiffCluster:
             for gate in self.gates.values():
                 gate.release()
 
+    def exited(self) -> str | None:
+        """Which running node's process has exited, with its code and last output (else None)."""
+        for b in self.up():
+            node = self.cluster.nodes[b]
+            code = node.proc.poll() if node.proc is not None else None
+            if code is not None:
+                tail = self.cluster.log_tail(b, "server", 5).strip().splitlines()[-3:]
+                return f"node {b} exited with {code}" + (
+                    f" (last output: {' | '.join(tail)})" if tail else ""
+                )
+        return None
+
+    def _wait(self, condition: Callable[[], bool], deadline_s: float, what: str) -> bool:
+        """Poll ``condition``; a node process that exits meanwhile is a :class:`TargetStartError`."""
+        give_up = time.monotonic() + self.deadline(deadline_s)
+        while time.monotonic() < give_up:
+            gone = self.exited()
+            if gone:
+                raise TargetStartError(f"{gone} while waiting for {what}")
+            with contextlib.suppress(Exception):  # a znode mid-write: look again
+                if condition():
+                    return True
+            time.sleep(0.05)
+        return False
+
     def wait_registered(self, ids: Iterable[int], deadline_s: float = 40.0) -> None:
-        try:
-            self.cluster.wait_registered(list(ids), self.deadline(deadline_s))
-        except (RuntimeError, ConditionTimeout) as exc:
-            raise TargetStartError(str(exc).splitlines()[0]) from exc
+        wanted = list(ids)
+        zk = self.cluster.zk
+        if not self._wait(
+            lambda: all(zk.exists(f"/brokers/ids/{b}") for b in wanted), deadline_s, f"{wanted} to register"
+        ):
+            raise TargetStartError(f"nodes {wanted} did not register within {deadline_s:.0f} s")
 
     def controller_stat(self) -> tuple[int, int] | None:
         """(broker id, czxid) of ``/controller``."""
@@ -160,19 +191,9 @@ class DiffCluster:
 
         def elected() -> bool:
             stat = self.controller_stat()
-            if stat is None:
-                for b in self.up():
-                    node = self.cluster.nodes[b]
-                    if node.proc is not None and node.proc.poll() is not None:
-                        raise TargetStartError(f"node {b} exited with {node.proc.poll()}")
-                return False
-            return stat[0] == broker_id and stat[1] != not_czxid
+            return stat is not None and stat[0] == broker_id and stat[1] != not_czxid
 
-        try:
-            wait_for(elected, self.deadline(deadline_s), f"/controller held by {broker_id}")
-        except ConditionTimeout:
-            return False
-        return True
+        return self._wait(elected, deadline_s, f"node {broker_id} to hold /controller")
 
     def close_session_of(self, bid: int) -> bool:
         session = self.gates[bid].session

@@ -13,6 +13,7 @@ or filed under another area is a discrepancy, so the catalogue cannot drift from
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tomllib
@@ -28,6 +29,7 @@ __all__ = [
     "CatalogueError",
     "by_id",
     "cross_check",
+    "digest",
     "ids_in_areas",
     "parse_spec_ids",
     "spec_dir",
@@ -89,6 +91,16 @@ def _load() -> tuple[tuple[str, ...], tuple[Behaviour, ...]]:
 
 
 AREAS, CATALOGUE = _load()
+
+
+def digest() -> str:
+    """SHA-256 of the catalogue as shipped (``index.toml`` and every area file, in index order):
+    a certificate pins it, so a certificate from another catalogue is told apart."""
+    h = hashlib.sha256()
+    for name in ("index.toml", *(f"{area}.toml" for area in AREAS)):
+        h.update(name.encode() + b"\0" + (AREAS_DIR / name).read_bytes() + b"\0")
+    return h.hexdigest()
+
 
 _BY_ID = {b.id: b for b in CATALOGUE}
 

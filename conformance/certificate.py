@@ -8,16 +8,25 @@ is false, every reason.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import os
 import socket
+import subprocess
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from cluster.targets import Target
+from conformance.attestation import load_private_key, provenance, sign_certificate
 from conformance.plugin import current_commit
+from harness.zookeeper import ZooKeeperHarnessError
+from harness.zookeeper.jars import find_zookeeper
 
-CERTIFICATE_VERSION = 2
+#: The signed form of ``certificate.json`` beside it (written when a signing key is given).
+SIGNED_NAME = "certificate.intoto.json"
+
+CERTIFICATE_VERSION = 3
 
 #: Written into every certificate, so a reader knows what ``conformant`` means.
 CONFORMANT_RULE = (
@@ -39,6 +48,7 @@ def build_certificate(
     why_not: list[str],
     table: dict[str, dict[str, Any]],
     other: list[dict[str, Any]],
+    provenance: dict[str, Any] | None = None,
     differential: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The certificate of one gate run; ``conformant`` iff ``why_not`` is empty."""
@@ -61,14 +71,84 @@ def build_certificate(
         "not_conformant_because": why_not,
         "verdicts": table,
         "other_tests": other,
+        "provenance": provenance,
     }
     if differential is not None:  # python -m conformance run --diff-scenarios N (conformance/diff)
         certificate["differential"] = differential
     return certificate
 
 
+def _image_id(name: str) -> str | None:
+    inspect = ["docker", "image", "inspect", "--format", "{{.Id}}", name]
+    out = subprocess.run(inspect, capture_output=True, text=True, check=False)
+    return out.stdout.strip() or None
+
+
+def node_image(target: Target, launcher: str) -> dict[str, Any] | None:
+    """Under the docker launcher, the node image the run used (name and image id); else ``None``."""
+    if launcher != "docker":
+        return None
+    from harness.containers import images  # noqa: PLC0415 - docker only
+
+    named = os.environ.get("KZK_NODE_IMAGE") or (target.container.image if target.container else "")
+    name = named or images.ensure_node_image().tag
+    out = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", name],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return {"name": name, "id": out.stdout.strip() or None}
+
+
+def zookeeper_of_run(launcher: str) -> dict[str, Any]:
+    """ZooKeeper as the run used it: the version of the local install, or the docker image."""
+    if launcher == "docker":
+        from harness.containers import images  # noqa: PLC0415 - docker only
+
+        name = os.environ.get("KZK_ZOOKEEPER_IMAGE") or images.ensure_zookeeper_image().tag
+        out = subprocess.run(
+            ["docker", "image", "inspect", "--format", "{{.Id}}", name],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return {"launcher": launcher, "image": name, "image_id": out.stdout.strip() or None}
+    try:
+        install = find_zookeeper()
+    except ZooKeeperHarnessError as exc:
+        return {"launcher": launcher, "version": None, "error": str(exc)}
+    return {"launcher": launcher, "version": install.version(), "source": install.source}
+
+
+def kit_version() -> str:
+    try:
+        return importlib.metadata.version("kafka-zk-controller-kit")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def run_provenance(target: Target, launcher: str) -> dict[str, Any]:
+    """The kit, catalogue, ZooKeeper and node image a certificate pins (:func:`attestation.provenance`)."""
+    return provenance(
+        commit=current_commit(),
+        kit_version=kit_version(),
+        zookeeper=zookeeper_of_run(launcher),
+        node_image=node_image(target, launcher),
+    )
+
+
 def write_certificate(results_dir: Path, certificate: dict[str, Any]) -> Path:
     """Write ``certificate.json`` into ``results_dir``; its path."""
     path = results_dir / "certificate.json"
     path.write_text(json.dumps(certificate, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def write_signed(results_dir: Path, certificate: dict[str, Any], key_path: Path) -> Path:
+    """Sign the certificate with the ed25519 private key at ``key_path``; write and return
+    ``certificate.intoto.json`` (a DSSE envelope; :mod:`conformance.attestation`)."""
+    envelope = sign_certificate(certificate, load_private_key(key_path))
+    path = results_dir / SIGNED_NAME
+    path.write_text(json.dumps(envelope, indent=2) + "\n", encoding="utf-8")
     return path

@@ -26,7 +26,8 @@ from typing import Any
 
 import catalogue
 from cluster.targets import REPO_ROOT, Target, TargetError, load_target
-from conformance.certificate import build_certificate, write_certificate
+from conformance.attestation import AttestationError, load_private_key
+from conformance.certificate import build_certificate, run_provenance, write_certificate, write_signed
 from conformance.diff import gate_section as diff_section
 from conformance.plugin import Selection, SelectionError, resolve_selection
 from harness.launcher import LAUNCHERS
@@ -66,6 +67,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "-n", "--numprocesses", default="2", type=workers, help="xdist workers (a number, auto; 0 = serial)"
     )
     p.add_argument("--results-dir", default="results", type=Path)
+    p.add_argument(
+        "--sign-key",
+        type=Path,
+        default=os.environ.get("KZK_SIGNING_KEY") or None,
+        help="ed25519 private key (PEM) to sign the certificate with: writes certificate.intoto.json"
+        " beside certificate.json ($KZK_SIGNING_KEY; make one with `python -m conformance keygen`)",
+    )
     diff_section.add_arguments(p)
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     return p.parse_args(argv)
@@ -150,6 +158,11 @@ def validate(args: argparse.Namespace) -> tuple[Target, Selection, str]:
         raise UsageError(f"unknown launcher {launcher!r}; valid launchers: {', '.join(LAUNCHERS)}")
     if not selection.behaviour_ids:
         raise UsageError(f"the selection is empty: no behaviour ID applies to profile {args.profile}")
+    if args.sign_key is not None:
+        try:  # a bad key is found before the run, not after it
+            load_private_key(args.sign_key)
+        except AttestationError as exc:
+            raise UsageError(f"--sign-key: {exc}") from exc
     return target, selection, launcher
 
 
@@ -244,11 +257,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         why_not=why_not,
         table=table,
         other=other_tests(records),
+        provenance=run_provenance(target, launcher),
         differential=differential,
     )
     for line in why_not:
         print(f"not conformant: {line}")
     path = write_certificate(results_dir, certificate)
+    if args.sign_key is not None:
+        try:
+            print(f"signed certificate: {write_signed(results_dir, certificate, args.sign_key)}")
+        except AttestationError as exc:
+            print(f"python -m conformance: error: the certificate was not signed: {exc}", file=sys.stderr)
+            return 2
     print(
         f"certificate: {path}  allure results: {results_dir / 'allure-results'}",
         f"wall: {certificate['wall_s']} s",

@@ -136,7 +136,7 @@ def test_one_id_that_passes_is_conformant_and_the_selection_is_recorded(tmp_path
     assert cert["verdicts"][CHEAP_ID]["verdict"] == "pass"
     assert cert["selection"] == {
         "target": "reference",
-        "target_source": str(REPO_ROOT / "conformance" / "target_defs" / "reference.toml"),
+        "target_source": str(REPO_ROOT / "cluster" / "target_defs" / "reference.toml"),
         "profile": "2.5",
         "areas": [],
         "ids": [CHEAP_ID],

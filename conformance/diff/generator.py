@@ -38,7 +38,7 @@ from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 Motif = Callable[[random.Random, Model], Iterator[Step]]
 
 
@@ -269,15 +269,43 @@ def _probe_step(rng: random.Random, model: Model, node: int) -> Step:
     )
 
 
+#: (api, target, controller epoch, leader epoch, broker epoch): combinations whose answer tells a
+#: correct broker from a lax one (spec §7.3, §7.4); a probe motif draws a few, then a random one
+INFORMATIVE = (
+    ("LeaderAndIsr", "real", "equal", "equal", "equal"),  # equal leader epoch: 11 for the partition
+    ("LeaderAndIsr", "real", "equal", "stale", "none"),  # older leader epoch: 11
+    ("LeaderAndIsr", "phantom", "equal", "newer", "equal"),  # accepted: 0
+    ("LeaderAndIsr", "phantom", "stale", "newer", "equal"),  # older controller epoch: 11, nothing applied
+    ("UpdateMetadata", "real", "stale", "equal", "equal"),  # older controller epoch: 11
+    ("StopReplica", "real", "stale", "equal", "equal"),  # older controller epoch: 11, the replica stays
+    ("StopReplica", "real", "equal", "equal", "stale"),  # older broker epoch: 77
+    ("LeaderAndIsr", "phantom", "equal", "newer", "newer"),  # a newer broker epoch is accepted
+    ("UpdateMetadata", "phantom", "equal", "equal", "stale"),  # older broker epoch: 77
+)
+
+
+def _probe_of(rng: random.Random, model: Model, node: int, combo: tuple[str, ...]) -> Step | None:
+    api, where, cepoch, lepoch, bepoch = combo
+    tps = [tp for t in model.live_topics() for tp in t.partitions()]
+    if where == "real" and not tps:
+        return None
+    partition = rng.choice(tps) if where == "real" else "phantom"
+    params = {"node": node, "api": api, "partition": partition, "controller_epoch": cepoch,
+              "leader_epoch": lepoch, "broker_epoch": bepoch, "heal": cepoch == "newer"}  # fmt: skip
+    return Step("probe", params)
+
+
 def _probes(rng: random.Random, model: Model) -> Iterator[Step]:
-    candidates = [b for b in model.up() if not model.nodes[b].poisoned]
-    if candidates:
-        node = rng.choice(candidates)
-        for _ in range(rng.randint(1, 3)):
-            step = _probe_step(rng, model, node)
-            if step.params["controller_epoch"] == "newer" and node == model.controller:
-                continue  # it would stop obeying the controller for good
+    candidates = [b for b in model.up() if not model.nodes[b].poisoned and b != model.controller]
+    if not candidates:
+        return
+    node = rng.choice(candidates)
+    for combo in rng.sample(INFORMATIVE, rng.randint(2, 4)):
+        step = _probe_of(rng, model, node, combo)
+        if step is not None:
             yield step
+    if rng.random() < 0.3:
+        yield _probe_step(rng, model, node)
 
 
 SINGLE: dict[str, tuple[float, Motif]] = {
@@ -296,7 +324,7 @@ SINGLE: dict[str, tuple[float, Motif]] = {
     "expire_session": (1.5, _fault_step("expire_session")),
     "move_controller": (2, _move),
     "bounce": (1, _bounce),
-    "probe": (2, _probes),
+    "probe": (3, _probes),
 }
 
 

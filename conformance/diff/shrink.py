@@ -149,21 +149,27 @@ def _without_configs(s: Scenario) -> Iterator[Json]:
             yield data
 
 
+def _made(transform: Any, *args: Any) -> Json | None:
+    """A transformation's candidate, or None where it meets an edge of the scenario it cannot make
+    a candidate of (never the end of shrinking)."""
+    try:
+        made: Json | None = transform(*args)
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
+    return made
+
+
 def candidates(s: Scenario, diverging_step: int) -> Iterator[Json]:
     if diverging_step + 1 < len(s.steps):
         yield _with_steps(s, [st.to_json() for st in s.steps[: max(diverging_step + 1, 0)]])
     yield from _chunks(s)
-    for b in s.broker_ids:
-        yield _without_node(s, b)
     topics = sorted(
         {st.params["topic"] for st in s.steps if st.op in ("create_topic_zk", "create_topics_api")}
     )
-    for t in topics:
-        yield _without_topic(s, t)
-    for t in topics:
-        data = _without_last_partition(s, t)
-        if data is not None:
-            yield data
+    made = [_made(_without_node, s, b) for b in s.broker_ids if len(s.broker_ids) > 1]
+    made += [_made(_without_topic, s, t) for t in topics]
+    made += [_made(_without_last_partition, s, t) for t in topics]
+    yield from (m for m in made if m is not None)
     yield from _without_configs(s)
 
 

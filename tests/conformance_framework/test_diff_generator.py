@@ -133,3 +133,20 @@ def test_an_unreadable_or_malformed_file_names_itself(tmp_path: Path) -> None:
     bad.write_text("{not json")
     with pytest.raises(ScenarioError, match=r"bad.json: not JSON"):
         load_scenario(bad)
+
+
+def test_shrink_candidates_cut_after_the_divergence_first_and_never_empty_the_cluster() -> None:
+    from conformance.diff.shrink import candidates  # noqa: PLC0415
+
+    scenario = generate(1, 3)
+    first = next(iter(candidates(scenario, 1)))
+    assert len(first["steps"]) == 2, "everything after the diverging step goes first"
+    one = Scenario(
+        {2: {}}, 2, (Step("create_topic_zk", {"topic": "t", "assignment": {"0": [2]}, "config": {}}),)
+    )
+    assert all(c["nodes"] for c in candidates(one, 0)), "the last node is never removed"
+    for data in candidates(scenario, len(scenario.steps) - 1):
+        try:
+            Scenario.from_json(data)
+        except ScenarioError:
+            continue  # the shrinker skips a candidate that does not load

@@ -110,8 +110,10 @@ def _write(path: Path, scenario: Scenario) -> Path:
     return path
 
 
-def _report(out: Path) -> dict[str, Any]:
-    report: dict[str, Any] = json.loads((out / "diff-report.json").read_text())
+def _report(out: Path, run: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    path = out / "diff-report.json"
+    assert path.is_file(), f"no report: {run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    report: dict[str, Any] = json.loads(path.read_text())
     return report
 
 
@@ -121,7 +123,7 @@ def test_the_reference_never_diverges_from_itself(cache_dir: Path, tmp_path: Pat
     run = _diff(
         cache_dir, "--replay", *files, "--target", "reference", "--no-cache", "-n", "2", "--out", str(out)
     )
-    report = _report(out)
+    report = _report(out, run)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert report["counts"] == {"same": 2, "diverges": 0, "target-error": 0, "unknown": 0}
     assert "same as Kafka 2.5.1" in run.stdout
@@ -146,7 +148,7 @@ def test_a_mutant_is_caught_shrunk_and_its_repro_replays(
         "--shrink-budget-s", "240",
     )  # fmt: skip
     assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
-    (result,) = _report(out)["results"]
+    (result,) = _report(out, run)["results"]
     d = result["divergence"]
     assert result["status"] == "diverges", result
     assert (d["step"], d["op"]) == (2, "probe"), d
@@ -163,7 +165,7 @@ def test_a_mutant_is_caught_shrunk_and_its_repro_replays(
     again = _diff(cache_dir, "--replay", str(repro), "--target", str(mutant_target), "-n", "2",
                   "--out", str(tmp_path / "again"), "--shrink-budget-s", "0")  # fmt: skip
     assert again.returncode == 1, again.stdout[-2000:]
-    assert _report(tmp_path / "again")["results"][0]["divergence"]["signature"] == d["signature"]
+    assert _report(tmp_path / "again", again)["results"][0]["divergence"]["signature"] == d["signature"]
     clean = _diff(
         cache_dir, "--replay", str(repro), "--target", "reference", "-n", "1", "--out", str(tmp_path / "c")
     )
@@ -182,7 +184,7 @@ def test_a_target_whose_nodes_do_not_start_is_a_target_error(cache_dir: Path, tm
     out = tmp_path / "out"
     run = _diff(cache_dir, "--replay", scenario, "--target", str(target), "-n", "1", "--out", str(out))
     assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
-    (result,) = _report(out)["results"]
+    (result,) = _report(out, run)["results"]
     assert result["status"] == "target-error", result
     assert "exited with 3" in result["reason"], result["reason"]
     assert "TARGET-ERROR" in run.stdout

@@ -115,6 +115,15 @@ RULES: tuple[Rule, ...] = (
         "KafkaController.processIsrChangeNotification@2.5.1 L1665-1684",
     ),
     Rule(
+        "requests to a paused broker",
+        "controller requests sent to a broker while it is paused are compared in the step that resumes"
+        " it (in the order they were sent)",
+        "the controller sends a broker one request at a time and waits for its answer, so only the first"
+        " request reaches a paused broker and the others wait in the controller's queue: which one is"
+        " first, and in which step the others arrive, is timing",
+        "ControllerChannelManager.scala@2.5.1 L212-260 (RequestSendThread.doWork: take, sendAndReceive)",
+    ),
+    Rule(
         "live-broker lists",
         "the live-broker list of UpdateMetadata requests is compared as the sequence of its changes"
         " at each broker (a request that repeats the list last told adds nothing)",

@@ -62,6 +62,8 @@ class RunResult:
             "target": target,
             "status": self.status,
             "error": self.error,
+            "wall_s": self.wall_s,
+            "timings": self.timings,  # seconds from the start to the end of each segment (not compared)
             "segments": self.segments,
         }
 
@@ -88,13 +90,37 @@ def _record(dc: DiffCluster, op: str, action: Any, barrier: Any) -> _Step:
     return _Step(op, action, barrier, dc.mark(), tree, metadata)
 
 
+def _paused_until(scenario: Scenario, segments: int) -> dict[tuple[int, int], int]:
+    """(broker, segment) → the segment that resumes the broker, for every segment it is paused in
+    (segment i + 1 is step i). Requests sent to a paused broker are compared there (RULES "requests
+    to a paused broker")."""
+    out: dict[tuple[int, int], int] = {}
+    paused: dict[int, int] = {}
+    for i, step in enumerate(scenario.steps):
+        if step.op == "pause":
+            paused[step.params["node"]] = i + 1
+        elif step.op == "resume" and step.params["node"] in paused:
+            b = step.params["node"]
+            out.update({(b, k): i + 1 for k in range(paused.pop(b), i + 1)})
+    for b, first in paused.items():
+        out.update({(b, k): segments - 1 for k in range(first, segments)})
+    return out
+
+
 def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dict[str, Any]]:
     records = dc.cluster.history()
     requests = dc.cluster.journal.requests() if dc.cluster.journal else []
     labels, actors = broker_epoch_labels(records), dc.actors()
+    bounds = [start.requests, *(s.end.requests for s in steps)]
+    moved = _paused_until(dc.scenario, len(steps))
+    by_segment: dict[int, list[Any]] = {}
+    for r in requests:
+        k = next((i for i in range(len(steps)) if bounds[i] <= r.seq < bounds[i + 1]), None)
+        if k is not None:
+            by_segment.setdefault(moved.get((r.dest, k), k), []).append(r)
     out, before, told, tree_before = [], start, dict[int, Any](), dict[str, Any]()
     for i, s in enumerate(steps):
-        window = [r for r in requests if before.requests <= r.seq < s.end.requests]
+        window = sorted(by_segment.get(i, []), key=lambda r: r.seq)
         segment: dict[str, Any] = {
             "step": i - 1,
             "op": s.op,

@@ -38,7 +38,7 @@ from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 Motif = Callable[[random.Random, Model], Iterator[Step]]
 
 
@@ -459,6 +459,7 @@ MOTIFS: dict[str, tuple[float, Motif]] = {
     "two_deletions": (1.5, _two_deletions),
     "deletion_dead_replica": (1.5, _deletion_dead_replica),
     "unclean": (1.5, _unclean),
+    "probes": (3, _probes),
     "single": (14, _single_motif),
 }
 

@@ -11,8 +11,10 @@ the mutant cannot run (a node that does not start); ``--stop-at-first`` ends the
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -86,7 +88,13 @@ def run_diff(
     out.mkdir(parents=True, exist_ok=True)
     with (out / "diff.log").open("wb") as log:
         proc = subprocess.Popen(
-            cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            cmd,
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl, before exec
         )
         try:
             proc.wait(timeout=timeout_s)
@@ -97,6 +105,10 @@ def run_diff(
                 "timeout", f"the differential run exceeded {timeout_s:.0f} s", time.monotonic() - began
             )
     return _verdict(out / "diff-report.json", time.monotonic() - began)
+
+
+def _die_with_parent() -> None:  # runs in the forked child before exec: the run dies with the tool
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def _verdict(report_path: Path, wall_s: float) -> DiffKill:

@@ -124,6 +124,15 @@ RULES: tuple[Rule, ...] = (
         "ControllerChannelManager.scala@2.5.1 L212-260 (RequestSendThread.doWork: take, sendAndReceive)",
     ),
     Rule(
+        "requests to a broker shutting down",
+        "in the step of a broker's controlled shutdown, the controller requests sent to that broker are"
+        " not compared (its ControlledShutdown answer, the elections, ISR writes and every request to"
+        " the other brokers are)",
+        "the broker stops serving requests as soon as its ControlledShutdown is answered, while the"
+        " controller's requests to it travel on another connection: whether each reaches it first is timing",
+        "KafkaServer.scala@2.5.1 L597-617 (shutdown: controlledShutdown, then stopProcessingRequests)",
+    ),
+    Rule(
         "live-broker lists",
         "the live-broker list of UpdateMetadata requests is compared as the sequence of its changes"
         " at each broker (a request that repeats the list last told adds nothing)",

@@ -120,7 +120,9 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
             by_segment.setdefault(moved.get((r.dest, k), k), []).append(r)
     out, before, told, tree_before = [], start, dict[int, Any](), dict[str, Any]()
     for i, s in enumerate(steps):
-        window = sorted(by_segment.get(i, []), key=lambda r: r.seq)
+        step = dc.scenario.steps[i - 1] if i > 0 else None
+        leaving = step.params["node"] if step is not None and step.op == "controlled_shutdown" else None
+        window = sorted((r for r in by_segment.get(i, []) if r.dest != leaving), key=lambda r: r.seq)
         segment: dict[str, Any] = {
             "step": i - 1,
             "op": s.op,
@@ -135,7 +137,6 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
             topic, assignment = dc.auto_placed[i - 1]
             relabel_topic(segment, topic, assignment)
         absolute = copy.deepcopy(s.tree)  # where the next step starts, before the rules below
-        step = dc.scenario.steps[i - 1] if i > 0 else None
         if step is not None and step.op in ("resume", "expire_session"):
             resumed_leader_race(segment, tree_before, step.params["node"])
         relative_versions(segment, tree_before)

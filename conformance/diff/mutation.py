@@ -12,6 +12,7 @@ the mutant cannot run (a node that does not start); ``--stop-at-first`` ends the
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import os
 import signal
@@ -67,23 +68,9 @@ def mutant_target(tree: Path, name: str) -> Path:
     return path
 
 
-def run_diff(
-    target_file: Path,
-    out: Path,
-    *,
-    scenarios: int,
-    seed: int,
-    workers: int,
-    timeout_s: float,
-    shrink_budget_s: float,
-) -> DiffKill:
-    """``python -m conformance diff`` against the mutant, from the working tree; its verdict."""
-    began = time.monotonic()
-    cmd = [
-        sys.executable, "-m", "conformance", "diff", "--target", str(target_file),
-        "--scenarios", str(scenarios), "--seed", str(seed), "-n", str(workers), "--out", str(out),
-        "--stop-at-first", "--shrink-budget-s", str(shrink_budget_s),
-    ]  # fmt: skip
+def _run(args: list[str], out: Path, timeout_s: float) -> bool:
+    """``python -m conformance diff <args> --out out`` from the working tree; False on timeout."""
+    cmd = [sys.executable, "-m", "conformance", "diff", *args, "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "KZK_LAUNCHER": "process"}
     out.mkdir(parents=True, exist_ok=True)
     with (out / "diff.log").open("wb") as log:
@@ -101,10 +88,45 @@ def run_diff(
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait()
-            return DiffKill(
-                "timeout", f"the differential run exceeded {timeout_s:.0f} s", time.monotonic() - began
-            )
-    return _verdict(out / "diff-report.json", time.monotonic() - began)
+            return False
+    return True
+
+
+def run_diff(
+    target_file: Path,
+    out: Path,
+    *,
+    scenarios: int,
+    seed: int,
+    workers: int,
+    timeout_s: float,
+    shrink_budget_s: float,
+) -> DiffKill:
+    """``python -m conformance diff`` against the mutant, from the working tree; its verdict. A kill
+    counts only if the reference, run afresh on the killing scenario, agrees with its cached trace
+    (otherwise the divergence may be the harness's or the machine's, not the mutant's)."""
+    began = time.monotonic()
+    args = ["--target", str(target_file), "--scenarios", str(scenarios), "--seed", str(seed)]
+    args += ["-n", str(workers), "--stop-at-first", "--shrink-budget-s", str(shrink_budget_s)]
+    if not _run(args, out, timeout_s):
+        return DiffKill(
+            "timeout", f"the differential run exceeded {timeout_s:.0f} s", time.monotonic() - began
+        )
+    verdict = _verdict(out / "diff-report.json", time.monotonic() - began)
+    if verdict.status != "killed" or verdict.scenario is None:
+        return verdict
+    again = out / "reference-again"
+    scenario = out / "scenarios" / verdict.scenario / "scenario.json"
+    _run(
+        ["--replay", str(scenario), "--target", "reference", "--no-cache", "--shrink-budget-s", "0"],
+        again,
+        timeout_s,
+    )
+    check = _verdict(again / "diff-report.json", 0.0)
+    if check.status != "survived":
+        why = f"not confirmed: the reference run afresh on it: {check.status} ({check.detail})"
+        return dataclasses.replace(verdict, status="unknown", detail=f"{verdict.detail}; {why}")
+    return dataclasses.replace(verdict, wall_s=time.monotonic() - began)
 
 
 def _die_with_parent() -> None:  # runs in the forked child before exec: the run dies with the tool

@@ -12,6 +12,7 @@ successor holds ``/controller``. Waiting for the cluster's reaction is the barri
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,12 +33,17 @@ Params = Mapping[str, Any]
 Quiesce = Callable[[], Any]
 
 
-def _write(fn: Callable[[], Any]) -> str:
-    """``ok`` or the ZooKeeper error's name (a harness write that fails is part of the trace)."""
+def _write(fn: Callable[[], Any], dc: DiffCluster | None = None, trigger: str = "") -> str:
+    """``ok`` or the ZooKeeper error's name (a harness write that fails is part of the trace). A
+    successful write with a ``trigger`` path makes the barrier wait until the controller has read it
+    (or its parent) since: the controller reacts to that write in Kafka, whenever it gets to it."""
+    when = time.monotonic()
     try:
         fn()
     except KazooException as exc:
         return type(exc).__name__
+    if dc is not None and trigger:
+        dc.triggers.append((trigger, when))
     return "ok"
 
 
@@ -155,7 +161,9 @@ def create_topic_zk(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
         lambda: zk.create(f"/config/topics/{t}", encode({"version": 1, "config": p["config"]}), makepath=True)
     )
     topic = _write(
-        lambda: zk.create(f"/brokers/topics/{t}", topic_znode(assignment_of(p["assignment"])), makepath=True)
+        lambda: zk.create(f"/brokers/topics/{t}", topic_znode(assignment_of(p["assignment"])), makepath=True),
+        dc,
+        f"/brokers/topics/{t}",
     )
     return {"config": conf, "topic": topic}
 
@@ -170,7 +178,7 @@ def add_partitions(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
     partitions = dict(current.get("partitions", {}))
     partitions.update({k: v for k, v in p["assignment"].items() if k not in partitions})
     new = {**current, "partitions": dict(sorted(partitions.items(), key=lambda kv: int(kv[0])))}
-    return {"topic": _write(lambda: zk.set(path, encode(new), version=stat.version))}
+    return {"topic": _write(lambda: zk.set(path, encode(new), version=stat.version), dc, path)}
 
 
 def _null_markers(dc: DiffCluster, topics: list[str]) -> str:
@@ -185,15 +193,16 @@ def _null_markers(dc: DiffCluster, topics: list[str]) -> str:
 
 
 def delete_topics(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
-    zk = dc.cluster.zk
+    zk, parent = dc.cluster.zk, "/admin/delete_topics"
     if len(p["topics"]) == 1:
-        return {
-            "markers": _write(
-                lambda: zk.create(f"/admin/delete_topics/{p['topics'][0]}", None, makepath=True)
-            )
-        }
-    zk.ensure_path("/admin/delete_topics")
-    return {"markers": _null_markers(dc, list(p["topics"]))}
+        marker = f"{parent}/{p['topics'][0]}"
+        return {"markers": _write(lambda: zk.create(marker, None, makepath=True), dc, parent)}
+    zk.ensure_path(parent)
+    when = time.monotonic()
+    made = _null_markers(dc, list(p["topics"]))
+    if made == "ok":
+        dc.triggers.append((parent, when))
+    return {"markers": made}
 
 
 def reassign(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -101,9 +102,11 @@ def create_topics_auto(dc: DiffCluster, p: Params, quiesce: Callable[[], Any]) -
     out["placement"] = placement_problem(assignment, brokers, p["replication_factor"]) or "Kafka's rule"
     dc.auto_placed[dc.current_step] = (t, assignment)
     out["settled"] = quiesce()
+    when = time.monotonic()
     try:
         dc.cluster.zk.create(f"/admin/delete_topics/{t}", None, makepath=True)
         out["deletion"] = "marker written"
+        dc.triggers.append(("/admin/delete_topics", when))
     except KazooException as exc:
         out["deletion"] = type(exc).__name__
     return out

@@ -51,12 +51,12 @@ POLL_S = 0.1
 
 
 def settle_window_s() -> float:
-    """0.5 s, plus 0.1 s per unit of load average above the machine's cores (at most 2.5 s)."""
+    """0.5 s, plus 0.05 s per unit of load average above the machine's cores (at most 1.5 s)."""
     try:
         load = os.getloadavg()[0]
     except OSError:
         load = 0.0
-    return min(2.5, 0.5 + max(0.0, load - (os.cpu_count() or 1)) * 0.1)
+    return min(1.5, 0.5 + max(0.0, load - (os.cpu_count() or 1)) * 0.05)
 
 
 def _activity(dc: DiffCluster) -> tuple[int, ...]:
@@ -214,8 +214,29 @@ def _rebalance(dc: DiffCluster) -> list[str]:
     return ["the first auto-rebalance check has not run yet"]
 
 
+def _unseen_triggers(dc: DiffCluster) -> list[str]:
+    """Harness writes the running controller has not read since (the path or its parent): it has
+    not started on the step's work yet, however quiet the cluster looks."""
+    c = dc.expected_controller
+    if not dc.triggers or not dc.running(c) or c not in dc.cluster.zk_journals:
+        return []
+    reads = [r for r in dc.cluster.zk_journal(c).requests() if r.path is not None]
+    return [
+        f"the controller has not read {path} since the harness wrote it"
+        for path, when in dc.triggers
+        if not any(r.time_s > when and r.path in (path, path.rsplit("/", 1)[0] or "/") for r in reads)
+    ]
+
+
 def _problems(dc: DiffCluster) -> list[str]:
-    return [*_unanswered(dc), *_controller(dc), *_notifications(dc), *_isr(dc), *_rebalance(dc)]
+    return [
+        *_unseen_triggers(dc),
+        *_unanswered(dc),
+        *_controller(dc),
+        *_notifications(dc),
+        *_isr(dc),
+        *_rebalance(dc),
+    ]
 
 
 def quiesce(dc: DiffCluster, deadline_s: float = 45.0) -> Any:

@@ -81,6 +81,8 @@ class DiffCluster:
         #: per node: the leader epoch of its phantom partition as the node last accepted it
         self.phantom_epoch: dict[int, int] = {}
         self.current_step = -1
+        #: ZooKeeper paths the harness wrote in this step that the controller watches, with when
+        self.triggers: list[tuple[str, float]] = []
         #: step index → (topic, assignment) of an automatically placed topic (relabelled in its segment)
         self.auto_placed: dict[int, tuple[str, dict[int, list[int]]]] = {}
 

@@ -189,7 +189,7 @@ def run_scenario(
         steps.append(_record(dc, "setup", {}, quiesce(dc)))
         timings.append(round(time.monotonic() - began, 2))
         for i, step in enumerate(scenario.steps):
-            dc.current_step = i
+            dc.current_step, dc.triggers = i, []
             action = actions.EXECUTORS[step.op](dc, step.params, lambda: quiesce(dc))
             steps.append(_record(dc, step.op, action, quiesce(dc)))
             timings.append(round(time.monotonic() - began, 2))

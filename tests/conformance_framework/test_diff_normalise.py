@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -265,3 +266,26 @@ def test_the_readme_lists_every_normalisation_rule_as_the_code_has_it() -> None:
     readme = (REPO_ROOT / "conformance" / "README.md").read_text()
     for rule in RULES:
         assert f"| {rule.name} | {rule.what} | {rule.why} | {rule.source} |" in readme, rule.name
+
+
+def test_requests_to_a_paused_broker_are_compared_where_it_resumes() -> None:
+    from conformance.diff.runner import _paused_until  # noqa: PLC0415
+    from conformance.diff.scenario import Scenario, Step  # noqa: PLC0415
+
+    create = Step("create_topic_zk", {"topic": "t", "assignment": {"0": [1, 2]}, "config": {}})
+    steps = (create, Step("pause", {"node": 2}), Step("kill", {"node": 3, "successor": None}),
+             Step("resume", {"node": 2}), Step("pause", {"node": 3}))  # fmt: skip
+    moved = _paused_until(Scenario({1: {}, 2: {}, 3: {}}, 1, steps), segments=6)
+    # segment i + 1 is step i: broker 2 is paused in segments 2 and 3 and resumes in segment 4
+    assert moved == {(2, 2): 4, (2, 3): 4, (3, 5): 5}
+
+
+def test_a_mutant_target_runs_the_patched_copy(tmp_path: Path) -> None:
+    from cluster.targets import load_target  # noqa: PLC0415
+    from conformance.diff.mutation import mutant_target  # noqa: PLC0415
+
+    target = load_target(str(mutant_target(tmp_path, "some-bug")))
+    assert target.name == "mutant-some-bug"
+    assert target.render_cwd(tmp_path / "node") == tmp_path
+    assert target.render_env(tmp_path / "node")["PYTHONPATH"] == str(tmp_path)
+    assert target.container is None

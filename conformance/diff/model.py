@@ -20,7 +20,7 @@ from conformance.diff.scenario import ScenarioError
 if TYPE_CHECKING:
     from conformance.diff.scenario import Scenario
 
-__all__ = ["Model", "NodeModel", "TopicModel", "replay"]
+__all__ = ["Model", "NodeModel", "TopicModel", "controllers", "replay"]
 
 NodeState = Literal["up", "down", "paused"]
 
@@ -109,6 +109,18 @@ class Model:
             i += 1
         self.names_used.add(f"t{i}")
         return f"t{i}"
+
+
+def controllers(scenario: Scenario) -> list[int]:
+    """The controller the choreography elects, at the start-up and after each step."""
+    from conformance.diff.steps import KINDS  # noqa: PLC0415 - steps imports this module
+
+    model = Model.of(scenario)
+    out = [model.controller]
+    for step in scenario.steps:
+        KINDS[step.op].apply(model, step.params)
+        out.append(model.controller)
+    return out
 
 
 def replay(scenario: Scenario, where: str = "scenario") -> Model:

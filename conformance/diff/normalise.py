@@ -117,10 +117,10 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "requests to a paused broker",
         "controller requests sent to a broker while it is paused are compared in the step that resumes"
-        " it (in the order they were sent)",
+        " it (in the order they were sent); those of a controller that is gone by then are not compared",
         "the controller sends a broker one request at a time and waits for its answer, so only the first"
         " request reaches a paused broker and the others wait in the controller's queue: which one is"
-        " first, and in which step the others arrive, is timing",
+        " first, and in which step the others arrive, is timing; a controller that dies loses its queue",
         "ControllerChannelManager.scala@2.5.1 L212-260 (RequestSendThread.doWork: take, sendAndReceive)",
     ),
     Rule(

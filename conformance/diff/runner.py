@@ -25,6 +25,7 @@ from cluster.targets import Target
 from conformance.diff import actions
 from conformance.diff.barrier import quiesce
 from conformance.diff.live import DiffCluster, Mark, TargetStartError
+from conformance.diff.model import controllers
 from conformance.diff.normalise import broker_epoch_labels, requests_view, zk_view
 from conformance.diff.relative import relative_versions, resumed_leader_race
 from conformance.diff.scenario import Scenario
@@ -112,12 +113,16 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
     requests = dc.cluster.journal.requests() if dc.cluster.journal else []
     labels, actors = broker_epoch_labels(records), dc.actors()
     bounds = [start.requests, *(s.end.requests for s in steps)]
-    moved = _paused_until(dc.scenario, len(steps))
+    moved, controller = _paused_until(dc.scenario, len(steps)), controllers(dc.scenario)
     by_segment: dict[int, list[Any]] = {}
     for r in requests:
         k = next((i for i in range(len(steps)) if bounds[i] <= r.seq < bounds[i + 1]), None)
-        if k is not None:
-            by_segment.setdefault(moved.get((r.dest, k), k), []).append(r)
+        if k is None:
+            continue
+        resumed = moved.get((r.dest, k), k)
+        if resumed != k and r.source != controller[resumed]:
+            continue  # sent to a paused broker by a controller gone by its resumption (RULES)
+        by_segment.setdefault(resumed, []).append(r)
     out, before, told, tree_before = [], start, dict[int, Any](), dict[str, Any]()
     for i, s in enumerate(steps):
         step = dc.scenario.steps[i - 1] if i > 0 else None

@@ -38,7 +38,7 @@ from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 Motif = Callable[[random.Random, Model], Iterator[Step]]
 
 
@@ -196,7 +196,7 @@ def _reassign(rng: random.Random, model: Model) -> Iterator[Step]:
         if picked:
             t, p = picked
             targets[f"{t.name}-{p}"] = _reassign_targets(rng, model, t, p)
-    if rng.random() < 0.07 or not targets:
+    if rng.random() < 0.15 or not targets:
         targets["nosuch-0"] = [sorted(model.nodes)[0]]  # an unknown partition
     yield Step("reassign", {"targets": targets, "replace": model.reassign_znode})
 

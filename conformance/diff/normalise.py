@@ -125,11 +125,11 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "requests to a broker shutting down",
-        "in the step of a broker's controlled shutdown, the controller requests sent to that broker are"
-        " not compared (its ControlledShutdown answer, the elections, ISR writes and every request to"
-        " the other brokers are)",
+        "in the step of a broker's controlled shutdown, the LeaderAndIsr and StopReplica requests sent to"
+        " that broker are compared without their answers, and the UpdateMetadata requests to it not at all",
         "the broker stops serving requests as soon as its ControlledShutdown is answered, while the"
-        " controller's requests to it travel on another connection: whether each reaches it first is timing",
+        " controller's requests to it travel on another connection: whether it answers them, and whether"
+        " a later UpdateMetadata (an ISR change) still reaches it before it exits, is timing",
         "KafkaServer.scala@2.5.1 L597-617 (shutdown: controlledShutdown, then stopProcessingRequests)",
     ),
     Rule(

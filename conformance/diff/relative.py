@@ -23,7 +23,7 @@ from typing import Any
 
 from conformance.diff.normalise import STATE_PATH
 
-__all__ = ["relative_versions", "resumed_leader_race"]
+__all__ = ["relative_versions", "resumed_leader_race", "shutting_down"]
 
 Tree = Mapping[str, Any]
 
@@ -100,3 +100,18 @@ def resumed_leader_race(segment: dict[str, Any], before: Tree, node: int) -> lis
     if dropped and not segment["zk"]["isr_notified"]:
         writes.pop("/isr_change_notification/<consumed>", None)
     return dropped
+
+
+def shutting_down(segment: dict[str, Any], node: int) -> None:
+    """In the step of ``node``'s controlled shutdown, its requests are compared without their
+    answers and without UpdateMetadata (RULES "requests to a broker shutting down")."""
+    view = segment["requests"].get(str(node))
+    if view is None:
+        return
+    view["brokers"] = []
+    for tp, entries in list(view["partitions"].items()):
+        kept = [{**e, "answer": "not compared"} for e in entries if e.get("api") != "UpdateMetadata"]
+        if kept:
+            view["partitions"][tp] = kept
+        else:
+            del view["partitions"][tp]

@@ -27,7 +27,7 @@ from conformance.diff.barrier import quiesce
 from conformance.diff.live import DiffCluster, Mark, TargetStartError
 from conformance.diff.model import controllers
 from conformance.diff.normalise import broker_epoch_labels, requests_view, zk_view
-from conformance.diff.relative import relative_versions, resumed_leader_race
+from conformance.diff.relative import relative_versions, resumed_leader_race, shutting_down
 from conformance.diff.scenario import Scenario
 from conformance.diff.views import metadata_view, relabel_topic, tree_view
 from harness.launcher import Launcher
@@ -126,8 +126,7 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
     out, before, told, tree_before = [], start, dict[int, Any](), dict[str, Any]()
     for i, s in enumerate(steps):
         step = dc.scenario.steps[i - 1] if i > 0 else None
-        leaving = step.params["node"] if step is not None and step.op == "controlled_shutdown" else None
-        window = sorted((r for r in by_segment.get(i, []) if r.dest != leaving), key=lambda r: r.seq)
+        window = sorted(by_segment.get(i, []), key=lambda r: r.seq)
         segment: dict[str, Any] = {
             "step": i - 1,
             "op": s.op,
@@ -144,6 +143,8 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
         absolute = copy.deepcopy(s.tree)  # where the next step starts, before the rules below
         if step is not None and step.op in ("resume", "expire_session"):
             resumed_leader_race(segment, tree_before, step.params["node"])
+        if step is not None and step.op == "controlled_shutdown":
+            shutting_down(segment, step.params["node"])
         relative_versions(segment, tree_before)
         tree_before = absolute
         out.append(segment)

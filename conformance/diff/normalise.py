@@ -403,10 +403,11 @@ def _brokers(r: ControllerRequest) -> list[Any]:
 
 
 def requests_view(
-    requests: Sequence[ControllerRequest], labels: Mapping[int, str], told: dict[int, Any] | None = None
+    requests: Sequence[ControllerRequest], labels: Mapping[int, str], told: dict[Any, Any] | None = None
 ) -> dict[str, Any]:
     """Per destination broker: per-partition request entries, and every change of the live-broker
-    list it is told (``told``: the last list each broker was told before these requests; updated)."""
+    list each incarnation of it is told (``told``: the last list told before these requests, by
+    broker and broker epoch; updated)."""
     told = {} if told is None else told
     out: dict[int, dict[str, Any]] = {}
     for r in requests:
@@ -415,10 +416,10 @@ def requests_view(
             dest["undecodable"] += 1
             continue
         if r.api == "UpdateMetadata":
-            brokers = _brokers(r)
-            if told.get(r.dest) != brokers:
+            brokers, incarnation = _brokers(r), (r.dest, r.broker_epoch)
+            if told.get(incarnation) != brokers:
                 dest["brokers"].append(brokers)
-                told[r.dest] = brokers
+                told[incarnation] = brokers
         for e in r.partitions:
             seq = dest["partitions"].setdefault(f"{e.topic}-{e.partition}", [])
             entry = _entry(r, e, labels)

@@ -123,7 +123,7 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
         if resumed != k and r.source != controller[resumed]:
             continue  # sent to a paused broker by a controller gone by its resumption (RULES)
         by_segment.setdefault(resumed, []).append(r)
-    out, before, told, tree_before = [], start, dict[int, Any](), dict[str, Any]()
+    out, before, told, tree_before = [], start, dict[Any, Any](), dict[str, Any]()
     for i, s in enumerate(steps):
         step = dc.scenario.steps[i - 1] if i > 0 else None
         window = sorted(by_segment.get(i, []), key=lambda r: r.seq)

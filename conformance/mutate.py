@@ -818,7 +818,8 @@ def campaign(mutants: list[Mutant], args: argparse.Namespace) -> list[MutantResu
         for i, mutant in enumerate(mutants, 1):
             print(f"[{i}/{len(mutants)}] {mutant.name} ({','.join(mutant.areas)}) ...", end=" ", flush=True)
             result = run_mutant(mutant, scratch, args, flaky)
-            print(f"{result.status} in {result.wall_s:.0f} s: {_killers_text(result)}", flush=True)
+            diff = f"; differential: {_diff_text(result)}" if result.diff is not None else ""
+            print(f"{result.status} in {result.wall_s:.0f} s: {_killers_text(result)}{diff}", flush=True)
             results.append(result)
             write_reports(args.out, results, summary(results))  # partial results survive an interrupt
     finally:

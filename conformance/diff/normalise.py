@@ -125,11 +125,11 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "requests to a broker shutting down",
-        "in the step of a broker's controlled shutdown, the LeaderAndIsr and StopReplica requests sent to"
-        " that broker are compared without their answers, and the UpdateMetadata requests to it not at all",
-        "the broker stops serving requests as soon as its ControlledShutdown is answered, while the"
-        " controller's requests to it travel on another connection: whether it answers them, and whether"
-        " a later UpdateMetadata (an ISR change) still reaches it before it exits, is timing",
+        "in the step of a broker's controlled shutdown, the controller requests sent to that broker are"
+        " not compared (the elections, ISR writes, its answer and every request to the others are)",
+        "the broker stops serving requests once its ControlledShutdown is answered, and the controller"
+        " sends it one request at a time, each after the previous one's answer: how many of the requests"
+        " queued for it get through before it stops is timing",
         "KafkaServer.scala@2.5.1 L597-617 (shutdown: controlledShutdown, then stopProcessingRequests)",
     ),
     Rule(

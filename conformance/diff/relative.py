@@ -103,15 +103,6 @@ def resumed_leader_race(segment: dict[str, Any], before: Tree, node: int) -> lis
 
 
 def shutting_down(segment: dict[str, Any], node: int) -> None:
-    """In the step of ``node``'s controlled shutdown, its requests are compared without their
-    answers and without UpdateMetadata (RULES "requests to a broker shutting down")."""
-    view = segment["requests"].get(str(node))
-    if view is None:
-        return
-    view["brokers"] = []
-    for tp, entries in list(view["partitions"].items()):
-        kept = [{**e, "answer": "not compared"} for e in entries if e.get("api") != "UpdateMetadata"]
-        if kept:
-            view["partitions"][tp] = kept
-        else:
-            del view["partitions"][tp]
+    """In the step of ``node``'s controlled shutdown, requests to it are not compared (RULES
+    "requests to a broker shutting down")."""
+    segment["requests"].pop(str(node), None)

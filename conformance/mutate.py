@@ -49,6 +49,7 @@ from typing import Any, Literal
 
 import catalogue
 from cluster.targets import REPO_ROOT
+from conformance.diff.mutation import diff_summary, diff_text
 from harness.zookeeper.reaper import is_same_process, proc_start_time
 from records.run_record import new_run_id, read_records
 
@@ -407,29 +408,7 @@ def summary(results: list[MutantResult]) -> dict[str, Any]:
         "survived": [r.name for r in ran if r.status == "survived"],
         "not_run": {r.name: r.status for r in results if r not in ran},
         "kill_rate": round((killed + timeouts) / len(ran), 4) if ran else None,
-        **_diff_summary(results),
-    }
-
-
-def _diff_summary(results: list[MutantResult]) -> dict[str, Any]:
-    """Kill rates of the differential mode and of checks + differential together."""
-    judged = [
-        r for r in results if r.diff is not None and r.diff["status"] in ("killed", "timeout", "survived")
-    ]
-    if not judged:
-        return {}
-    diff_killed = [r.name for r in judged if r.diff and r.diff["status"] in ("killed", "timeout")]
-    both = [r for r in judged if r.status in ("killed", "timeout", "survived", "not run")]
-    either = [r.name for r in both if r.status in ("killed", "timeout") or r.name in diff_killed]
-    checks_ran = [r for r in both if r.status != "not run"]
-    return {
-        "diff_ran": len(judged),
-        "diff_killed": len(diff_killed),
-        "diff_kill_rate": round(len(diff_killed) / len(judged), 4),
-        "diff_survived": [r.name for r in judged if r.name not in diff_killed],
-        "diff_unknown": [r.name for r in results if r.diff is not None and r not in judged],
-        "combined_kill_rate": round(len(either) / len(both), 4) if checks_ran else None,
-        "combined_survived": [r.name for r in both if r.name not in either] if checks_ran else [],
+        **diff_summary([(r.name, r.status, r.diff) for r in results]),
     }
 
 
@@ -452,12 +431,7 @@ def _flag(k: Killer) -> str:
 
 
 def _diff_text(r: MutantResult) -> str:
-    if r.diff is None:
-        return "-"
-    d = r.diff
-    if d["status"] != "killed":
-        return f"{d['status'].upper()} ({d['detail']})"
-    return f"{d['detail']} [{','.join(d['ids'][:4])}] after {d['scenarios_run']} scenario(s)"
+    return diff_text(r.diff)
 
 
 def render_markdown(results: list[MutantResult], totals: dict[str, Any]) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 
 from cluster.targets import BUILTIN_DIR, REPO_ROOT
 
-__all__ = ["DiffKill", "mutant_target", "run_diff"]
+__all__ = ["DiffKill", "diff_summary", "diff_text", "mutant_target", "run_diff"]
 
 
 @dataclass(frozen=True)
@@ -157,3 +157,35 @@ def _verdict(report_path: Path, wall_s: float) -> DiffKill:
     if unknown or not results:
         return DiffKill("unknown", f"{len(unknown)} scenarios could not be judged", wall_s, len(results))
     return DiffKill("survived", f"{len(results)} scenarios, no divergence", wall_s, len(results))
+
+
+def diff_text(diff: dict[str, Any] | None) -> str:
+    """One mutant's differential verdict, for the kill table."""
+    if diff is None:
+        return "-"
+    if diff["status"] != "killed":
+        return f"{diff['status'].upper()} ({diff['detail']})"
+    return f"{diff['detail']} [{','.join(diff['ids'][:4])}] after {diff['scenarios_run']} scenario(s)"
+
+
+def diff_summary(results: list[tuple[str, str, dict[str, Any] | None]]) -> dict[str, Any]:
+    """Kill rates of the differential mode and of checks + differential together, from (mutant,
+    checks status, differential verdict) triples."""
+    judged = [
+        (n, s, d) for n, s, d in results if d is not None and d["status"] in ("killed", "timeout", "survived")
+    ]
+    if not judged:
+        return {}
+    diff_killed = [n for n, _, d in judged if d is not None and d["status"] in ("killed", "timeout")]
+    both = [(n, s) for n, s, _ in judged if s in ("killed", "timeout", "survived", "not run")]
+    either = [n for n, s in both if s in ("killed", "timeout") or n in diff_killed]
+    checks_ran = [n for n, s in both if s != "not run"]
+    return {
+        "diff_ran": len(judged),
+        "diff_killed": len(diff_killed),
+        "diff_kill_rate": round(len(diff_killed) / len(judged), 4),
+        "diff_survived": [n for n, _, _ in judged if n not in diff_killed],
+        "diff_unknown": [n for n, _, d in results if d is not None and n not in {j[0] for j in judged}],
+        "combined_kill_rate": round(len(either) / len(both), 4) if checks_ran else None,
+        "combined_survived": [n for n, _ in both if n not in either] if checks_ran else [],
+    }

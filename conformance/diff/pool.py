@@ -16,6 +16,7 @@ import os
 import signal
 import tempfile
 import traceback
+import warnings
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -59,6 +60,8 @@ def _init(root: str) -> None:
     from harness.zookeeper import ZooKeeperServer  # noqa: PLC0415 - in the spawned worker only
 
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    # the observer connects to the scenario's chroot before its first node creates it, on purpose
+    warnings.filterwarnings("ignore", message="No chroot path exists")
     _WORKER.work = Path(tempfile.mkdtemp(prefix=f"w{os.getpid()}-", dir=root))
     zk = ZooKeeperServer(
         name=f"diff-{os.getpid()}", tick_time_ms=500, max_session_timeout_ms=60000, snap_count=20000

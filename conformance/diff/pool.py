@@ -18,14 +18,14 @@ import tempfile
 import traceback
 import warnings
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.pool import AsyncResult
 from pathlib import Path
 from typing import Any
 
 from cluster.targets import Target
 
-__all__ = ["TASKS_PER_WORKER", "Job", "JobResult", "Pool"]
+__all__ = ["TASKS_PER_WORKER", "Job", "JobResult", "Pending", "Pool"]
 
 TASKS_PER_WORKER = 20
 
@@ -95,30 +95,55 @@ def _run(job: Job) -> JobResult:
         return JobResult(None, error=traceback.format_exc(limit=8))
 
 
+class Pending:
+    """A submitted job: :meth:`result` waits for it; :meth:`cancel` only stops waiting for it (a job
+    already running finishes, and its nodes stop with it)."""
+
+    def __init__(self, handle: AsyncResult[JobResult]) -> None:
+        self._handle, self.cancelled = handle, False
+
+    def result(self) -> JobResult:
+        return self._handle.get()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
 class Pool:
+    """``multiprocessing.Pool`` of spawned workers, each replaced after :data:`TASKS_PER_WORKER`
+    jobs (its ``maxtasksperchild``; ``ProcessPoolExecutor``'s ``max_tasks_per_child`` can hang in
+    Python 3.11 when every worker retires at once)."""
+
     def __init__(self, workers: int, root: Path) -> None:
         root.mkdir(parents=True, exist_ok=True)
-        self._executor = ProcessPoolExecutor(
-            max_workers=max(1, workers),
-            mp_context=multiprocessing.get_context("spawn"),
+        self._pool = multiprocessing.get_context("spawn").Pool(
+            processes=max(1, workers),
             initializer=_init,
             initargs=(str(root),),
-            max_tasks_per_child=TASKS_PER_WORKER,
+            maxtasksperchild=TASKS_PER_WORKER,
         )
+        self._pending: list[Pending] = []
 
-    def submit(self, job: Job) -> Future[JobResult]:
-        return self._executor.submit(_run, job)
+    def submit(self, job: Job) -> Pending:
+        pending = Pending(self._pool.apply_async(_run, (job,)))
+        self._pending.append(pending)
+        return pending
 
     def traces(
         self, jobs: Iterable[Job], on_done: Callable[[int, JobResult], None] | None = None
     ) -> list[JobResult]:
-        futures = [self.submit(j) for j in jobs]
+        handles = [self.submit(j) for j in jobs]
         out = []
-        for i, f in enumerate(futures):
-            out.append(f.result())
+        for i, h in enumerate(handles):
+            out.append(h.result())
             if on_done:
                 on_done(i, out[-1])
         return out
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        """Wait for the jobs still wanted; jobs nobody waits for any more are ended with their workers."""
+        if any(p.cancelled for p in self._pending):
+            self._pool.terminate()  # workers die at once; their nodes and ZooKeeper die with them
+        else:
+            self._pool.close()  # workers exit after their last job and stop their ZooKeeper
+        self._pool.join()

@@ -10,8 +10,9 @@ faults and Kafka 2.5.1's quirks (ring: drivers).
     python -m chaos quirks [--markdown]
 
 Run ``i`` of a campaign with ``--seed S`` has seed ``S + i`` and the scenario ``i mod k`` of the
-``k`` selected ones, so ``--seed`` fixes the whole campaign. Exit status of ``run``: 0 when no
-run is invalid, 1 when any is (or the campaign could not complete), 2 for bad arguments (unknown
+``k`` selected ones, so ``--seed`` fixes the whole campaign. Exit status of ``run``: 0 when every
+run is valid, 1 when any is invalid (or the campaign could not complete), 3 when none is invalid
+but some could not be judged (unknown), 2 for bad arguments (unknown
 scenario, fault, target or launcher names list the valid ones; an ``--out`` that is not a
 writable directory). Exit status of ``check``: 0 when every run is valid, 1 when any is invalid,
 3 when none is invalid but some could not be judged (unknown), 2 for bad arguments.
@@ -38,6 +39,7 @@ from chaos.run.pool import CampaignResult, run_campaign
 from chaos.run.reap import reap
 from chaos.runner import RunPlan
 from chaos.scenarios import FAULTS, SCENARIOS, SCOPES, NameError_, Scenario, resolve_faults, resolve_scenarios
+from chaos.shard import WHOLE, ShardError, campaign_id_for, parse_shard
 from cluster.targets import TargetError, load_target
 from harness.launcher import LAUNCHERS, LauncherError, launcher_named
 from records.run_record import new_run_id
@@ -81,8 +83,8 @@ def parser() -> argparse.ArgumentParser:
         "run",
         help="run chaos runs and judge each one",
         description="Run chaos runs and judge each one: valid, invalid (a guarantee broken) or unknown "
-        "(the run could not be judged). Exit status: 0 when no run is invalid, 1 when any is, "
-        "2 for bad arguments.",
+        "(the run could not be judged). Exit status: 0 when every run is valid, 1 when any is "
+        f"invalid, {SOME_UNKNOWN} when none is invalid but some could not be judged, 2 for bad arguments.",
     )
     run.add_argument("--runs", type=_positive, default=10, help="how many runs (default 10)")
     run.add_argument(
@@ -125,6 +127,31 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--no-progress", action="store_true", help="print one line per run instead of a progress bar"
+    )
+    run.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="run only shard I of N (0 <= I < N: runs I, I+N, I+2N, …) of the campaign, e.g. one job "
+        "of a CI matrix or a Kubernetes indexed job; needs --seed",
+    )
+    run.add_argument(
+        "--campaign-id",
+        default=None,
+        help="the id every shard of one campaign shares (default with --shard: derived from --seed, "
+        "--runs, the scenarios, faults and target; pass e.g. the CI pipeline id to tell repeats apart)",
+    )
+    run.add_argument(
+        "--master",
+        default=None,
+        help="spark://HOST:PORT: run the campaign's shards on a Spark cluster's executors; records and "
+        "kept runs come back here (needs --seed)",
+    )
+    run.add_argument(
+        "--spark-shards",
+        type=_positive,
+        default=None,
+        help="with --master: how many shards (default: one per 10 runs)",
     )
     replay = sub.add_parser(
         "replay",
@@ -248,18 +275,44 @@ def _out_problem(out: Path) -> str | None:
     return None
 
 
+def _campaign_id(args: argparse.Namespace, scenarios: Sequence[Scenario]) -> str:
+    if args.campaign_id:
+        return str(args.campaign_id)
+    if args.shard is None:
+        return new_run_id()
+    names = [s.name for s in scenarios]
+    return campaign_id_for(args.seed, args.runs, names, args.faults, args.target)
+
+
 def _plans(args: argparse.Namespace, campaign_id: str, scenarios: Sequence[Scenario]) -> list[RunPlan]:
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
+    shard = parse_shard(args.shard) if args.shard is not None else WHOLE
+    part = f", shard {shard} ({len(shard.indexes(args.runs))} of {args.runs} runs)" if args.shard else ""
     print(
-        f"campaign {campaign_id}: seed {seed}, scenarios {', '.join(s.name for s in scenarios)}",
+        f"campaign {campaign_id}: seed {seed}, scenarios {', '.join(s.name for s in scenarios)}{part}",
         file=sys.stderr,
     )
     return [
         RunPlan(
             i, scenarios[i % len(scenarios)], seed + i, campaign_id, args.out / campaign_id, args.keep_all
         )
-        for i in range(args.runs)
+        for i in shard.indexes(args.runs)
     ]
+
+
+def _distribution_problem(args: argparse.Namespace) -> str | None:
+    if (args.shard is not None or args.master) and args.seed is None:
+        return "--shard and --master need --seed: every shard must draw the same campaign"
+    if args.shard is not None and args.master:
+        return "give either --shard (this machine runs one shard) or --master (Spark runs them all)"
+    if args.spark_shards and not args.master:
+        return "--spark-shards goes with --master"
+    if args.shard is not None:
+        try:
+            parse_shard(args.shard)
+        except ShardError as exc:
+            return str(exc)
+    return None
 
 
 def _check_target_and_launcher(target: str, launcher: str) -> str | None:
@@ -279,7 +332,7 @@ def _check_target_and_launcher(target: str, launcher: str) -> str | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    problem = _check_target_and_launcher(args.target, args.launcher)
+    problem = _distribution_problem(args) or _check_target_and_launcher(args.target, args.launcher)
     if problem:
         return _usage(problem)
     try:
@@ -288,7 +341,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _usage(str(exc))
     if problem := _out_problem(args.out):
         return _usage(problem)
-    campaign_id = new_run_id()
+    if args.master:
+        from chaos.spark import run_on_spark  # noqa: PLC0415 - pyspark only when asked for
+
+        return run_on_spark(args)
+    campaign_id = _campaign_id(args, scenarios)
     plans = _plans(args, campaign_id, scenarios)
     for done in reap():
         print(f"reaped: {done}", file=sys.stderr)
@@ -312,7 +369,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 130
     progress.close()
     _summary(campaign, args.out, campaign_id, args.keep_all)
-    return 1 if campaign.counts["invalid"] else 0
+    return _exit_status(campaign.counts)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -375,6 +432,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         f"{sum(counts.values())} run(s): {counts['valid']} valid, {counts['invalid']} invalid, "
         f"{counts['unknown']} unknown"
     )
+    return _exit_status(counts)
+
+
+def _exit_status(counts: Counter[str]) -> int:
+    """0 every run valid, 1 any invalid, 3 none invalid but some unknown (never 0 for unknown)."""
     if counts["invalid"]:
         return 1
     return SOME_UNKNOWN if counts["unknown"] else 0

@@ -45,7 +45,7 @@ from chaos.run.env import RunEnv
 from chaos.run.metrics import phase_metrics
 from chaos.scenarios import Scenario
 from chaos.workload import Client
-from harness.zookeeper import process
+from harness import process
 from probes.errors import TxnLogCorrupt
 from records.run_record import RunRecord, run_order_key, utc_now_iso
 

@@ -16,6 +16,10 @@ from typing import cast
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("conformance.gate", "run the suite against a target, print the matrix, write the certificate"),
     "diff": ("conformance.diff.cli", "differential conformance: generated scenarios against the reference"),
+    "doctor": (
+        "conformance.doctor",
+        "start one node of a target and say exactly what is wrong with it (the preflight)",
+    ),
     "verify": ("conformance.verify", "check a signed certificate: signature, catalogue, coverage, replay"),
     "keygen": ("conformance.keys:keygen", "write an ed25519 key pair for signing certificates"),
     "sign": ("conformance.keys:sign", "sign an existing certificate.json"),

@@ -16,7 +16,8 @@ txn-log.txt         the transaction-log records as text, one per line (last 2,00
 requests.txt        controller requests as the brokers received them (request journal)
 zk-journals.txt     the tail of every node's ZooKeeper request journal
 zookeeper.log       the tail of the ZooKeeper server log
-node-<id>/          each node's logs (server, state-change, stdout)
+node-<id>/          each node's logs (server, state-change, stdout; a split node's controller
+                    process's in node-<id>/controller/)
 manifest.json       written last: every file above with its size, line count and sha256, and
                     the kit's version and commit (:mod:`chaos.run.manifest`)
 ==================  ===========================================================================
@@ -43,6 +44,7 @@ from chaos.checkers.verdict import Verdict, excused_items
 from chaos.generator import Schedule
 from chaos.history import Op
 from chaos.run.manifest import write_manifest
+from cluster.target_schema import CONTROLLER_LOG_DIR
 from probes.txnrecords import TxnRecord
 
 if TYPE_CHECKING:
@@ -196,3 +198,11 @@ def _cluster_files(run_dir: Path, cluster: ChaosCluster) -> None:
             with contextlib.suppress(OSError):
                 if src.is_file():
                     shutil.copy2(src, dest / src.name)
+        if node.split:  # a split topology's controller process: its config, output and logs
+            with contextlib.suppress(OSError):
+                (dest / "controller").mkdir(exist_ok=True)
+            mine = [node.controller_config_path, node.output_of("controller")]
+            for src in [*mine, *(node.node_dir / CONTROLLER_LOG_DIR).glob("*")]:
+                with contextlib.suppress(OSError):
+                    if src.is_file():
+                        shutil.copy2(src, dest / "controller" / src.name)

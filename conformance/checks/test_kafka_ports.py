@@ -34,6 +34,7 @@ from conformance.scenarios import (
     wait_cluster_known,
     wait_state,
 )
+from conformance.topology import NO_CONTROLLER_ENDPOINT
 from probes.logdirs import scan_log_dirs
 from probes.request_proxy import send_request
 
@@ -196,6 +197,7 @@ def test_reassignment_halted_by_an_offline_replica_resumes_when_it_comes_back(
 
 
 @pytest.mark.behaviour("SHUTDOWN-1", "ELECT-4")
+@pytest.mark.combined_only(NO_CONTROLLER_ENDPOINT)
 def test_controlled_shutdown_of_every_replica_in_turn(cluster_factory: ClusterFactory) -> None:
     """ControllerIntegrationTest ``testControlledShutdown`` (3 brokers started in reverse order, so
     the last one is the controller; ``test`` = [0, 1, 2]; ``controller.controlledShutdown`` for 2,
@@ -470,9 +472,7 @@ def test_controller_moved_while_an_event_is_queued_resigns(
         wait_cluster_known(cluster)
     else:
         create_topic(cluster, "t", {0: [1]})
-    stat = cluster.zk.exists("/brokers/ids/1")
-    assert stat is not None, cluster.summary()
-    session = int(stat.ephemeralOwner)
+    session = cluster.controller_session(1)
     cluster.pause(1)
     try:
         _action(cluster, action)
@@ -730,6 +730,7 @@ def test_topic_recreated_after_deletion(cluster_factory: ClusterFactory) -> None
     [("true", None), ("false", "true"), ("true", "false")],
     ids=["enabled", "enabled-by-topic-override", "disabled-by-topic-override"],
 )
+@pytest.mark.combined_only(NO_CONTROLLER_ENDPOINT)  # its pinned states come from controlled shutdowns
 def test_unclean_election_after_the_whole_cluster_went_down(
     cluster_factory: ClusterFactory, broker_unclean: str, topic_unclean: str | None
 ) -> None:

@@ -12,9 +12,12 @@ reference's traces come from the cache when this kit version recorded them befor
 reference runs too (in parallel). Diverging scenarios are shrunk (``--shrink-budget-s``, 0 = no)
 and the smallest is written as ``repro-<name>.json``, which ``--replay`` runs again. Output: a
 line per scenario, a summary, ``<out>/diff-report.json`` and ``<out>/scenarios/<name>/`` for each
-one that is not the same. Exit 0 only when every scenario ran and none diverged; 1 otherwise
-(divergence, target error, unknown); 2 for bad input (unknown target, launcher, profile, a missing
-or malformed scenario file, a bad number) — nothing is run then.
+one that is not the same. Exit 0 when every scenario ran and none diverged; 1 when one diverged from
+Kafka 2.5.1; 3 when none diverged but the target could not run one (target error) or one could not
+be judged (unknown) — never 0; 2 for bad input (unknown target, launcher, profile, a missing or
+malformed scenario file, a bad number) — nothing is run then. ``--no-progress`` leaves out the line
+per scenario (the summary stays): ``python -m conformance verify --replay`` runs
+``--scenarios 1 --seed S --no-progress`` and reads the exit code.
 """
 
 from __future__ import annotations
@@ -40,9 +43,9 @@ from conformance.diff.pool import Pool
 from conformance.diff.scenario import Scenario, ScenarioError, load_scenario
 from conformance.diff.shrink import Shrinker
 from harness.launcher import LAUNCHERS
-from harness.zookeeper.reaper import is_same_process, proc_start_time
+from harness.reaper import is_same_process, proc_start_time
 
-__all__ = ["DiffError", "main", "run_differential"]
+__all__ = ["DiffError", "exit_code", "main", "run_differential"]
 
 WORK_PREFIX = "kzk-diff-"
 
@@ -103,6 +106,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--out", type=Path, default=Path("results/diff"), help="report directory (default results/diff)"
     )
     p.add_argument("--stop-at-first", action="store_true", help="stop at the first diverging scenario")
+    p.add_argument("--no-progress", action="store_true", help="no line per scenario, only the summary")
     return p.parse_args(list(argv))
 
 
@@ -311,12 +315,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     sides = Sides(target, launcher, args.profile)
     cache = ReferenceCache(args.profile, enabled=not args.no_cache)
+
+    def progress(line: str) -> None:
+        if not args.no_progress:
+            say(line)
+
     say(f"differential: {len(scenarios)} scenario(s) on {target.name} ({launcher}), kit {kit_version()}")
     report = run_differential(
         scenarios, sides, workers=args.numprocesses, out=args.out.resolve(), cache=cache,
-        shrink_budget_s=args.shrink_budget_s, say=say, stop_at_first=args.stop_at_first,
+        shrink_budget_s=args.shrink_budget_s, say=progress, stop_at_first=args.stop_at_first,
     )  # fmt: skip
     for line in summary_lines(report):
         say(line)
     say(f"report: {args.out / 'diff-report.json'}")
-    return 0 if report["passed"] else 1
+    return exit_code(report)
+
+
+def exit_code(report: dict[str, Any]) -> int:
+    """0 all the same, 1 a divergence, 3 no divergence but a target error or an unknown."""
+    if report["passed"]:
+        return 0
+    return 1 if report["counts"]["diverges"] else 3

@@ -1,7 +1,8 @@
 """The gate's differential section: options, the run, the certificate entry (conformance ring).
 
-``python -m conformance run --diff-scenarios N --diff-seed S`` runs N generated scenarios of seed S
-on the gate's target after the checks (:func:`run_section`) and the certificate gains a
+``python -m conformance run --diff-scenarios N --diff-seed S`` runs N generated scenarios
+(scenario i is scenario 0 of seed ``S * 10000 + i``, so each replays alone by its seed) on the gate's
+target after the checks (:func:`run_section`) and the certificate gains a
 ``differential`` section. The gate's rule stays strict: a scenario that diverges, that the target
 could not run (a node that never started: a target error) or that could not be judged (unknown)
 makes the run not conformant (:func:`why_not`). ``--diff-scenarios 0`` leaves the section out.
@@ -19,7 +20,17 @@ from conformance.diff.cache import ReferenceCache
 from conformance.diff.campaign import Sides
 from conformance.diff.generator import generate
 
-__all__ = ["DEFAULT_DIFF_SCENARIOS", "DEFAULT_DIFF_SEED", "add_arguments", "run_section", "why_not"]
+__all__ = [
+    "DEFAULT_DIFF_SCENARIOS",
+    "DEFAULT_DIFF_SEED",
+    "OUTCOME",
+    "add_arguments",
+    "had_target_error",
+    "run_section",
+    "scenario_count",
+    "scenario_seeds",
+    "why_not",
+]
 
 #: The main job's default: a few minutes on a 2-core machine with the reference's traces cached.
 DEFAULT_DIFF_SCENARIOS = 6
@@ -31,18 +42,37 @@ DIFF_RULE = (
 )
 
 
+#: Scenario i of gate seed S is scenario 0 of seed ``S * SEED_STRIDE + i``, so that each recorded
+#: seed replays alone as ``python -m conformance diff --scenarios 1 --seed <seed>`` (verify --replay).
+SEED_STRIDE = 10_000
+
+#: The diff report's status → the certificate's outcome (``same``/``diverged``: verify's vocabulary,
+#: the diff command's exit 0/1).
+OUTCOME = {"same": "same", "diverges": "diverged", "target-error": "target error", "unknown": "unknown"}
+
+
 def _count(raw: str) -> int:
     if not raw.isdigit():
         raise argparse.ArgumentTypeError(f"{raw!r} is not a number >= 0")
     return int(raw)
 
 
+def _scenario_count(raw: str) -> int:
+    count = _count(raw)
+    if count > SEED_STRIDE:
+        raise argparse.ArgumentTypeError(f"at most {SEED_STRIDE} differential scenarios, got {count}")
+    return count
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--diff-scenarios",
-        type=_count,
-        default=DEFAULT_DIFF_SCENARIOS,
-        help=f"differential scenarios after the checks (default {DEFAULT_DIFF_SCENARIOS}; 0 = none)",
+        type=_scenario_count,
+        default=None,
+        help=(
+            f"differential scenarios after the checks (default {DEFAULT_DIFF_SCENARIOS} for a whole"
+            " profile, 0 when --ids or --areas narrow the run; 0 = none)"
+        ),
     )
     p.add_argument(
         "--diff-seed",
@@ -55,6 +85,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def scenario_seeds(seed: int, count: int) -> list[int]:
+    """The per-scenario seeds of a gate run of ``count`` scenarios of seed ``seed``."""
+    if count > SEED_STRIDE:
+        raise ValueError(f"at most {SEED_STRIDE} differential scenarios per gate run, got {count}")
+    return [seed * SEED_STRIDE + i for i in range(count)]
+
+
+def _not_run(args: argparse.Namespace, launcher: str, reason: str, status: str) -> dict[str, Any]:
+    """Nothing could run: every scenario is a target error (``status``) or unknown, never a pass."""
+    seeds = scenario_seeds(args.diff_seed, scenario_count(args))
+    counts = {"same": 0, "diverges": 0, "target-error": 0, "unknown": 0, status: len(seeds)}
+    entry = {"scenario": "all", "error" if status == "target-error" else "reason": reason}
+    return {
+        "count": len(seeds), "seed": args.diff_seed, "launcher": launcher, "counts": counts,
+        "passed": False, "rule": DIFF_RULE, "not_run_because": reason,
+        "scenarios": [{"seed": s, "outcome": OUTCOME[status]} for s in seeds],
+        "divergences": [], "tolerated": [],
+        "target_errors": [entry] if status == "target-error" else [],
+        "unknown": [entry] if status == "unknown" else [],
+    }  # fmt: skip
+
+
+def scenario_count(args: argparse.Namespace) -> int:
+    """``--diff-scenarios``, or its default: a run narrowed to some IDs or areas asked for those only."""
+    if args.diff_scenarios is not None:
+        return int(args.diff_scenarios)
+    narrowed = getattr(args, "ids", None) is not None or getattr(args, "areas", None) is not None
+    return 0 if narrowed else DEFAULT_DIFF_SCENARIOS
+
+
 def run_section(
     args: argparse.Namespace,
     target: Target,
@@ -62,23 +122,24 @@ def run_section(
     results_dir: Path,
     *,
     workers: int,
+    target_error: str | None = None,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any] | None:
-    """Run the differential scenarios; the certificate's section (None when not asked for)."""
-    if not args.diff_scenarios:
+    """Run the differential scenarios; the certificate's section (None when not asked for).
+
+    ``target_error``: why the target cannot start (the preflight's problem); nothing is run then and
+    every scenario is recorded as a target error."""
+    if not scenario_count(args):
         return None
     from conformance.diff.cli import run_differential  # noqa: PLC0415 - the pool only when asked for
 
     unavailable = target.unavailable_reason()
     if unavailable:  # nothing can run: never a pass, and no run that would only fail
-        counts = {"same": 0, "diverges": 0, "target-error": 0, "unknown": args.diff_scenarios}
-        return {
-            "scenarios": args.diff_scenarios, "seed": args.diff_seed, "launcher": launcher, "counts": counts,
-            "passed": False, "rule": DIFF_RULE, "not_run_because": unavailable,
-            "divergences": [], "target_errors": [], "tolerated": [],
-            "unknown": [{"scenario": "all", "reason": unavailable}],
-        }  # fmt: skip
-    scenarios = [generate(args.diff_seed, i) for i in range(args.diff_scenarios)]
+        return _not_run(args, launcher, unavailable, "unknown")
+    if target_error:
+        return _not_run(args, launcher, f"the preflight failed: {target_error}", "target-error")
+    seeds = scenario_seeds(args.diff_seed, scenario_count(args))
+    scenarios = [generate(s, 0) for s in seeds]
     cache = ReferenceCache(args.profile)
     say(f"differential: {len(scenarios)} scenarios of seed {args.diff_seed} on {target.name}")
     report = run_differential(
@@ -90,8 +151,9 @@ def run_section(
         shrink_budget_s=args.diff_shrink_budget_s,
         say=say,
     )
+    by_name = {r["name"]: r for r in report["results"]}
     return {
-        "scenarios": len(scenarios),
+        "count": len(scenarios),
         "seed": args.diff_seed,
         "launcher": launcher,
         "kit_version": report["kit_version"],
@@ -100,6 +162,10 @@ def run_section(
         "passed": report["passed"],
         "rule": DIFF_RULE,
         "report": str(results_dir / "differential" / "diff-report.json"),
+        "scenarios": [
+            {"seed": seed, "name": s.name(), "outcome": OUTCOME[by_name[s.name()]["status"]]}
+            for seed, s in zip(seeds, scenarios, strict=True)
+        ],
         "divergences": [
             {
                 "scenario": r["name"],
@@ -125,15 +191,17 @@ def run_section(
     }
 
 
+def had_target_error(section: dict[str, Any] | None) -> bool:
+    return section is not None and bool(section["counts"]["target-error"])
+
+
 def why_not(section: dict[str, Any] | None) -> list[str]:
     if section is None or section["passed"]:
         return []
     c = section["counts"]
     out = []
     if c["diverges"]:
-        out.append(
-            f"differential: {c['diverges']} of {section['scenarios']} scenarios diverge from Kafka 2.5.1"
-        )
+        out.append(f"differential: {c['diverges']} of {section['count']} scenarios diverge from Kafka 2.5.1")
     if c["target-error"]:
         out.append(f"differential: the target could not run {c['target-error']} scenarios (target error)")
     if c["unknown"]:

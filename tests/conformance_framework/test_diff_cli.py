@@ -32,7 +32,7 @@ def _diff(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--target", "nosuch"], "no target 'nosuch': built-ins are ['kafka', 'reference']"),
+        (["--target", "nosuch"], "no target 'nosuch': the built-in targets are 'kafka', 'reference'"),
         (["--launcher", "vm"], "unknown launcher 'vm'; valid launchers: process, docker"),
         (["--against", "kafka"], "--against takes only 'reference'"),
         (["--profile", "9.9"], "unknown profile '9.9'"),
@@ -97,7 +97,7 @@ def test_show_prints_the_scenario_of_a_seed_and_index(tmp_path: Path) -> None:
 
 def test_the_gate_is_not_conformant_when_the_differential_part_fails() -> None:
     counts = {"same": 3, "diverges": 1, "target-error": 1, "unknown": 1}
-    section = {"passed": False, "scenarios": 6, "counts": counts}
+    section = {"passed": False, "count": 6, "counts": counts}
     reasons = why_not(section)
     assert len(reasons) == 3
     assert "1 of 6 scenarios diverge" in reasons[0]

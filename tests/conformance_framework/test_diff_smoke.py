@@ -183,7 +183,7 @@ def test_a_target_whose_nodes_do_not_start_is_a_target_error(cache_dir: Path, tm
     scenario = str(_write(tmp_path / "s.json", SAME[0]))
     out = tmp_path / "out"
     run = _diff(cache_dir, "--replay", scenario, "--target", str(target), "-n", "1", "--out", str(out))
-    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    assert run.returncode == 3, run.stdout[-2000:] + run.stderr[-2000:]
     (result,) = _report(out, run)["results"]
     assert result["status"] == "target-error", result
     assert "exited with 3" in result["reason"], result["reason"]

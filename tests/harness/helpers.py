@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.zookeeper.reaper import kill_process_group, proc_start_time
+from harness.reaper import kill_process_group, proc_start_time
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

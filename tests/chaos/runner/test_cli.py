@@ -40,7 +40,7 @@ def test_list_names_every_scenario_and_fault() -> None:
     [
         (["--scenario", "links,nope"], "unknown scenario 'nope'; valid scenarios: " + ", ".join(SCENARIOS)),
         (["--faults", "kil"], "unknown fault 'kil'; valid faults: " + ", ".join(FAULTS)),
-        (["--target", "nope"], "no target 'nope': built-ins are ['kafka', 'reference']"),
+        (["--target", "nope"], "no target 'nope': the built-in targets are 'kafka', 'reference', "),
         (["--launcher", "vm"], "unknown launcher 'vm'; valid launchers: process, docker"),
         (["--runs", "0"], "must be at least 1"),
         (["--seed", "x"], "is not an integer"),

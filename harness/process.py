@@ -1,4 +1,8 @@
-"""Starting, signalling and always cleaning up harness JVMs (ring: drivers / test tooling).
+"""Starting, signalling and always cleaning up the harness's processes (ring: drivers / test tooling).
+
+The process launcher (:mod:`harness.process_launcher`) starts every local server this way: the
+ZooKeeper JVMs, the nodes and the kit's Toxiproxy server. The guarantees are written for JVMs,
+the common case; they hold for every process started here.
 
 Guarantees against leaked JVMs, from the most to the least common case:
 
@@ -20,7 +24,7 @@ Guarantees against leaked JVMs, from the most to the least common case:
    use that to exercise the reaper. The signal is not sent if the owner dies between ``fork`` and
    ``prctl``: case 4 covers that.
 4. **Anything else** (the owner died in the instant between fork and pid file, pdeathsig disabled,
-   a foreign kill of the whole session): :func:`harness.zookeeper.reaper.reap_orphans`, run at
+   a foreign kill of the whole session): :func:`harness.reaper.reap_orphans`, run at
    every pytest session start and by ``python -m harness reap``.
 
 JVMs run in their own session and process group (``start_new_session=True``): Ctrl-C in a terminal
@@ -49,8 +53,7 @@ from queue import SimpleQueue
 from types import FrameType
 from typing import Any, TypeVar
 
-from harness.zookeeper import reaper
-from harness.zookeeper.jars import promote_cds_archive
+from harness import reaper
 
 T = TypeVar("T")
 _PR_SET_PDEATHSIG = 1
@@ -158,13 +161,21 @@ def _prctl_pdeathsig() -> None:  # runs in the forked child before exec
 class ManagedJvm:
     """A started JVM: its Popen, pid file and signals to its process group."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], start_time: int, record: Path, name: str) -> None:
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        start_time: int,
+        record: Path,
+        name: str,
+        on_exit: Callable[[], None] | None = None,
+    ) -> None:
         self.popen = popen
         self.start_time = start_time
         self.record_path = record
         self.name = name
         self.owner_pid = os.getpid()
-        self.pending_cds: Path | None = None
+        #: Called once, when the exit is first seen (a JVM's class-data archive is promoted then).
+        self.on_exit = on_exit
         self.paused = False
 
     @property
@@ -225,9 +236,9 @@ class ManagedJvm:
         with _LOCK:
             _LIVE.pop(self.pid, None)
         self.record_path.unlink(missing_ok=True)
-        if self.pending_cds is not None:
-            promote_cds_archive(self.pending_cds)
-            self.pending_cds = None
+        on_exit, self.on_exit = self.on_exit, None
+        if on_exit is not None:
+            on_exit()
 
 
 def _all_threads_stopped(pid: int) -> bool:
@@ -248,11 +259,12 @@ def spawn_jvm(
     log_path: Path,
     die_with_owner: bool,
     env: Mapping[str, str] | None = None,
+    on_exit: Callable[[], None] | None = None,
 ) -> ManagedJvm:
     """Start ``argv`` in a new session with output to ``log_path``, and write its pid file.
 
     Not only JVMs: the process launcher starts nodes this way too, so the reaper finds them.
-    ``env`` replaces the environment (default: inherited)."""
+    ``env`` replaces the environment (default: inherited); ``on_exit`` runs once its exit is seen."""
     session = owner_session()
     install_cleanup_hooks()
     command = list(argv)
@@ -293,7 +305,7 @@ def spawn_jvm(
             "created": time.time(),
         },
     )
-    jvm = ManagedJvm(popen, start, record, name)
+    jvm = ManagedJvm(popen, start, record, name, on_exit)
     with _LOCK:
         _LIVE[popen.pid] = jvm
     return jvm

@@ -22,6 +22,7 @@ from kazoo.security import OPEN_ACL_UNSAFE
 
 from cluster.admin import encode, topic_znode
 from conformance.diff import api, brokerprobe
+from conformance.diff.adminapi import ADMIN_EXECUTORS
 from conformance.diff.barrier import isr_settled
 from conformance.diff.live import DiffCluster, TargetStartError
 from conformance.diff.steps import assignment_of, split_tp
@@ -271,6 +272,7 @@ EXECUTORS: dict[str, Callable[[DiffCluster, Params, Quiesce], Outcome]] = {
     "move_controller": move_controller,
     "bounce": bounce,
     "probe": brokerprobe.probe,
+    **ADMIN_EXECUTORS,
 }
 
 __all__ += ["TargetStartError"]

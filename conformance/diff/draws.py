@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 
+from conformance.diff.adminsteps import ADMIN_SINGLE
 from conformance.diff.model import Model, TopicModel
 from conformance.diff.scenario import Step
 
@@ -300,4 +301,5 @@ SINGLE: dict[str, tuple[float, Motif]] = {
     "move_controller": (2, _move),
     "bounce": (1, _bounce),
     "probe": (3, _probes),
+    **ADMIN_SINGLE,  # the admin APIs (spec §13)
 }

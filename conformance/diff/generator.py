@@ -16,7 +16,10 @@ motif                       reaches
 ``two_deletions``           two deletions one after the other (a watch that must be re-armed)
 ``deletion_dead_replica``   a deletion that must wait for a dead replica's broker
 ``unclean``                 a partition whose ISR is gone while an out-of-ISR replica lives,
-                            then unclean election enabled on the topic
+                            then an unclean election: the topic's config (znode or admin API)
+                            or ElectLeaders UNCLEAN
+``api_reassign_cancel``     an admin-API reassignment pending on a paused target, listed, then
+                            cancelled (its original replicas restored) or completed first
 ``probes``                  crafted controller requests with stale/equal/newer epochs
 ``single``                  any one step of the vocabulary, drawn by weight
 ==========================  ====================================================================
@@ -48,7 +51,7 @@ from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 5
 
 
 # --- motifs -------------------------------------------------------------------------------------
@@ -149,15 +152,48 @@ def _unclean(rng: random.Random, model: Model) -> Iterator[Step]:
     found = _follower_of(rng, model)
     if found is None:
         return
-    t, _p, leader, follower = found
+    t, p, leader, follower = found
     yield Step("pause", {"node": follower})  # it leaves the ISR
     step = _fault("kill", model, leader, rng) if model.state(leader) == "up" else None
     if step is not None:
         yield step  # the ISR's last member may be gone now
     yield Step("resume", {"node": follower})  # alive, outside the ISR of a leaderless partition
-    if step is not None:
+    if step is None:
+        return
+    how = rng.choice(("topic_config", "elect_leaders", "alter_configs_api"))
+    if how == "elect_leaders" and model.state(model.controller) == "up":  # ignores the topic's config
+        yield Step("elect_leaders", {"via": model.controller, "partitions": [f"{t.name}-{p}"],
+                                     "election": "unclean"})  # fmt: skip
+    elif how == "alter_configs_api" and model.state(model.controller) == "up":
+        conf = {"unclean.leader.election.enable": "true"}
+        yield Step("alter_configs_api", {"via": model.controller, "topic": t.name, "config": conf,
+                                         "incremental": True})  # fmt: skip
+    else:
         conf = {**t.config, "unclean.leader.election.enable": "true"}
         yield Step("topic_config", {"topic": t.name, "config": conf})
+
+
+def _api_reassign_cancel(rng: random.Random, model: Model) -> Iterator[Step]:
+    """An admin-API reassignment kept pending by a paused target (registered, so accepted, but not
+    catching up), listed, then cancelled (its original replicas restored) or completed first:
+    REASSIGN-16..22 with something to revert. A down target would be refused (not alive)."""
+    picked = _pick_tp(rng, model)
+    if picked is None or model.state(model.controller) != "up":
+        return
+    t, p = picked
+    spare = [b for b in model.up() if b != model.controller and b not in t.assignment[p]]
+    if not spare:
+        return
+    target, tp, via = rng.choice(spare), f"{t.name}-{p}", model.controller
+    yield Step("pause", {"node": target})
+    yield Step("reassign_api", {"via": via, "targets": {tp: [*t.assignment[p][:2], target]}})
+    yield Step("list_reassignments", {"via": via, "partitions": rng.choice(([], [tp]))})
+    completed = rng.random() < 0.3
+    if completed:
+        yield Step("resume", {"node": target})
+    yield Step("cancel_reassign_api", {"via": via, "partitions": [tp]})
+    if not completed:
+        yield Step("resume", {"node": target})
 
 
 def _single_motif(rng: random.Random, model: Model) -> Iterator[Step]:
@@ -182,6 +218,7 @@ MOTIFS: dict[str, tuple[float, Motif]] = {
     "two_deletions": (1.5, _two_deletions),
     "deletion_dead_replica": (1.5, _deletion_dead_replica),
     "unclean": (1.5, _unclean),
+    "api_reassign_cancel": (1.5, _api_reassign_cancel),
     "probes": (3, _probes),
     "single": (14, _single_motif),
 }

@@ -55,6 +55,8 @@ class Model:
     reassign_znode: bool = False
     #: names ever used, so the generator never reuses one
     names_used: set[str] = field(default_factory=set)
+    #: "<topic>-<partition>" → its replicas before an admin-API reassignment that is still pending
+    api_original: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, scenario: Scenario) -> Model:

@@ -16,35 +16,18 @@ Parameter types: ``node`` (a broker id of the scenario), ``node?`` (or null), ``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
+from conformance.diff.adminsteps import ADMIN_KINDS
 from conformance.diff.model import Model
 from conformance.diff.scenario import ScenarioError
+from conformance.diff.stepkind import _TP, StepKind, split_tp
 
 __all__ = ["KINDS", "StepKind", "split_tp", "validate_params"]
 
 Params = Mapping[str, Any]
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,60}$")
-_TP = re.compile(r"^([A-Za-z0-9._-]{1,60})-(\d{1,4})$")
-
-
-def split_tp(tp: str) -> tuple[str, int]:
-    m = _TP.match(tp)
-    if m is None:
-        raise ValueError(f"{tp!r} is not <topic>-<partition>")
-    return m.group(1), int(m.group(2))
-
-
-@dataclass(frozen=True)
-class StepKind:
-    op: str
-    doc: str
-    params: Mapping[str, str]
-    ids: tuple[str, ...]
-    check: Callable[[Model, Params], str | None]
-    apply: Callable[[Model, Params], None]
 
 
 # --- parameter validation -----------------------------------------------------------------------
@@ -437,4 +420,4 @@ KINDS: dict[str, StepKind] = {
             _probe,
         ),
     )
-}
+} | ADMIN_KINDS

@@ -76,6 +76,11 @@ def test_the_generator_reaches_the_states_example_checks_rarely_reach() -> None:
                 and b.params["node"] in {r for targets in a.params["targets"].values() for r in targets}
             ):
                 reached["a reassignment target restarts"] += 1
+        for a, b, c in zip(s.steps, s.steps[1:], s.steps[2:], strict=False):
+            if (a.op, b.op) == ("pause", "reassign_api") and "cancel_reassign_api" in (c.op, *ops):
+                reached["an admin-API reassignment pending on a paused target, then cancelled"] += 1
+        if any(st.op == "elect_leaders" and st.params["election"] == "unclean" for st in s.steps):
+            reached["ElectLeaders UNCLEAN"] += 1
         if "probe" in ops:
             reached["broker probes"] += 1
         if "create_topics_auto" in ops:
@@ -87,6 +92,8 @@ def test_the_generator_reaches_the_states_example_checks_rarely_reach() -> None:
         "a reassignment target restarts",
         "broker probes",
         "automatic placement",
+        "an admin-API reassignment pending on a paused target, then cancelled",
+        "ElectLeaders UNCLEAN",
     ):
         assert reached[state] >= 3, (
             f"{state}: reached {reached[state]} times in 300 scenarios ({dict(reached)})"

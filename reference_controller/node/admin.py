@@ -1,6 +1,7 @@
 """Topic administration writes as AdminZkClient@2.5.1 makes them (ring: drivers, blocking kazoo).
 
-`create_topic_with_assignment`: validate, then `/config/topics/<t>` (setData; on NONODE create)
+`create_topic_with_assignment`: validate, then `/config/topics/<t>` (setData; on NONODE create; on
+NODEEXISTS, a concurrent creation, setData again: KAFKA-7082)
 and `/brokers/topics/<t>` (create; NODEEXISTS ⇒ TOPIC_ALREADY_EXISTS). Nothing else — the
 controller does the rest. `delete_topic` creates `/admin/delete_topics/<t>` with null data.
 `add_partitions` rewrites `/brokers/topics/<t>` with the extra partitions. Every function raises
@@ -119,10 +120,13 @@ def create_topic_with_assignment(
         f"{ {p: list(r) for p, r in sorted(assignment.items())} }"
     )
     config_path, config_data = zkdata.config_topic_path(topic), zkdata.encode_topic_config(config)
-    try:
+    try:  # KafkaZkClient.setOrCreateEntityConfigs@2.5.1 L354-377: set, else create, else set
         zk.set(config_path, config_data)
     except NoNodeError:
-        create_recursive(zk, config_path, config_data)
+        try:
+            create_recursive(zk, config_path, config_data)
+        except NodeExistsError:  # a concurrent CreateTopics created it first (KAFKA-7082): last writer wins
+            zk.set(config_path, config_data)
     data = zkdata.encode_topic({p: ReplicaAssignment(tuple(r)) for p, r in assignment.items()})
     try:
         create_recursive(zk, zkdata.topic_path(topic), data)

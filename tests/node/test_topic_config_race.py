@@ -23,7 +23,7 @@ from reference_controller.node.admin import AdminError, create_topic_with_assign
 pytestmark = pytest.mark.integration
 
 
-class _LosesTheRace(KazooClient):
+class _LosesTheRace(KazooClient):  # type: ignore[misc]  # kazoo is untyped
     """A real client whose first setData on a missing config znode is overtaken by ``rival``."""
 
     rival: KazooClient
@@ -65,7 +65,7 @@ def test_a_config_znode_created_first_by_a_concurrent_request_is_overwritten(
 def test_the_loser_of_the_topic_znode_gets_topic_already_exists(
     racing: tuple[KazooClient, KazooClient],
 ) -> None:
-    admin, rival = racing
+    admin, _rival = racing
     admin.ensure_path(zkdata.BROKER_TOPICS)
     create_topic_with_assignment(admin, "race", {}, {0: [1]})
     with pytest.raises(AdminError) as err:

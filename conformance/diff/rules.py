@@ -100,6 +100,16 @@ RULES: tuple[Rule, ...] = (
         "KafkaServer.scala@2.5.1 L597-617 (shutdown: controlledShutdown, then stopProcessingRequests)",
     ),
     Rule(
+        "answers to a controller shutting down",
+        "in the step of the controller's own controlled shutdown, the answers to the controller requests"
+        " it sent are not compared (the requests are)",
+        "after its ControlledShutdown is answered the node stops its controller last, closing the"
+        " channels to the brokers: whether the answer to a request still in flight reaches it first"
+        " is timing",
+        "KafkaServer.scala@2.5.1 L646-647 (kafkaController.shutdown); KafkaController.scala@2.5.1"
+        " L170-173 (shutdown: onControllerResignation closes the channel manager)",
+    ),
+    Rule(
         "live-broker lists",
         "the live-broker list of UpdateMetadata requests is compared as the sequence of its changes"
         " at each broker (a request that repeats the list last told adds nothing)",

@@ -23,7 +23,7 @@ from typing import Any
 
 from conformance.diff.normalise import STATE_PATH
 
-__all__ = ["relative_versions", "resumed_leader_race", "sender_shut_down", "shutting_down"]
+__all__ = ["relative_versions", "resumed_leader_race", "shutting_down"]
 
 Tree = Mapping[str, Any]
 
@@ -106,16 +106,3 @@ def shutting_down(segment: dict[str, Any], node: int) -> None:
     """In the step of ``node``'s controlled shutdown, requests to it are not compared (RULES
     "requests to a broker shutting down")."""
     segment["requests"].pop(str(node), None)
-
-
-NOT_COMPARED = "not compared: its sender shut down"
-
-
-def sender_shut_down(segment: dict[str, Any], node: int) -> None:
-    """In the step of ``node``'s controlled shutdown, the answers to the controller requests it sent
-    are not compared; the requests are (RULES "answers to a controller shutting down")."""
-    for dest in segment["requests"].values():
-        for entries in dest["partitions"].values():
-            for entry in entries:
-                if entry.get("from") == node:
-                    entry["answer"] = NOT_COMPARED

@@ -100,12 +100,12 @@ RULES: tuple[Rule, ...] = (
         "KafkaServer.scala@2.5.1 L597-617 (shutdown: controlledShutdown, then stopProcessingRequests)",
     ),
     Rule(
-        "answers to a controller shutting down",
-        "in the step of the controller's own controlled shutdown, the answers to the controller requests"
-        " it sent are not compared (the requests are)",
+        "requests of a controller shutting down",
+        "in the step of the controller's own controlled shutdown, the controller requests it sent are"
+        " not compared (its successor's requests, every ZooKeeper write and the metadata are)",
         "after its ControlledShutdown is answered the node stops its controller last, closing the"
-        " channels to the brokers: whether the answer to a request still in flight reaches it first"
-        " is timing",
+        " channels to the brokers: how many of the requests it queued get out, and whether their"
+        " answers reach it, is timing",
         "KafkaServer.scala@2.5.1 L646-647 (kafkaController.shutdown); KafkaController.scala@2.5.1"
         " L170-173 (shutdown: onControllerResignation closes the channel manager)",
     ),

@@ -27,7 +27,7 @@ from conformance.diff.barrier import quiesce
 from conformance.diff.live import DiffCluster, Mark, TargetStartError
 from conformance.diff.model import controllers
 from conformance.diff.normalise import broker_epoch_labels, requests_view, zk_view
-from conformance.diff.relative import relative_versions, resumed_leader_race, sender_shut_down, shutting_down
+from conformance.diff.relative import relative_versions, resumed_leader_race, shutting_down
 from conformance.diff.scenario import Scenario
 from conformance.diff.views import metadata_view, relabel_topic, tree_view
 from harness.launcher import Launcher
@@ -108,6 +108,12 @@ def _paused_until(scenario: Scenario, segments: int) -> dict[tuple[int, int], in
     return out
 
 
+def of_others(requests: list[Any], node: int) -> list[Any]:
+    """The requests not sent by ``node``: in the step of its own controlled shutdown, a controller's
+    requests are not compared (RULES "requests of a controller shutting down")."""
+    return [r for r in requests if r.source != node]
+
+
 def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dict[str, Any]]:
     records = dc.cluster.history()
     requests = dc.cluster.journal.requests() if dc.cluster.journal else []
@@ -127,6 +133,8 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
     for i, s in enumerate(steps):
         step = dc.scenario.steps[i - 1] if i > 0 else None
         window = sorted(by_segment.get(i, []), key=lambda r: r.seq)
+        if step is not None and step.op == "controlled_shutdown":
+            window = of_others(window, step.params["node"])
         segment: dict[str, Any] = {
             "step": i - 1,
             "op": s.op,
@@ -145,7 +153,6 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
             resumed_leader_race(segment, tree_before, step.params["node"])
         if step is not None and step.op == "controlled_shutdown":
             shutting_down(segment, step.params["node"])
-            sender_shut_down(segment, step.params["node"])
         relative_versions(segment, tree_before)
         tree_before = absolute
         out.append(segment)

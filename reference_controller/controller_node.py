@@ -22,7 +22,6 @@ goes with it), exit 0. Exit 2: bad configuration; 1: ZooKeeper unreachable at st
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import signal
@@ -32,7 +31,6 @@ from pathlib import Path
 from types import FrameType
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NodeExistsError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
@@ -43,7 +41,8 @@ from reference_controller.controller.driver.service import ControllerService
 from reference_controller.errors import ConfigError
 from reference_controller.logutil import configure_node_logging
 from reference_controller.node.__main__ import parse_overrides, version_line, warn_unknown_keys
-from reference_controller.node.admin import create_recursive
+from reference_controller.node.zk_driver import KazooNodeZk
+from reference_controller.node.zk_port import create_if_absent
 
 EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
 log = logging.getLogger("kafka.controller.ControllerProcess")
@@ -78,13 +77,11 @@ def connect(config: KafkaConfig) -> KazooClient:
     chroot, zk.chroot = zk.chroot, ""
     try:
         if chroot:
-            with contextlib.suppress(NodeExistsError):
-                create_recursive(zk, chroot, None)
+            create_if_absent(KazooNodeZk(zk), chroot, None)
     finally:
         zk.chroot = chroot
     for path in zkdata.PERSISTENT_PATHS:
-        with contextlib.suppress(NodeExistsError):
-            create_recursive(zk, path, None)
+        create_if_absent(KazooNodeZk(zk), path, None)
     return zk
 
 

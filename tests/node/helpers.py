@@ -149,6 +149,26 @@ def send(address: tuple[str, int], api_key: int, version: int, body: Callable[[t
 PartitionSpec = crafted.PartitionSpec
 
 
+def leader_and_isr_request(
+    schema: type[Any],
+    parts: list[PartitionSpec],
+    *,
+    controller_epoch: int = 1,
+    broker_epoch: int = -1,
+    leaders: list[tuple[int, str, int]] = (),  # type: ignore[assignment]
+    correlation_controller_id: int = 99,
+) -> Any:
+    """A LeaderAndIsr request at ``schema``'s version for `parts` (built by cluster/crafted.py)."""
+    return crafted.leader_and_isr_request(
+        parts,
+        controller_id=correlation_controller_id,
+        controller_epoch=controller_epoch,
+        broker_epoch=broker_epoch,
+        live_leaders=leaders,
+        version=int(schema.__version__),
+    )
+
+
 def leader_and_isr(
     address: tuple[str, int],
     parts: list[PartitionSpec],

@@ -19,6 +19,7 @@ from kazoo.exceptions import NoNodeError
 
 from reference_controller import zkdata
 from reference_controller.node.admin import AdminError, create_topic_with_assignment
+from reference_controller.node.zk_driver import KazooNodeZk
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +57,7 @@ def test_a_config_znode_created_first_by_a_concurrent_request_is_overwritten(
 ) -> None:
     admin, rival = racing
     admin.ensure_path(zkdata.BROKER_TOPICS)
-    create_topic_with_assignment(admin, "race", {"min.insync.replicas": "2"}, {0: [1, 2]})
+    create_topic_with_assignment(KazooNodeZk(admin), "race", {"min.insync.replicas": "2"}, {0: [1, 2]})
     config = json.loads(rival.get("/config/topics/race")[0])
     assert config["config"] == {"min.insync.replicas": "2"}, "the last writer wins, as in Kafka"
     assert rival.exists(zkdata.topic_path("race")) is not None
@@ -67,7 +68,7 @@ def test_the_loser_of_the_topic_znode_gets_topic_already_exists(
 ) -> None:
     admin, _rival = racing
     admin.ensure_path(zkdata.BROKER_TOPICS)
-    create_topic_with_assignment(admin, "race", {}, {0: [1]})
+    create_topic_with_assignment(KazooNodeZk(admin), "race", {}, {0: [1]})
     with pytest.raises(AdminError) as err:
-        create_topic_with_assignment(admin, "race", {}, {0: [1]})
+        create_topic_with_assignment(KazooNodeZk(admin), "race", {}, {0: [1]})
     assert "already exists" in str(err.value)

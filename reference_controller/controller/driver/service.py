@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from kafkawire.api_error import ApiError
 from kafkawire.errors import Errors
+from kafkawire.states import TopicPartition
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.core import KafkaController
 from reference_controller.controller.driver.channel import ControllerChannelManager
@@ -53,7 +54,6 @@ from reference_controller.controller.events import (
     ReplicaLeaderElection,
     ShutdownEventThread,
     Startup,
-    TopicPartition,
 )
 from reference_controller.controller.ports import Clock, ZkPort
 from reference_controller.zkdata import BrokerInfo, ReplicaAssignment

@@ -15,6 +15,7 @@ from typing import cast
 #: subcommand → (``module`` with ``main(argv) -> int``, or ``module:function``; one line for the list)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("conformance.gate", "run the suite against a target, print the matrix, write the certificate"),
+    "diff": ("conformance.diff.cli", "differential conformance: generated scenarios against the reference"),
     "doctor": (
         "conformance.doctor",
         "start one node of a target and say exactly what is wrong with it (the preflight)",

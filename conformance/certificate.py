@@ -56,10 +56,11 @@ def build_certificate(
     preflight: dict[str, Any] | None = None,
     catalogue_check: dict[str, Any] | None = None,
     provenance: dict[str, Any] | None = None,
+    differential: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The certificate of one gate run; ``conformant`` iff ``why_not`` is empty (``pytest_exit_code``
     is ``None`` when the preflight stopped the run)."""
-    return {
+    certificate: dict[str, Any] = {
         "certificate_version": CERTIFICATE_VERSION,
         "run_id": run_id,
         "selection": selection,
@@ -83,6 +84,9 @@ def build_certificate(
         "other_tests": other,
         "provenance": provenance,
     }
+    if differential is not None:  # python -m conformance run --diff-scenarios N (conformance/diff)
+        certificate["differential"] = differential
+    return certificate
 
 
 def target_error(table: dict[str, dict[str, Any]], preflight: dict[str, Any] | None) -> dict[str, Any] | None:

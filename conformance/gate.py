@@ -38,6 +38,7 @@ from cluster.startup import TARGET_ERROR_PREFIX
 from cluster.targets import REPO_ROOT, Target, TargetError, builtin_targets, load_target
 from conformance.attestation import AttestationError, load_private_key
 from conformance.certificate import build_certificate, run_provenance, write_certificate, write_signed
+from conformance.diff import gate_section as diff_section
 from conformance.doctor import PreflightReport, preflight
 from conformance.progress import Progress
 from conformance.selection import Selection, SelectionError, resolve_selection
@@ -106,6 +107,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="ed25519 private key (PEM) to sign the certificate with: writes certificate.intoto.json"
         " beside certificate.json ($KZK_SIGNING_KEY; make one with `python -m conformance keygen`)",
     )
+    diff_section.add_arguments(p)
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     return p.parse_args(argv)
 
@@ -418,7 +420,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = _with_not_applicable(verdicts(records, list(selection.behaviour_ids)), selection)
     finished = datetime.now(UTC)
     print(render_matrix(table))
-    why_not = why_not_conformant(table, rc)
+    workers = int(args.numprocesses) if str(args.numprocesses).isdigit() else 2
+    preflight_problem = report.problem if report is not None and not report.ok else None
+    differential = diff_section.run_section(
+        args, target, launcher, results_dir, workers=workers, target_error=preflight_problem
+    )
+    finished = datetime.now(UTC)
+    why_not = why_not_conformant(table, rc) + diff_section.why_not(differential)
     certificate = build_certificate(
         run_id=run_id,
         selection=selection_record(args, target, selection, launcher),
@@ -436,6 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "summary": spec.describe(),
         },
         provenance=run_provenance(target, launcher),
+        differential=differential,
     )
     for line in why_not:
         print(f"not conformant: {line}")
@@ -451,6 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not why_not
         else "NO (target error)"
         if any(v["verdict"] == "target error" for v in table.values())
+        or diff_section.had_target_error(differential)
         else "NO"
     )
     print(f"certificate: {path}")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import dataclasses
 import json
 import os
 import re
@@ -50,6 +51,7 @@ from typing import Any, Literal
 
 import catalogue
 from cluster.targets import REPO_ROOT
+from conformance.diff.mutation import diff_summary, diff_text
 from harness.reaper import is_same_process, proc_start_time
 from records.run_record import new_run_id, read_records
 
@@ -61,7 +63,7 @@ _COPY_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "*.egg-info", "results*"
 )
 _HEADER = re.compile(r"^#\s*([a-z_]+)\s*:\s*(.*)$")
-Status = Literal["killed", "timeout", "survived", "not applied", "not imported"]
+Status = Literal["killed", "timeout", "survived", "not applied", "not imported", "not run"]
 
 
 class MutantError(ValueError):
@@ -78,6 +80,8 @@ class Mutant:
     areas: tuple[str, ...]
     ids: tuple[str, ...]
     files: tuple[str, ...]
+    #: the Kafka JIRAs a mutant re-introduces (its ``kafka:`` header), so ``--only KAFKA-6082`` works
+    jira: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,8 @@ class MutantResult:
     killed_by: tuple[Killer, ...] = ()
     detail: str = ""
     caught_by_expected_id: bool = field(default=False)
+    #: ``--mode diff|both``: the differential suite's verdict on the mutant (conformance/diff/mutation.py)
+    diff: dict[str, Any] | None = None
 
 
 def _header(text: str) -> dict[str, str]:
@@ -141,7 +147,8 @@ def parse_mutant(path: Path) -> Mutant:
     files = tuple(m.group(1) for m in re.finditer(r"^\+\+\+ b/(\S+)", text, re.MULTILINE))
     if not files:
         raise MutantError(f"{path.name}: no '+++ b/<path>' line: not a unified diff")
-    return Mutant(path.stem, path, head["breaks"], areas, ids, files)
+    jira = tuple(sorted(set(re.findall(r"KAFKA-\d+", head.get("kafka", ""), re.IGNORECASE))))
+    return Mutant(path.stem, path, head["breaks"], areas, ids, files, tuple(j.upper() for j in jira))
 
 
 def load_mutants(directory: Path = MUTANTS_DIR) -> list[Mutant]:
@@ -312,31 +319,59 @@ def run_mutant(mutant: Mutant, scratch: Path, args: argparse.Namespace, flaky: s
         problem = verify_imports(mutant, tree)
         if problem is not None:
             return _result(mutant, "not imported", began, detail=problem)
-        results = args.out / "runs" / mutant.name
-        shutil.rmtree(results, ignore_errors=True)
-        rc, tail = run_checks(
-            tree,
-            mutant.areas,
-            results,
-            workers=args.numprocesses,
-            timeout_s=args.timeout_s,
-            stop_first=not args.all_checks,
-            keyword=args.keyword,
+        result = (
+            _checks(mutant, tree, args, flaky, began)
+            if args.mode != "diff"
+            else _result(mutant, "not run", began)
         )
-        killers = failing_checks(results, flaky)
-        real = [k for k in killers if k.counts]
-        status: Status = "timeout" if rc is None else ("killed" if real else "survived")
-        return _result(
-            mutant,
-            status,
-            began,
-            pytest_exit_code=rc,
-            killed_by=killers,
-            detail="" if status == "killed" else tail[-1500:],
-            caught_by_expected_id=any(set(k.behaviour_ids) & set(mutant.ids) for k in real),
-        )
+        if args.mode != "checks":
+            result = dataclasses.replace(result, diff=_diff(mutant, tree, args))
+        return result
     finally:
         shutil.rmtree(tree.parent, ignore_errors=True)
+
+
+def _checks(
+    mutant: Mutant, tree: Path, args: argparse.Namespace, flaky: set[str], began: float
+) -> MutantResult:
+    results = args.out / "runs" / mutant.name
+    shutil.rmtree(results, ignore_errors=True)
+    rc, tail = run_checks(
+        tree,
+        mutant.areas,
+        results,
+        workers=args.numprocesses,
+        timeout_s=args.timeout_s,
+        stop_first=not args.all_checks,
+        keyword=args.keyword,
+    )
+    killers = failing_checks(results, flaky)
+    real = [k for k in killers if k.counts]
+    status: Status = "timeout" if rc is None else ("killed" if real else "survived")
+    return _result(
+        mutant,
+        status,
+        began,
+        pytest_exit_code=rc,
+        killed_by=killers,
+        detail="" if status == "killed" else tail[-1500:],
+        caught_by_expected_id=any(set(k.behaviour_ids) & set(mutant.ids) for k in real),
+    )
+
+
+def _diff(mutant: Mutant, tree: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from conformance.diff import mutation  # noqa: PLC0415 - only in the differential mode
+
+    verdict = mutation.run_diff(
+        mutation.mutant_target(tree, mutant.name),
+        args.out / "diff" / mutant.name,
+        scenarios=args.diff_scenarios,
+        seed=args.diff_seed,
+        workers=max(1, int(args.numprocesses)),
+        timeout_s=args.diff_timeout_s,
+        shrink_budget_s=args.diff_shrink_budget_s,
+    )
+    return dataclasses.asdict(verdict)
 
 
 def baseline_failures(mutants: list[Mutant], scratch: Path, args: argparse.Namespace) -> set[str]:
@@ -375,6 +410,7 @@ def summary(results: list[MutantResult]) -> dict[str, Any]:
         "survived": [r.name for r in ran if r.status == "survived"],
         "not_run": {r.name: r.status for r in results if r not in ran},
         "kill_rate": round((killed + timeouts) / len(ran), 4) if ran else None,
+        **diff_summary([(r.name, r.status, r.diff) for r in results]),
     }
 
 
@@ -396,14 +432,20 @@ def _flag(k: Killer) -> str:
     return " (confirmed)" if k.reproduced else ""
 
 
+def _diff_text(r: MutantResult) -> str:
+    return diff_text(r.diff)
+
+
 def render_markdown(results: list[MutantResult], totals: dict[str, Any]) -> str:
+    diff = any(r.diff is not None for r in results)
     lines = [
-        "| mutant | breaks | areas run | killed by | wall s |",
-        "|---|---|---|---|---|",
+        "| mutant | breaks | areas run | killed by | wall s |" + (" differential |" if diff else ""),
+        "|---|---|---|---|---|" + ("---|" if diff else ""),
     ]
     for r in results:
         lines.append(
             f"| `{r.name}` | {r.breaks} | {','.join(r.areas)} | {_killers_text(r)} | {r.wall_s:.0f} |"
+            + (f" {_diff_text(r)} |" if diff else "")
         )
     rate = totals["kill_rate"]
     lines += [
@@ -417,6 +459,16 @@ def render_markdown(results: list[MutantResult], totals: dict[str, Any]) -> str:
         lines.append(f"Survived: {', '.join(totals['survived'])}")
     if totals["not_run"]:
         lines.append("Not run: " + ", ".join(f"{k} ({v})" for k, v in totals["not_run"].items()))
+    if "diff_kill_rate" in totals:
+        lines.append(
+            f"Differential kill rate: **{totals['diff_kill_rate']:.0%}** ({totals['diff_killed']} of"
+            f" {totals['diff_ran']}); survived: {', '.join(totals['diff_survived']) or 'none'}"
+        )
+        if totals.get("combined_kill_rate") is not None:
+            lines.append(
+                f"Checks + differential: **{totals['combined_kill_rate']:.0%}**;"
+                f" survived both: {', '.join(totals['combined_survived']) or 'none'}"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -424,6 +476,8 @@ def render_table(results: list[MutantResult]) -> str:
     lines = [f"{'mutant':<40} {'areas':<22} {'wall s':>7}  killed by", "-" * 110]
     for r in results:
         lines.append(f"{r.name:<40} {','.join(r.areas)[:22]:<22} {r.wall_s:>7.0f}  {_killers_text(r)}")
+        if r.diff is not None:
+            lines.append(f"{'':<40} {'differential':<22} {r.diff['wall_s']:>7.0f}  {_diff_text(r)}")
     return "\n".join(lines)
 
 
@@ -496,6 +550,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--refresh", action="store_true", help="re-base drifted patches on the current tree (patch --fuzz=3)"
     )
+    p.add_argument(
+        "--mode",
+        choices=("checks", "diff", "both"),
+        default="checks",
+        help="run each mutant through the checks, the differential suite, or both (default checks)",
+    )
+    p.add_argument("--diff-scenarios", type=int, default=12, help="differential scenarios per mutant")
+    p.add_argument("--diff-seed", type=int, default=1, help="their seed (scenarios 0..N-1)")
+    p.add_argument("--diff-timeout-s", type=_positive, default=1800.0, help="per mutant's differential run")
+    p.add_argument(
+        "--diff-shrink-budget-s", type=float, default=0.0, help="shrink the killing scenario (0: no)"
+    )
     return p.parse_args(argv)
 
 
@@ -504,10 +570,15 @@ def _select(mutants: list[Mutant], only: str) -> list[Mutant]:
     if not names:
         return mutants
     known = [m.name for m in mutants]
-    unknown = [n for n in names if n not in known]
+    wanted = {n.upper() for n in names}
+    unknown = [n for n in names if n not in known and not any(n.upper() in m.jira for m in mutants)]
     if unknown:
-        raise MutantError(f"unknown mutants {', '.join(unknown)}; valid mutants: {', '.join(known)}")
-    return [m for m in mutants if m.name in names]
+        jiras = sorted({j for m in mutants for j in m.jira})
+        raise MutantError(
+            f"unknown mutants {', '.join(unknown)}; valid mutants: {', '.join(known)}"
+            + (f"; Kafka JIRAs: {', '.join(jiras)}" if jiras else "")
+        )
+    return [m for m in mutants if m.name in names or wanted & set(m.jira)]
 
 
 def _on_signal(signum: int, _frame: object) -> None:
@@ -577,6 +648,7 @@ def _load_results(path: Path) -> list[MutantResult]:
     out = []
     for m in data["mutants"]:
         fields = {**m, "areas": tuple(m["areas"]), "expected_ids": tuple(m["expected_ids"])}
+        fields.setdefault("diff", None)
         fields["killed_by"] = tuple(
             Killer(
                 k["test"], tuple(k["behaviour_ids"]), k["reason"], k["fails_unmutated"], k.get("reproduced")
@@ -708,6 +780,7 @@ def reflag(
         killers,
         detail,
         any(set(k.behaviour_ids) & set(r.expected_ids) for k in real),
+        r.diff,
     )
 
 
@@ -721,7 +794,8 @@ def campaign(mutants: list[Mutant], args: argparse.Namespace) -> list[MutantResu
         for i, mutant in enumerate(mutants, 1):
             print(f"[{i}/{len(mutants)}] {mutant.name} ({','.join(mutant.areas)}) ...", end=" ", flush=True)
             result = run_mutant(mutant, scratch, args, flaky)
-            print(f"{result.status} in {result.wall_s:.0f} s: {_killers_text(result)}", flush=True)
+            diff = f"; differential: {_diff_text(result)}" if result.diff is not None else ""
+            print(f"{result.status} in {result.wall_s:.0f} s: {_killers_text(result)}{diff}", flush=True)
             results.append(result)
             write_reports(args.out, results, summary(results))  # partial results survive an interrupt
     finally:
@@ -738,7 +812,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.list:
         for m in mutants:
-            print(f"{m.name:<40} areas {','.join(m.areas):<24} ids {','.join(m.ids)}\n    breaks: {m.breaks}")
+            jira = f" ({', '.join(m.jira)})" if m.jira else ""
+            print(f"{m.name:<40} areas {','.join(m.areas):<24} ids {','.join(m.ids)}{jira}")
+            print(f"    breaks: {m.breaks}")
         return 0
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)

@@ -28,6 +28,7 @@ import json
 import random
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,12 +137,16 @@ def replay(certificate: dict[str, Any], count: int, target: str, rng: random.Ran
         return Check("replay", False, "the certificate records no differential scenarios to replay")
     chosen = rng.sample(scenarios, min(count, len(scenarios)))
     problems = []
+    profile = ["--profile", str(certificate["profile"])] if certificate.get("profile") else []
     for scenario in chosen:
-        cmd = [
-            sys.executable, "-m", "conformance", "diff", "--target", target,
-            "--scenarios", "1", "--seed", str(scenario["seed"]), "--no-progress",
-        ]  # fmt: skip
-        rc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, check=False).returncode
+        # the outcome is all a replay needs: no shrinking, no report left behind
+        with tempfile.TemporaryDirectory(prefix="kzk-verify-") as out:
+            cmd = [
+                sys.executable, "-m", "conformance", "diff", "--target", target,
+                "--scenarios", "1", "--seed", str(scenario["seed"]), "--no-progress",
+                *profile, "--shrink-budget-s", "0", "--out", out,
+            ]  # fmt: skip
+            rc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, check=False).returncode
         outcome = {0: "same", 1: "diverged"}.get(rc, f"error (exit {rc})")
         if outcome != scenario.get("outcome"):
             problems.append(

@@ -2,8 +2,9 @@
 # README command B: the project's own tests, every layer, on a fresh machine (as root):
 #   set-up (ZooKeeper, Java, venv with every extra, Docker engine + offline images, Allure,
 #   chromium), lint, types, the conformance suite against the reference target (process
-#   launcher), the pytest suite (unit, integration, chaos, containers, reports), a chaos smoke
-#   (a few runs of each scenario), and the conformance suite through the docker launcher.
+#   launcher), the pytest suite (unit, integration, chaos, containers, reports), a differential
+#   smoke (the reference against itself on two generated scenarios), a chaos smoke (a few runs of
+#   each scenario), and the conformance suite through the docker launcher.
 # Environment:
 #   KZK_SKIP_CONFORMANCE=1  skip both conformance runs (e.g. when iterating on unit tests)
 #   KZK_SKIP_DOCKER=1       skip Docker set-up and the docker-launcher conformance run
@@ -66,6 +67,15 @@ rc=$?
 # Exit code 5 = no tests collected (a narrowed selection given as arguments); not a failure.
 if [ "$rc" = 5 ]; then echo "pytest: no tests selected"; rc=0; fi
 record "pytest" $rc
+
+stage "differential smoke (the reference against itself: two generated scenarios, both sides run afresh)"
+# Determinism gate of 'python -m conformance diff': the reference must never diverge from itself.
+# Seed 20261271 draws a controlled shutdown, broker probes, an admin-API reassignment kept pending
+# by a paused target, listed and cancelled, and an ElectLeaders. Exit 1 (a divergence) and 3 (a
+# target error or an unknown scenario) both fail the stage; so does the 300 s guard (exit 124).
+KZK_DIFF_CACHE="$results/diff-smoke/cache" timeout 300 "$py" -m conformance diff --target reference \
+  --scenarios 2 --seed 20261271 --max-steps 6 -n 2 --no-cache --shrink-budget-s 0 --out "$results/diff-smoke"
+record "differential smoke" $?
 
 stage "chaos smoke (every scenario, two runs each: the runner, links, nemeses, checkers, records)"
 # The smoke gates the machinery: the runner must finish every run and write one schema-valid

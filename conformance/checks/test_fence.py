@@ -5,18 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kio.schema.leader_and_isr.v4 import request as lai4
-from kio.schema.stop_replica.v2 import request as sr2
-from kio.schema.types import BrokerId, TopicName
-from kio.schema.update_metadata.v6 import request as um6
-from kio.static.primitive import i32, i64
 
-from cluster import admin
+from cluster import admin, crafted
 from cluster.cluster import Cluster, ClusterFactory, wait_for
 from cluster.nodeconfig import control_listener
 from conformance.scenarios import CREATES, create_topic, fenced, fmt, settle, wait_state
 from probes.logdirs import scan_log_dirs
-from probes.request_proxy import send_request
 
 pytestmark = pytest.mark.conformance
 
@@ -103,42 +97,25 @@ def test_stale_controller_writes_fail_and_it_resigns(cluster_factory: ClusterFac
 
 
 def _stale_requests(cluster: Cluster, dest: int, controller_epoch: int, broker_epoch: int) -> list[Any]:
-    ps = lai4.LeaderAndIsrPartitionState(
-        partition_index=i32(0),
-        controller_epoch=i32(controller_epoch),
-        leader=BrokerId(dest),
-        leader_epoch=i32(7),
-        isr=(BrokerId(dest),),
-        partition_epoch=i32(0),
-        replicas=(BrokerId(dest),),
-        adding_replicas=(),
-        removing_replicas=(),
-        is_new=True,
-    )
+    """LeaderAndIsr (a phantom partition led by ``dest``), UpdateMetadata and StopReplica(delete)
+    of ``fenced``-0, all with the given epochs."""
     cid = cluster.controller_id() or 0
+    phantom = crafted.PartitionSpec(
+        "phantom", 0, dest, 7, (dest,), (dest,), controller_epoch=controller_epoch
+    )
     return [
-        lai4.LeaderAndIsrRequest(
-            controller_id=BrokerId(cid),
-            controller_epoch=i32(controller_epoch),
-            broker_epoch=i64(broker_epoch),
-            topic_states=(
-                lai4.LeaderAndIsrTopicState(topic_name=TopicName("phantom"), partition_states=(ps,)),
-            ),
-            live_leaders=(),
+        crafted.leader_and_isr_request(
+            [phantom], controller_id=cid, controller_epoch=controller_epoch, broker_epoch=broker_epoch
         ),
-        um6.UpdateMetadataRequest(
-            controller_id=BrokerId(cid),
-            controller_epoch=i32(controller_epoch),
-            broker_epoch=i64(broker_epoch),
-            topic_states=(),
-            live_brokers=(),
+        crafted.update_metadata_request(
+            [], [], controller_id=cid, controller_epoch=controller_epoch, broker_epoch=broker_epoch
         ),
-        sr2.StopReplicaRequest(
-            controller_id=BrokerId(cid),
-            controller_epoch=i32(controller_epoch),
-            broker_epoch=i64(broker_epoch),
-            delete_partitions=True,
-            topics=(sr2.StopReplicaTopicV1(name=TopicName("fenced"), partition_indexes=(i32(0),)),),
+        crafted.stop_replica_request(
+            [("fenced", 0)],
+            delete=True,
+            controller_id=cid,
+            controller_epoch=controller_epoch,
+            broker_epoch=broker_epoch,
         ),
     ]
 
@@ -150,7 +127,7 @@ def _send_all(cluster: Cluster, dest: int, reqs: list[Any]) -> list[int]:
         if cluster.journal
         else cluster.endpoint(dest)
     )
-    return [int(send_request(*host_port, r).error_code) for r in reqs]
+    return [crafted.answer(crafted.send(host_port, r)).error_code for r in reqs]
 
 
 @pytest.mark.behaviour("FENCE-2")

@@ -1,7 +1,8 @@
 """Topic administration writes as AdminZkClient@2.5.1 makes them (ring: drivers logic over the node's
 ZooKeeper port; blocking, run in a worker thread).
 
-`create_topic_with_assignment`: validate, then `/config/topics/<t>` (setData; on NONODE create)
+`create_topic_with_assignment`: validate, then `/config/topics/<t>` (setData; on NONODE create; on
+NODEEXISTS, a concurrent creation, setData again: KAFKA-7082)
 and `/brokers/topics/<t>` (create; NODEEXISTS ⇒ TOPIC_ALREADY_EXISTS). Nothing else — the
 controller does the rest. `delete_topic` creates `/admin/delete_topics/<t>` with null data.
 `add_partitions` rewrites `/brokers/topics/<t>` with the extra partitions. Every function raises
@@ -114,8 +115,12 @@ def create_topic_with_assignment(
         f"{ {p: list(r) for p, r in sorted(assignment.items())} }"
     )
     config_path, config_data = zkdata.config_topic_path(topic), zkdata.encode_topic_config(config)
+    # KafkaZkClient.setOrCreateEntityConfigs@2.5.1 L354-377: set, else create, else set again (a
+    # concurrent CreateTopics created it first, KAFKA-7082: the last writer wins)
     if expect(zk.set(SetDataOp(config_path, config_data)), ZkCode.NONODE).code == ZkCode.NONODE:
-        expect(create_recursive(zk, config_path, config_data))
+        created = expect(create_recursive(zk, config_path, config_data), ZkCode.NODEEXISTS)
+        if created.code == ZkCode.NODEEXISTS:
+            expect(zk.set(SetDataOp(config_path, config_data)))
     data = zkdata.encode_topic({p: ReplicaAssignment(tuple(r)) for p, r in assignment.items()})
     if (
         expect(create_recursive(zk, zkdata.topic_path(topic), data), ZkCode.NODEEXISTS).code

@@ -7,17 +7,15 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
-from kio.schema.leader_and_isr.v4 import request as lai4
 from kio.schema.leader_and_isr.v4 import response as lai4r
-from kio.schema.stop_replica.v2 import request as sr2
-from kio.schema.types import BrokerId, TopicName
-from kio.schema.update_metadata.v6 import request as um6
 from kio.serial import entity_writer
-from kio.static.primitive import i32, i64
+from kio.static.primitive import i32
 
+from cluster import crafted
 from probes import request_proxy as rp
 from probes.logdirs import parse_leader_epoch_checkpoint, scan_log_dir
 from probes.state_change_log import (
@@ -139,27 +137,17 @@ def test_scan_log_dir(tmp_path: Path) -> None:
     assert scan_log_dir(tmp_path / "absent").partitions == ()
 
 
-def _lai() -> lai4.LeaderAndIsrRequest:
-    ps = lai4.LeaderAndIsrPartitionState(
-        partition_index=i32(0),
-        controller_epoch=i32(3),
-        leader=BrokerId(1),
-        leader_epoch=i32(2),
-        isr=(BrokerId(1), BrokerId(2)),
-        partition_epoch=i32(5),
-        replicas=(BrokerId(1), BrokerId(2)),
-        adding_replicas=(),
-        removing_replicas=(),
-        is_new=True,
-    )
-    return lai4.LeaderAndIsrRequest(
-        controller_id=BrokerId(1),
-        controller_epoch=i32(3),
-        broker_epoch=i64(77),
-        topic_states=(lai4.LeaderAndIsrTopicState(topic_name=TopicName("foo"), partition_states=(ps,)),),
-        live_leaders=(
-            lai4.LeaderAndIsrLiveLeader(broker_id=BrokerId(1), host_name="127.0.0.1", port=i32(9)),
-        ),
+def _lai() -> Any:
+    return crafted.leader_and_isr_request(
+        [
+            crafted.PartitionSpec(
+                "foo", 0, 1, 2, (1, 2), (1, 2), zk_version=5, controller_epoch=3, is_new=True
+            )
+        ],
+        controller_id=1,
+        controller_epoch=3,
+        broker_epoch=77,
+        live_leaders=[(1, "127.0.0.1", 9)],
     )
 
 
@@ -181,24 +169,17 @@ def test_decode_leader_and_isr_frame() -> None:
 
 
 def test_decode_update_metadata_and_stop_replica() -> None:
-    um = um6.UpdateMetadataRequest(
-        controller_id=BrokerId(1),
-        controller_epoch=i32(2),
-        broker_epoch=i64(5),
-        topic_states=(),
-        live_brokers=(
-            um6.UpdateMetadataBroker(id_=BrokerId(3), endpoints=(), rack=None),
-            um6.UpdateMetadataBroker(id_=BrokerId(1), endpoints=(), rack=None),
-        ),
+    um = crafted.update_metadata_request(
+        [],
+        [crafted.BrokerSpec(3, ()), crafted.BrokerSpec(1, ())],
+        controller_id=1,
+        controller_epoch=2,
+        broker_epoch=5,
     )
     item = rp.normalise(0, 1, 3, *rp.decode_request_frame(rp.encode_request_frame(um, 1)[4:]))
     assert (item.api, item.live_brokers) == ("UpdateMetadata", (1, 3))
-    sr = sr2.StopReplicaRequest(
-        controller_id=BrokerId(1),
-        controller_epoch=i32(2),
-        broker_epoch=i64(5),
-        delete_partitions=True,
-        topics=(sr2.StopReplicaTopicV1(name=TopicName("t"), partition_indexes=(i32(0), i32(1))),),
+    sr = crafted.stop_replica_request(
+        [("t", 0), ("t", 1)], delete=True, controller_id=1, controller_epoch=2, broker_epoch=5
     )
     item = rp.normalise(0, 1, 3, *rp.decode_request_frame(rp.encode_request_frame(sr, 2)[4:]))
     assert [(p.topic, p.partition, p.delete_partition) for p in item.partitions] == [

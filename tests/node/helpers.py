@@ -18,9 +18,9 @@ import pytest
 from kazoo.client import KazooClient
 from kio.index import load_request_schema
 
-from kafkawire.framing import build
+from cluster import crafted
 from reference_controller import zkdata
-from reference_controller.node.wire import KafkaClient, nested
+from reference_controller.node.wire import KafkaClient
 from tests.polling import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -145,17 +145,8 @@ def send(address: tuple[str, int], api_key: int, version: int, body: Callable[[t
     return asyncio.run(run())
 
 
-@dataclass(frozen=True)
-class PartitionSpec:
-    topic: str
-    partition: int
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    replicas: tuple[int, ...]
-    zk_version: int = 0
-    controller_epoch: int = 1
-    is_new: bool = True
+#: The one test-side builder of controller requests (cluster/crafted.py); same fields, same order.
+PartitionSpec = crafted.PartitionSpec
 
 
 def leader_and_isr_request(
@@ -167,38 +158,14 @@ def leader_and_isr_request(
     leaders: list[tuple[int, str, int]] = (),  # type: ignore[assignment]
     correlation_controller_id: int = 99,
 ) -> Any:
-    """A LeaderAndIsr request (v2+ layout) for `parts`, built with kio's `schema`."""
-    ps_cls, ts_cls = (
-        nested(schema, "LeaderAndIsrPartitionState"),
-        nested(schema, "LeaderAndIsrTopicState"),
-    )
-    ll_cls = nested(schema, "LeaderAndIsrLiveLeader")
-    topics: dict[str, list[Any]] = {}
-    for p in parts:
-        topics.setdefault(p.topic, []).append(
-            build(
-                ps_cls,
-                partition_index=p.partition,
-                controller_epoch=p.controller_epoch,
-                leader=p.leader,
-                leader_epoch=p.leader_epoch,
-                isr=p.isr,
-                partition_epoch=p.zk_version,
-                replicas=p.replicas,
-                adding_replicas=(),
-                removing_replicas=(),
-                is_new=p.is_new,
-            )
-        )
-    return build(
-        schema,
+    """A LeaderAndIsr request at ``schema``'s version for `parts` (built by cluster/crafted.py)."""
+    return crafted.leader_and_isr_request(
+        parts,
         controller_id=correlation_controller_id,
         controller_epoch=controller_epoch,
         broker_epoch=broker_epoch,
-        topic_states=tuple(
-            build(ts_cls, topic_name=t, partition_states=tuple(ps)) for t, ps in topics.items()
-        ),
-        live_leaders=tuple(build(ll_cls, broker_id=b, host_name=h, port=port) for b, h, port in leaders),
+        live_leaders=leaders,
+        version=int(schema.__version__),
     )
 
 
@@ -211,17 +178,14 @@ def leader_and_isr(
     leaders: list[tuple[int, str, int]] = (),  # type: ignore[assignment]
     correlation_controller_id: int = 99,
 ) -> Any:
-    def body(schema: type[Any]) -> Any:
-        return leader_and_isr_request(
-            schema,
-            parts,
-            controller_epoch=controller_epoch,
-            broker_epoch=broker_epoch,
-            leaders=leaders,
-            correlation_controller_id=correlation_controller_id,
-        )
-
-    return send(address, 4, 4, body)
+    request = crafted.leader_and_isr_request(
+        parts,
+        controller_id=correlation_controller_id,
+        controller_epoch=controller_epoch,
+        broker_epoch=broker_epoch,
+        live_leaders=leaders,
+    )
+    return crafted.send(address, request)
 
 
 def update_metadata(
@@ -233,48 +197,13 @@ def update_metadata(
     controller_epoch: int = 1,
     broker_epoch: int = -1,
 ) -> Any:
-    def body(schema: type[Any]) -> Any:
-        ps_cls, ts_cls = (
-            nested(schema, "UpdateMetadataPartitionState"),
-            nested(schema, "UpdateMetadataTopicState"),
-        )
-        b_cls, ep_cls = nested(schema, "UpdateMetadataBroker"), nested(schema, "UpdateMetadataEndpoint")
-        topics: dict[str, list[Any]] = {}
-        for p in parts:
-            topics.setdefault(p.topic, []).append(
-                build(
-                    ps_cls,
-                    partition_index=p.partition,
-                    controller_epoch=p.controller_epoch,
-                    leader=p.leader,
-                    leader_epoch=p.leader_epoch,
-                    isr=p.isr,
-                    zk_version=p.zk_version,
-                    replicas=p.replicas,
-                    offline_replicas=(),
-                )
-            )
-        live = tuple(
-            build(
-                b_cls,
-                id_=bid,
-                rack=None,
-                endpoints=(build(ep_cls, port=port, host=host, listener="PLAINTEXT", security_protocol=0),),
-            )
-            for bid, (host, port) in sorted(brokers.items())
-        )
-        return build(
-            schema,
-            controller_id=controller_id,
-            controller_epoch=controller_epoch,
-            broker_epoch=broker_epoch,
-            topic_states=tuple(
-                build(ts_cls, topic_name=t, partition_states=tuple(ps)) for t, ps in topics.items()
-            ),
-            live_brokers=live,
-        )
-
-    return send(address, 6, 6, body)
+    live = [
+        crafted.BrokerSpec(b, (("PLAINTEXT", host, port),)) for b, (host, port) in sorted(brokers.items())
+    ]
+    request = crafted.update_metadata_request(
+        parts, live, controller_id=controller_id, controller_epoch=controller_epoch, broker_epoch=broker_epoch
+    )
+    return crafted.send(address, request)
 
 
 def stop_replica(
@@ -285,21 +214,14 @@ def stop_replica(
     controller_epoch: int = 1,
     broker_epoch: int = -1,
 ) -> Any:
-    def body(schema: type[Any]) -> Any:
-        t_cls = nested(schema, "StopReplicaTopicV1")
-        topics: dict[str, list[int]] = {}
-        for t, p in partitions:
-            topics.setdefault(t, []).append(p)
-        return build(
-            schema,
-            controller_id=99,
-            controller_epoch=controller_epoch,
-            broker_epoch=broker_epoch,
-            delete_partitions=delete,
-            topics=tuple(build(t_cls, name=t, partition_indexes=tuple(ps)) for t, ps in topics.items()),
-        )
-
-    return send(address, 5, 2, body)
+    request = crafted.stop_replica_request(
+        partitions,
+        delete=delete,
+        controller_id=99,
+        controller_epoch=controller_epoch,
+        broker_epoch=broker_epoch,
+    )
+    return crafted.send(address, request)
 
 
 @pytest.fixture

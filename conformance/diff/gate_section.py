@@ -1,0 +1,209 @@
+"""The gate's differential section: options, the run, the certificate entry (conformance ring).
+
+``python -m conformance run --diff-scenarios N --diff-seed S`` runs N generated scenarios
+(scenario i is scenario 0 of seed ``S * 10000 + i``, so each replays alone by its seed) on the gate's
+target after the checks (:func:`run_section`) and the certificate gains a
+``differential`` section. The gate's rule stays strict: a scenario that diverges, that the target
+could not run (a node that never started: a target error) or that could not be judged (unknown)
+makes the run not conformant (:func:`why_not`). ``--diff-scenarios 0`` leaves the section out.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cluster.targets import Target
+from conformance.diff.cache import ReferenceCache
+from conformance.diff.campaign import Sides
+from conformance.diff.generator import generate
+
+__all__ = [
+    "DEFAULT_DIFF_SCENARIOS",
+    "DEFAULT_DIFF_SEED",
+    "OUTCOME",
+    "add_arguments",
+    "had_target_error",
+    "run_section",
+    "scenario_count",
+    "scenario_seeds",
+    "why_not",
+]
+
+#: The main job's default: a few minutes on a 2-core machine with the reference's traces cached.
+DEFAULT_DIFF_SCENARIOS = 6
+DEFAULT_DIFF_SEED = 2026
+DIFF_RULE = (
+    "with --diff-scenarios N > 0, every one of the N generated scenarios must run on the target and"
+    " match the reference's trace (tolerated divergences excepted); a divergence, a target error or"
+    " a scenario that could not be judged makes the run not conformant"
+)
+
+
+#: Scenario i of gate seed S is scenario 0 of seed ``S * SEED_STRIDE + i``, so that each recorded
+#: seed replays alone as ``python -m conformance diff --scenarios 1 --seed <seed>`` (verify --replay).
+SEED_STRIDE = 10_000
+
+#: The diff report's status → the certificate's outcome (``same``/``diverged``: verify's vocabulary,
+#: the diff command's exit 0/1).
+OUTCOME = {"same": "same", "diverges": "diverged", "target-error": "target error", "unknown": "unknown"}
+
+
+def _count(raw: str) -> int:
+    if not raw.isdigit():
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a number >= 0")
+    return int(raw)
+
+
+def _scenario_count(raw: str) -> int:
+    count = _count(raw)
+    if count > SEED_STRIDE:
+        raise argparse.ArgumentTypeError(f"at most {SEED_STRIDE} differential scenarios, got {count}")
+    return count
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--diff-scenarios",
+        type=_scenario_count,
+        default=None,
+        help=(
+            f"differential scenarios after the checks (default {DEFAULT_DIFF_SCENARIOS} for a whole"
+            " profile, 0 when --ids or --areas narrow the run; 0 = none)"
+        ),
+    )
+    p.add_argument(
+        "--diff-seed",
+        type=_count,
+        default=DEFAULT_DIFF_SEED,
+        help=f"their seed (default {DEFAULT_DIFF_SEED})",
+    )
+    p.add_argument(
+        "--diff-shrink-budget-s", type=float, default=300.0, help="shrinking per diverging scenario"
+    )
+
+
+def scenario_seeds(seed: int, count: int) -> list[int]:
+    """The per-scenario seeds of a gate run of ``count`` scenarios of seed ``seed``."""
+    if count > SEED_STRIDE:
+        raise ValueError(f"at most {SEED_STRIDE} differential scenarios per gate run, got {count}")
+    return [seed * SEED_STRIDE + i for i in range(count)]
+
+
+def _not_run(args: argparse.Namespace, launcher: str, reason: str, status: str) -> dict[str, Any]:
+    """Nothing could run: every scenario is a target error (``status``) or unknown, never a pass."""
+    seeds = scenario_seeds(args.diff_seed, scenario_count(args))
+    counts = {"same": 0, "diverges": 0, "target-error": 0, "unknown": 0, status: len(seeds)}
+    entry = {"scenario": "all", "error" if status == "target-error" else "reason": reason}
+    return {
+        "count": len(seeds), "seed": args.diff_seed, "launcher": launcher, "counts": counts,
+        "passed": False, "rule": DIFF_RULE, "not_run_because": reason,
+        "scenarios": [{"seed": s, "outcome": OUTCOME[status]} for s in seeds],
+        "divergences": [], "tolerated": [],
+        "target_errors": [entry] if status == "target-error" else [],
+        "unknown": [entry] if status == "unknown" else [],
+    }  # fmt: skip
+
+
+def scenario_count(args: argparse.Namespace) -> int:
+    """``--diff-scenarios``, or its default: a run narrowed to some IDs or areas asked for those only."""
+    if args.diff_scenarios is not None:
+        return int(args.diff_scenarios)
+    narrowed = getattr(args, "ids", None) is not None or getattr(args, "areas", None) is not None
+    return 0 if narrowed else DEFAULT_DIFF_SCENARIOS
+
+
+def run_section(
+    args: argparse.Namespace,
+    target: Target,
+    launcher: str,
+    results_dir: Path,
+    *,
+    workers: int,
+    target_error: str | None = None,
+    say: Callable[[str], None] = print,
+) -> dict[str, Any] | None:
+    """Run the differential scenarios; the certificate's section (None when not asked for).
+
+    ``target_error``: why the target cannot start (the preflight's problem); nothing is run then and
+    every scenario is recorded as a target error."""
+    if not scenario_count(args):
+        return None
+    from conformance.diff.cli import run_differential  # noqa: PLC0415 - the pool only when asked for
+
+    unavailable = target.unavailable_reason()
+    if unavailable:  # nothing can run: never a pass, and no run that would only fail
+        return _not_run(args, launcher, unavailable, "unknown")
+    if target_error:
+        return _not_run(args, launcher, f"the preflight failed: {target_error}", "target-error")
+    seeds = scenario_seeds(args.diff_seed, scenario_count(args))
+    scenarios = [generate(s, 0) for s in seeds]
+    cache = ReferenceCache(args.profile)
+    say(f"differential: {len(scenarios)} scenarios of seed {args.diff_seed} on {target.name}")
+    report = run_differential(
+        scenarios,
+        Sides(target, launcher, args.profile),
+        workers=max(1, workers),
+        out=results_dir / "differential",
+        cache=cache,
+        shrink_budget_s=args.diff_shrink_budget_s,
+        say=say,
+    )
+    by_name = {r["name"]: r for r in report["results"]}
+    return {
+        "count": len(scenarios),
+        "seed": args.diff_seed,
+        "launcher": launcher,
+        "kit_version": report["kit_version"],
+        "wall_s": report["wall_s"],
+        "counts": report["counts"],
+        "passed": report["passed"],
+        "rule": DIFF_RULE,
+        "report": str(results_dir / "differential" / "diff-report.json"),
+        "scenarios": [
+            {"seed": seed, "name": s.name(), "outcome": OUTCOME[by_name[s.name()]["status"]]}
+            for seed, s in zip(seeds, scenarios, strict=True)
+        ],
+        "divergences": [
+            {
+                "scenario": r["name"],
+                "step": (r["divergence"] or {}).get("step"),
+                "signature": (r["divergence"] or {}).get("signature"),
+                "behaviour_ids": (r["divergence"] or {}).get("ids", []),
+                "repro": r["repro"],
+            }
+            for r in report["results"]
+            if r["status"] == "diverges"
+        ],
+        "target_errors": [
+            {"scenario": r["name"], "error": r["reason"]}
+            for r in report["results"]
+            if r["status"] == "target-error"
+        ],
+        "unknown": [
+            {"scenario": r["name"], "reason": r["reason"]}
+            for r in report["results"]
+            if r["status"] == "unknown"
+        ],
+        "tolerated": [t for r in report["results"] for t in r["tolerated"]],
+    }
+
+
+def had_target_error(section: dict[str, Any] | None) -> bool:
+    return section is not None and bool(section["counts"]["target-error"])
+
+
+def why_not(section: dict[str, Any] | None) -> list[str]:
+    if section is None or section["passed"]:
+        return []
+    c = section["counts"]
+    out = []
+    if c["diverges"]:
+        out.append(f"differential: {c['diverges']} of {section['count']} scenarios diverge from Kafka 2.5.1")
+    if c["target-error"]:
+        out.append(f"differential: the target could not run {c['target-error']} scenarios (target error)")
+    if c["unknown"]:
+        out.append(f"differential: {c['unknown']} scenarios could not be judged (unknown)")
+    return out

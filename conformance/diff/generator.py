@@ -1,0 +1,254 @@
+"""The seeded scenario generator: one (seed, index) → one scenario (conformance ring, pure).
+
+``generate(seed, index)`` draws everything from ``random.Random(seed * 1_000_003 + index)``: the
+shape (3–5 nodes, each with a few of ``unclean.leader.election.enable``, ``delete.topic.enable``,
+``auto.leader.rebalance.enable``, ``min.insync.replicas``; the first controller) and a sequence of
+*motifs* — short step sequences that reach the states example checks rarely reach:
+
+==========================  ====================================================================
+motif                       reaches
+==========================  ====================================================================
+``shrunk_isr_then_act``     an ISR smaller than the replica set (a paused follower) when the
+                            leader is shut down, killed, re-elected or the controller moves
+``reassign_inflight_move``  a reassignment pending on a down or paused target when the
+                            controller moves; the target returns afterwards
+``reassign_target_back``    a broker that restarts while it is the target of a reassignment
+``two_deletions``           two deletions one after the other (a watch that must be re-armed)
+``deletion_dead_replica``   a deletion that must wait for a dead replica's broker
+``unclean``                 a partition whose ISR is gone while an out-of-ISR replica lives,
+                            then an unclean election: the topic's config (znode or admin API)
+                            or ElectLeaders UNCLEAN
+``api_reassign_cancel``     an admin-API reassignment pending on a paused target, listed, then
+                            cancelled (its original replicas restored) or completed first
+``probes``                  crafted controller requests with stale/equal/newer epochs
+``single``                  any one step of the vocabulary, drawn by weight
+==========================  ====================================================================
+
+Each drawn step is checked against the model (:mod:`conformance.diff.model`) and applied to it;
+motifs that pause a node resume it before they end, so no pause outlives its motif (sessions
+never expire by accident). Steps that turn out to be no-ops on the real cluster are still valid.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+from conformance.diff.draws import (
+    SINGLE,
+    Motif,
+    _create_zk,
+    _fault,
+    _move,
+    _node_config,
+    _pick_tp,
+    _probes,
+)
+from conformance.diff.model import Model, TopicModel
+from conformance.diff.scenario import Scenario, Step
+from conformance.diff.steps import KINDS, validate_params
+
+__all__ = ["GENERATOR_VERSION", "generate"]
+
+GENERATOR_VERSION = 5
+
+
+# --- motifs -------------------------------------------------------------------------------------
+
+
+def _follower_of(rng: random.Random, model: Model) -> tuple[TopicModel, int, int, int] | None:
+    """A replicated partition with a running leader and a running follower (not the controller)."""
+    options = []
+    for t in model.live_topics():
+        for p, replicas in t.assignment.items():
+            leader = model.leader_guess(t.name, p)
+            followers = [r for r in replicas if r != leader and r in model.nodes and model.state(r) == "up"]
+            followers = [f for f in followers if f != model.controller]
+            if leader is not None and followers:
+                options.append((t, p, leader, rng.choice(followers)))
+    return rng.choice(options) if options else None
+
+
+def _shrunk_isr_then_act(rng: random.Random, model: Model) -> Iterator[Step]:
+    found = _follower_of(rng, model)
+    if found is None:
+        return
+    t, p, leader, follower = found
+    yield Step("pause", {"node": follower})
+    act = rng.choice(("controlled_shutdown", "kill", "preferred", "move", "reassign"))
+    if act in ("controlled_shutdown", "kill") and model.state(leader) == "up":
+        step = _fault(act, model, leader, rng)
+        if step is not None:
+            yield step
+    elif act == "preferred":
+        yield Step("preferred_election", {"partitions": [f"{t.name}-{p}"]})
+    elif act == "reassign":
+        yield Step(
+            "reassign", {"targets": {f"{t.name}-{p}": list(reversed(t.assignment[p]))}, "replace": False}
+        )
+    else:
+        yield from _move(rng, model)
+    yield Step("resume", {"node": follower})
+
+
+def _reassign_inflight_move(rng: random.Random, model: Model) -> Iterator[Step]:
+    picked, others = _pick_tp(rng, model), [b for b in model.up() if b != model.controller]
+    if picked is None or not others or model.reassign_znode:
+        return
+    t, p = picked
+    target = rng.choice(others)
+    yield (
+        Step("kill", {"node": target, "successor": None})
+        if rng.random() < 0.5
+        else Step("pause", {"node": target})
+    )
+    current = [r for r in t.assignment[p] if r != target]
+    yield Step("reassign", {"targets": {f"{t.name}-{p}": [target, *current][:3]}, "replace": False})
+    yield from _move(rng, model)
+    yield Step("restart" if model.state(target) == "down" else "resume", {"node": target})
+
+
+def _reassign_target_back(rng: random.Random, model: Model) -> Iterator[Step]:
+    picked = _pick_tp(rng, model)
+    if picked is None or model.reassign_znode:
+        return
+    t, p = picked
+    if not model.down():
+        others = [b for b in model.up() if b != model.controller]
+        if not others:
+            return
+        yield Step("kill", {"node": rng.choice(others), "successor": None})
+    back = rng.choice(model.down())
+    yield Step("reassign", {"targets": {f"{t.name}-{p}": [*t.assignment[p][:2], back]}, "replace": False})
+    yield Step("restart", {"node": back})
+
+
+def _two_deletions(rng: random.Random, model: Model) -> Iterator[Step]:
+    while len(model.live_topics()) < 2:
+        yield from _create_zk(rng, model)
+    first, second = rng.sample(model.live_topics(), 2)
+    yield Step("delete_topics", {"topics": [first.name]})
+    yield Step("delete_topics", {"topics": [second.name]})
+
+
+def _deletion_dead_replica(rng: random.Random, model: Model) -> Iterator[Step]:
+    picked = _pick_tp(rng, model)
+    if picked is None:
+        return
+    t, p = picked
+    victims = [
+        r for r in t.assignment[p] if r in model.nodes and model.state(r) == "up" and r != model.controller
+    ]
+    if not victims:
+        return
+    victim = rng.choice(victims)
+    yield Step("kill", {"node": victim, "successor": None})
+    yield Step("delete_topics", {"topics": [t.name]})
+    yield Step("restart", {"node": victim})
+
+
+def _unclean(rng: random.Random, model: Model) -> Iterator[Step]:
+    found = _follower_of(rng, model)
+    if found is None:
+        return
+    t, p, leader, follower = found
+    yield Step("pause", {"node": follower})  # it leaves the ISR
+    step = _fault("kill", model, leader, rng) if model.state(leader) == "up" else None
+    if step is not None:
+        yield step  # the ISR's last member may be gone now
+    yield Step("resume", {"node": follower})  # alive, outside the ISR of a leaderless partition
+    if step is None:
+        return
+    how = rng.choice(("topic_config", "elect_leaders", "alter_configs_api"))
+    if how == "elect_leaders" and model.state(model.controller) == "up":  # ignores the topic's config
+        yield Step("elect_leaders", {"via": model.controller, "partitions": [f"{t.name}-{p}"],
+                                     "election": "unclean"})  # fmt: skip
+    elif how == "alter_configs_api" and model.state(model.controller) == "up":
+        conf = {"unclean.leader.election.enable": "true"}
+        yield Step("alter_configs_api", {"via": model.controller, "topic": t.name, "config": conf,
+                                         "incremental": True})  # fmt: skip
+    else:
+        conf = {**t.config, "unclean.leader.election.enable": "true"}
+        yield Step("topic_config", {"topic": t.name, "config": conf})
+
+
+def _api_reassign_cancel(rng: random.Random, model: Model) -> Iterator[Step]:
+    """An admin-API reassignment kept pending by a paused target (registered, so accepted, but not
+    catching up), listed, then cancelled (its original replicas restored) or completed first:
+    REASSIGN-16..22 with something to revert. A down target would be refused (not alive)."""
+    picked = _pick_tp(rng, model)
+    if picked is None or model.state(model.controller) != "up":
+        return
+    t, p = picked
+    spare = [b for b in model.up() if b != model.controller and b not in t.assignment[p]]
+    if not spare:
+        return
+    target, tp, via = rng.choice(spare), f"{t.name}-{p}", model.controller
+    yield Step("pause", {"node": target})
+    yield Step("reassign_api", {"via": via, "targets": {tp: [*t.assignment[p][:2], target]}})
+    yield Step("list_reassignments", {"via": via, "partitions": rng.choice(([], [tp]))})
+    completed = rng.random() < 0.3
+    if completed:
+        yield Step("resume", {"node": target})
+    yield Step("cancel_reassign_api", {"via": via, "partitions": [tp]})
+    if not completed:
+        yield Step("resume", {"node": target})
+
+
+def _single_motif(rng: random.Random, model: Model) -> Iterator[Step]:
+    return _single(rng, model)
+
+
+def _single(rng: random.Random, model: Model) -> Iterator[Step]:
+    names = list(SINGLE)
+    op = rng.choices(names, weights=[SINGLE[n][0] for n in names])[0]
+    yield from SINGLE[op][1](rng, model)
+
+
+def _draw(rng: random.Random, model: Model, table: dict[str, tuple[float, Motif]]) -> Iterator[Step]:
+    names = list(table)
+    return table[rng.choices(names, weights=[table[n][0] for n in names])[0]][1](rng, model)
+
+
+MOTIFS: dict[str, tuple[float, Motif]] = {
+    "shrunk_isr_then_act": (3, _shrunk_isr_then_act),
+    "reassign_inflight_move": (1.5, _reassign_inflight_move),
+    "reassign_target_back": (1.5, _reassign_target_back),
+    "two_deletions": (1.5, _two_deletions),
+    "deletion_dead_replica": (1.5, _deletion_dead_replica),
+    "unclean": (1.5, _unclean),
+    "api_reassign_cancel": (1.5, _api_reassign_cancel),
+    "probes": (3, _probes),
+    "single": (14, _single_motif),
+}
+
+
+def _accept(model: Model, step: Step) -> bool:
+    validate_params(step.op, step.params, "generated step")
+    kind = KINDS[step.op]
+    if kind.check(model, step.params):
+        return False
+    kind.apply(model, step.params)
+    return True
+
+
+def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -> Scenario:
+    """Scenario ``index`` of campaign ``seed``: the same arguments always give the same scenario."""
+    rng = random.Random(seed * 1_000_003 + index)
+    n = rng.choice((3, 3, 3, 3, 4, 4, 5))
+    nodes = {b: _node_config(rng) for b in range(1, n + 1)}
+    first = rng.choice(sorted(nodes))
+    shell = Scenario(nodes, first, ())
+    model = Model.of(shell)
+    steps: list[Step] = []
+    goal = rng.randint(min_steps, max_steps)
+    for _ in range(goal * 4):
+        if len(steps) >= goal:
+            break
+        motif = _create_zk(rng, model) if not model.live_topics() else _draw(rng, model, MOTIFS)
+        for step in motif:
+            if _accept(model, step):
+                steps.append(step)
+    origin: dict[str, Any] = {"seed": seed, "index": index, "generator": GENERATOR_VERSION}
+    return Scenario(nodes, first, tuple(steps), origin)

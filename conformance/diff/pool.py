@@ -1,0 +1,149 @@
+"""Worker processes that run scenarios, each with its own ZooKeeper (conformance ring, drivers).
+
+``-n P`` workers are ``spawn``ed processes; each starts one ZooKeeper (tickTime 500 ms, a fresh
+data dir, sessions up to 30 s) and gives every scenario its own chroot on it. A worker is replaced
+after :data:`TASKS_PER_WORKER` scenarios (a fresh ZooKeeper, fresh port claims), dies with the
+campaign (``PR_SET_PDEATHSIG``) and stops its ZooKeeper when it exits; nodes die with their worker.
+:meth:`Pool.traces` runs (scenario, side) jobs in parallel and returns their traces in order.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import multiprocessing.util
+import os
+import signal
+import tempfile
+import traceback
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from multiprocessing.pool import AsyncResult
+from pathlib import Path
+from typing import Any
+
+from cluster.targets import Target
+
+__all__ = ["TASKS_PER_WORKER", "Job", "JobResult", "Pending", "Pool"]
+
+TASKS_PER_WORKER = 20
+
+
+@dataclass(frozen=True)
+class Job:
+    scenario: dict[str, Any]  # the scenario's JSON
+    target: Target
+    launcher: str
+    keep_evidence: bool = False
+    profile: str = "2.5"
+
+
+@dataclass
+class JobResult:
+    trace: dict[str, Any] | None
+    wall_s: float = 0.0
+    timings: list[float] | None = None
+    evidence: dict[str, str] | None = None
+    error: str = ""  # a failure of the harness itself (not of the target): the verdict is unknown
+
+
+class _Worker:
+    zk: Any = None
+    work: Path | None = None
+
+
+_WORKER = _Worker()
+
+
+def _init(root: str) -> None:
+    from harness.zookeeper import ZooKeeperServer  # noqa: PLC0415 - in the spawned worker only
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    # the observer connects to the scenario's chroot before its first node creates it, on purpose
+    warnings.filterwarnings("ignore", message="No chroot path exists")
+    _WORKER.work = Path(tempfile.mkdtemp(prefix=f"w{os.getpid()}-", dir=root))
+    zk = ZooKeeperServer(
+        name=f"diff-{os.getpid()}", tick_time_ms=500, max_session_timeout_ms=60000, snap_count=20000
+    )
+    zk.start()
+    _WORKER.zk = zk
+    multiprocessing.util.Finalize(zk, zk.close, exitpriority=10)
+
+
+def _run(job: Job) -> JobResult:
+    from conformance.diff.runner import run_scenario  # noqa: PLC0415 - in the spawned worker only
+    from conformance.diff.scenario import Scenario  # noqa: PLC0415
+    from harness.launcher import launcher_named  # noqa: PLC0415
+
+    try:
+        scenario = Scenario.from_json(job.scenario)
+        assert _WORKER.work is not None
+        result = run_scenario(
+            scenario,
+            job.target,
+            _WORKER.zk,
+            _WORKER.work,
+            launcher=launcher_named(job.launcher),
+            keep_evidence=job.keep_evidence,
+            profile=job.profile,
+        )
+        return JobResult(
+            result.trace(scenario, job.target.name), result.wall_s, result.timings, result.evidence
+        )
+    except Exception:
+        return JobResult(None, error=traceback.format_exc(limit=8))
+
+
+class Pending:
+    """A submitted job: :meth:`result` waits for it; :meth:`cancel` only stops waiting for it (a job
+    already running finishes, and its nodes stop with it)."""
+
+    def __init__(self, handle: AsyncResult[JobResult]) -> None:
+        self._handle, self.cancelled = handle, False
+
+    def result(self) -> JobResult:
+        return self._handle.get()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Pool:
+    """``multiprocessing.Pool`` of spawned workers, each replaced after :data:`TASKS_PER_WORKER`
+    jobs (its ``maxtasksperchild``; ``ProcessPoolExecutor``'s ``max_tasks_per_child`` can hang in
+    Python 3.11 when every worker retires at once)."""
+
+    def __init__(self, workers: int, root: Path) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self._pool = multiprocessing.get_context("spawn").Pool(
+            processes=max(1, workers),
+            initializer=_init,
+            initargs=(str(root),),
+            maxtasksperchild=TASKS_PER_WORKER,
+        )
+        self._pending: list[Pending] = []
+
+    def submit(self, job: Job) -> Pending:
+        pending = Pending(self._pool.apply_async(_run, (job,)))
+        self._pending.append(pending)
+        return pending
+
+    def traces(
+        self, jobs: Iterable[Job], on_done: Callable[[int, JobResult], None] | None = None
+    ) -> list[JobResult]:
+        handles = [self.submit(j) for j in jobs]
+        out = []
+        for i, h in enumerate(handles):
+            out.append(h.result())
+            if on_done:
+                on_done(i, out[-1])
+        return out
+
+    def close(self) -> None:
+        """Wait for the jobs still wanted; jobs nobody waits for any more are ended with their workers."""
+        if any(p.cancelled for p in self._pending):
+            self._pool.terminate()  # workers die at once; their nodes and ZooKeeper die with them
+        else:
+            self._pool.close()  # workers exit after their last job and stop their ZooKeeper
+        self._pool.join()

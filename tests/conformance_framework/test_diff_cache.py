@@ -1,0 +1,41 @@
+"""The reference-trace cache: by scenario, profile and kit version; golden folders first."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.diff.cache import ReferenceCache, kit_version
+
+pytestmark = pytest.mark.unit
+
+TRACE = {"format": "kzk-diff-trace/1", "status": "ok", "segments": [{"step": -1}]}
+
+
+def test_a_trace_is_found_by_scenario_profile_and_kit_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KZK_DIFF_CACHE", str(tmp_path / "cache"))
+    cache = ReferenceCache("2.5")
+    assert cache.get("abc") is None
+    path = cache.put("abc", TRACE)
+    assert path.parent.name == f"2.5-{kit_version()}"
+    assert cache.get("abc") == TRACE
+    assert ReferenceCache("2.5", version="another").get("abc") is None, "another kit version never reuses it"
+    assert ReferenceCache("2.5", enabled=False).get("abc") is None, "--no-cache"
+
+
+def test_golden_traces_are_read_first_and_failed_runs_never_cached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KZK_DIFF_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KZK_DIFF_GOLDEN", str(tmp_path / "golden"))
+    golden = {**TRACE, "segments": [{"step": -1, "golden": True}]}
+    ReferenceCache("2.5").put("abc", golden, directory=tmp_path / "golden")
+    ReferenceCache("2.5").put("abc", TRACE)
+    assert ReferenceCache("2.5").get("abc") == golden
+    failed = tmp_path / "cache" / f"2.5-{kit_version()}" / "bad.json"
+    failed.write_text(json.dumps({**TRACE, "status": "target-error"}))
+    assert ReferenceCache("2.5").get("bad") is None, "a failed reference run is never a reference trace"

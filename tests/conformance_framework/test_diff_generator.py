@@ -1,0 +1,159 @@
+"""The differential scenario generator and scenario files: seeded, valid, and reaching the hard states."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.diff.generator import generate
+from conformance.diff.model import replay
+from conformance.diff.scenario import FORMAT, Scenario, ScenarioError, Step, load_scenario
+from conformance.diff.steps import KINDS
+
+pytestmark = pytest.mark.unit
+
+
+def test_one_seed_and_index_give_one_scenario() -> None:
+    assert generate(7, 3).dumps() == generate(7, 3).dumps()
+    assert generate(7, 3).key() != generate(7, 4).key()
+    assert generate(7, 3).key() != generate(8, 3).key()
+
+
+def test_a_scenario_file_round_trips(tmp_path: Path) -> None:
+    scenario = generate(11, 2)
+    path = tmp_path / "s.json"
+    path.write_text(scenario.dumps())
+    again = load_scenario(path)
+    assert again.key() == scenario.key()
+    assert again.to_json() == scenario.to_json()
+    assert json.loads(path.read_text())["format"] == FORMAT
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(min_value=0, max_value=2**31), index=st.integers(min_value=0, max_value=10**6))
+def test_generated_scenarios_hold_the_generator_invariants(seed: int, index: int) -> None:
+    scenario = generate(seed, index)
+    model = replay(scenario)  # every precondition holds, step by step
+    assert 3 <= len(scenario.nodes) <= 5
+    assert scenario.first_controller in scenario.nodes
+    assert 1 <= len(scenario.steps) <= 9 + 4  # a motif may finish past the goal
+    assert not model.paused(), "no pause outlives its motif (sessions never expire by accident)"
+    assert scenario.steps[0].op in ("create_topic_zk",), "a topic exists before anything acts on it"
+    for step in scenario.steps:
+        assert step.op in KINDS
+    assert model.state(model.controller) != "down", "the controller always ends on a live node"
+
+
+def _ops(s: Scenario) -> list[str]:
+    return [step.op for step in s.steps]
+
+
+def test_the_generator_reaches_the_states_example_checks_rarely_reach() -> None:
+    reached: Counter[str] = Counter()
+    for i in range(300):
+        s = generate(2026, i)
+        ops = _ops(s)
+        for a, b in zip(s.steps, s.steps[1:], strict=False):
+            if a.op == "pause" and b.op in (
+                "controlled_shutdown",
+                "kill",
+                "preferred_election",
+                "move_controller",
+            ):
+                reached["ISR smaller than the replicas when the leader goes or an election runs"] += 1
+            if a.op == "delete_topics" and b.op == "delete_topics":
+                reached["two deletions in a row"] += 1
+            if a.op == "reassign" and b.op == "move_controller":
+                reached["a reassignment in flight when the controller moves"] += 1
+            if (
+                a.op == "reassign"
+                and b.op == "restart"
+                and b.params["node"] in {r for targets in a.params["targets"].values() for r in targets}
+            ):
+                reached["a reassignment target restarts"] += 1
+        for a, b, c in zip(s.steps, s.steps[1:], s.steps[2:], strict=False):
+            if (a.op, b.op) == ("pause", "reassign_api") and "cancel_reassign_api" in (c.op, *ops):
+                reached["an admin-API reassignment pending on a paused target, then cancelled"] += 1
+        if any(st.op == "elect_leaders" and st.params["election"] == "unclean" for st in s.steps):
+            reached["ElectLeaders UNCLEAN"] += 1
+        if "probe" in ops:
+            reached["broker probes"] += 1
+        if "create_topics_auto" in ops:
+            reached["automatic placement"] += 1
+    for state in (
+        "ISR smaller than the replicas when the leader goes or an election runs",
+        "two deletions in a row",
+        "a reassignment in flight when the controller moves",
+        "a reassignment target restarts",
+        "broker probes",
+        "automatic placement",
+        "an admin-API reassignment pending on a paused target, then cancelled",
+        "ElectLeaders UNCLEAN",
+    ):
+        assert reached[state] >= 3, (
+            f"{state}: reached {reached[state]} times in 300 scenarios ({dict(reached)})"
+        )
+
+
+def test_every_operation_of_the_vocabulary_but_broker_config_is_generated() -> None:
+    seen = {op for i in range(400) for op in _ops(generate(5, i))}
+    assert seen == set(KINDS) - {"broker_config"}, sorted(set(KINDS) - seen)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.update(format="other"), "'format' must be"),
+        (lambda d: d.update(nodes={}), "'nodes' must map"),
+        (lambda d: d.update(first_controller=9), "first_controller 9 is not a node"),
+        (lambda d: d["steps"].append({"op": "explode"}), "unknown operation 'explode'"),
+        (lambda d: d["steps"].append({"op": "kill", "node": 1}), "missing ['successor']"),
+        (lambda d: d["steps"].append({"op": "pause", "node": "one"}), "pause.node must be a broker id"),
+        (lambda d: d["steps"].append({"op": "restart", "node": 1}), "node 1 is up, not down"),
+        (
+            lambda d: d["steps"].append({"op": "kill", "node": d["first_controller"], "successor": None}),
+            "a successor is required",
+        ),
+        (lambda d: d.update(extra=1), "unknown keys ['extra']"),
+    ],
+)
+def test_a_bad_scenario_is_refused_with_the_reason(mutate: object, message: str) -> None:
+    data = Scenario(
+        {1: {}, 2: {}, 3: {}},
+        1,
+        (Step("create_topic_zk", {"topic": "t", "assignment": {"0": [1]}, "config": {}}),),
+    ).to_json()
+    mutate(data)  # type: ignore[operator]
+    with pytest.raises(ScenarioError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        Scenario.from_json(data, "s.json")
+
+
+def test_an_unreadable_or_malformed_file_names_itself(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match="cannot read scenario file"):
+        load_scenario(tmp_path / "absent.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ScenarioError, match=r"bad.json: not JSON"):
+        load_scenario(bad)
+
+
+def test_shrink_candidates_cut_after_the_divergence_first_and_never_empty_the_cluster() -> None:
+    from conformance.diff.shrink import candidates  # noqa: PLC0415
+
+    scenario = generate(1, 3)
+    first = next(iter(candidates(scenario, 1)))
+    assert len(first["steps"]) == 2, "everything after the diverging step goes first"
+    one = Scenario(
+        {2: {}}, 2, (Step("create_topic_zk", {"topic": "t", "assignment": {"0": [2]}, "config": {}}),)
+    )
+    assert all(c["nodes"] for c in candidates(one, 0)), "the last node is never removed"
+    for data in candidates(scenario, len(scenario.steps) - 1):
+        try:
+            Scenario.from_json(data)
+        except ScenarioError:
+            continue  # the shrinker skips a candidate that does not load

@@ -1,0 +1,312 @@
+"""Normalisation, placement rule, comparison and behaviour IDs of the differential suite (pure logic)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import catalogue
+from conformance.diff import compare as cmp
+from conformance.diff.normalise import RULES, broker_epoch_labels, mask_data, requests_view, zk_view
+from conformance.diff.views import placement_problem, relabel_topic, tree_view
+from probes.request_proxy import ControllerRequest, PartitionEntry
+from probes.txnrecords import TxnOp, TxnRecord
+
+pytestmark = pytest.mark.unit
+
+STATE = "/brokers/topics/t/partitions/0/state"
+
+
+def _state(leader: int, epoch: int, isr: list[int], cepoch: int = 1) -> bytes:
+    return json.dumps(
+        {"controller_epoch": cepoch, "leader": leader, "version": 1, "leader_epoch": epoch, "isr": isr}
+    ).encode()
+
+
+def _fenced(zxid: int, session: int, op: TxnOp, epoch_version: int = 1) -> TxnRecord:
+    check = TxnOp("check", "/controller_epoch", version=epoch_version)
+    return TxnRecord(zxid, session, 0, 0, TxnOp("multi", ops=(check, op)))
+
+
+def _plain(zxid: int, session: int, op: TxnOp) -> TxnRecord:
+    return TxnRecord(zxid, session, 0, 0, op)
+
+
+def test_open_fields_are_masked_and_the_isr_is_a_set() -> None:
+    assert mask_data("/controller", b'{"version":1,"brokerid":2,"timestamp":"17"}')["timestamp"] == "<masked>"
+    reg = mask_data(
+        "/brokers/ids/3", b'{"endpoints":["CLIENT://127.0.0.1:4242"],"port":4242,"timestamp":"1"}'
+    )
+    assert reg["endpoints"] == ["CLIENT://127.0.0.1:*"]
+    assert reg["port"] == "<masked>"
+    assert mask_data(STATE, _state(1, 0, [3, 1, 2]))["isr"] == [1, 2, 3]
+    assert mask_data("/brokers/topics/t/partitions", None) is None
+    assert mask_data("/brokers/topics/t/partitions", b"") is None  # null and empty are the same
+    assert mask_data("/controller_epoch", b"3") == 3
+
+
+def test_writes_are_per_path_with_their_form_and_isr_joins_collapse() -> None:
+    actors = {10: "node-1", 20: "node-2", 99: "harness"}
+    records = [
+        _fenced(1, 10, TxnOp("create", STATE, _state(1, 0, [1]))),
+        _plain(2, 10, TxnOp("setData", STATE, _state(1, 0, [1, 3]), version=1)),  # leader: ISR joins
+        _plain(3, 10, TxnOp("setData", STATE, _state(1, 0, [1, 3, 2]), version=2)),
+        _plain(
+            4,
+            10,
+            TxnOp(
+                "create",
+                "/isr_change_notification/isr_change_0000000001",
+                b'{"version":1,"partitions":[{"topic":"t","partition":0}]}',
+            ),
+        ),
+        _fenced(5, 20, TxnOp("delete", "/isr_change_notification/isr_change_0000000001")),
+        TxnRecord(6, 20, 0, 0, TxnOp("error", error=-110)),
+        TxnRecord(7, 30, 0, 0, TxnOp("closeSession", closed_paths=("/brokers/ids/3",))),
+    ]
+    view = zk_view(records, actors)
+    history = view["writes"][STATE]
+    assert [w["form"] for w in history] == ["fenced(epoch v1)", "plain"]
+    assert history[1]["isr_joins"] == 2
+    assert history[1]["data"]["isr"] == [1, 2, 3]
+    assert view["isr_notified"] == {"node-1": ["t-0"]}
+    assert view["writes"]["/isr_change_notification/<consumed>"] == [
+        {"by": "node-2", "form": "fenced(epoch v1)", "op": "delete"}
+    ]
+    assert view["failed"] == {"node-2": {"NODEEXISTS": 1}}
+    assert view["closed"] == {"unknown": [["/brokers/ids/3"]]}
+
+
+def test_broker_epochs_become_registration_labels() -> None:
+    reg = TxnOp(
+        "multi",
+        ops=(TxnOp("create", "/brokers/ids/2", None, ephemeral=True), TxnOp("setData", "/brokers/ids/2")),
+    )
+    records = [TxnRecord(500, 1, 0, 0, reg), TxnRecord(900, 2, 0, 0, reg)]
+    assert broker_epoch_labels(records) == {500: "2#1", 900: "2#2"}
+
+
+def _request(
+    seq: int, api: str, dest: int, parts: tuple[PartitionEntry, ...], **kw: Any
+) -> ControllerRequest:
+    keys = {"LeaderAndIsr": 4, "UpdateMetadata": 6, "StopReplica": 5}
+    return ControllerRequest(seq, 1, dest, 0.0, keys[api], 0, seq, api, partitions=parts, error_code=0, **kw)
+
+
+def test_requests_are_per_broker_and_partition_and_metadata_runs_keep_the_last() -> None:
+    p = PartitionEntry("t", 0, leader=1, leader_epoch=1, isr=(2, 1), replicas=(1, 2), zk_version=1)
+    later = PartitionEntry("t", 0, leader=1, leader_epoch=1, isr=(1,), replicas=(1, 2), zk_version=2)
+    reqs = [
+        _request(0, "LeaderAndIsr", 2, (p,), broker_epoch=500, controller_epoch=1),
+        _request(1, "UpdateMetadata", 2, (p,), broker_epoch=500),
+        _request(2, "UpdateMetadata", 2, (later,), broker_epoch=500),
+        _request(3, "StopReplica", 2, (PartitionEntry("t", 0, delete_partition=True),)),
+    ]
+    view = requests_view(reqs, {500: "2#1"})
+    seq = view["2"]["partitions"]["t-0"]
+    assert [e["api"] for e in seq] == ["LeaderAndIsr", "UpdateMetadata", "StopReplica"]
+    assert seq[0]["isr"] == [1, 2]
+    assert seq[0]["bepoch"] == "2#1"
+    assert seq[1]["zk_version"] == 2, "a run of UpdateMetadata is compared by its last entry"
+    assert seq[2]["delete"] is True
+
+
+def test_the_rack_unaware_rule_accepts_kafka_placements_only() -> None:
+    assert placement_problem({0: [2, 3], 1: [3, 1], 2: [1, 2]}, [1, 2, 3], 2) is None
+    assert placement_problem({0: [3, 1, 2], 1: [1, 2, 3], 2: [2, 3, 1], 3: [3, 2, 1]}, [1, 2, 3], 3) is None
+    assert placement_problem({0: [2, 3], 1: [3, 1], 2: [1, 3]}, [1, 2, 3], 2) is not None
+    assert placement_problem({0: [2, 2]}, [1, 2, 3], 2) is not None
+    assert placement_problem({0: [1, 2], 1: [1]}, [1, 2], 2) is not None
+
+
+def test_an_automatically_placed_topic_is_relabelled_by_replica_position() -> None:
+    entry = {"api": "LeaderAndIsr", "leader": 3, "isr": [1, 3], "replicas": [3, 1]}
+    segment: dict[str, Any] = {
+        "zk": {"writes": {"/brokers/topics/a/partitions/0/state": [{"data": {"leader": 3, "isr": [1, 3]}}]}},
+        "requests": {
+            "1": {"partitions": {"a-0": [copy.deepcopy(entry)]}},
+            "3": {"partitions": {"a-0": [entry]}},
+        },
+    }
+    relabel_topic(segment, "a", {0: [3, 1]})
+    assert segment["zk"]["writes"]["/brokers/topics/a/partitions/0/state"][0]["data"] == {
+        "leader": "r0",
+        "isr": ["r0", "r1"],
+    }
+    moved = segment["requests"]["auto-placed"]["partitions"]
+    assert set(moved) == {"a-0@r0", "a-0@r1"}
+    entries, count = moved["a-0@r0"][0]
+    assert entries[0]["replicas"] == ["r0", "r1"]
+    assert count == 1
+
+
+def test_tree_view_names_owners_and_pools_pending_notifications() -> None:
+    raw = {
+        "/controller": (b'{"version":1,"brokerid":1,"timestamp":"5"}', 0, 10),
+        "/isr_change_notification/isr_change_0000000003": (
+            b'{"version":1,"partitions":[{"topic":"t","partition":1}]}',
+            0,
+            0,
+        ),
+    }
+    view = tree_view(raw, {10: "node-1"})
+    assert view["/controller"] == [{"version": 1, "brokerid": 1, "timestamp": "<masked>"}, 0, "node-1"]
+    assert view["/isr_change_notification/<pending>"] == ["t-1"]
+
+
+def _trace(**segment: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"step": 0, "op": "kill", "action": {}, "barrier": "ok", "zk": {}, "requests": {}}
+    return {"status": "ok", "segments": [{**base, **segment}]}
+
+
+def test_the_first_divergence_names_step_place_and_behaviour_ids() -> None:
+    ref = _trace(zk={"writes": {STATE: [{"by": "node-1", "form": "fenced(epoch v1)", "op": "setData"}]}})
+    tgt = _trace(zk={"writes": {STATE: [{"by": "node-1", "form": "plain", "op": "setData"}]}})
+    d = cmp.compare(ref, tgt).divergence
+    assert d is not None
+    assert d.step == 0
+    assert d.component == "zk"
+    assert d.key == f"{STATE}.form"
+    assert "FENCE-1" in d.ids
+    assert "PSM-2" in d.ids
+    assert d.signature == "kill|zk|/brokers/topics/*/partitions/*/state.form"
+    assert "Kafka 2.5.1 (reference)" in cmp.render(d, ["kill(node=1)"])
+
+
+def test_request_field_divergences_name_the_field() -> None:
+    entry = {"api": "LeaderAndIsr", "is_new": True, "leader": 1}
+    ref = _trace(requests={"2": {"partitions": {"t-0": [entry]}, "brokers": []}})
+    tgt = _trace(requests={"2": {"partitions": {"t-0": [{**entry, "is_new": False}]}, "brokers": []}})
+    d = cmp.compare(ref, tgt).divergence
+    assert d is not None
+    assert d.key == "LeaderAndIsr.is_new"
+    assert "RSM-3" in d.ids
+
+
+def test_identical_traces_do_not_diverge_and_a_target_error_does() -> None:
+    assert cmp.compare(_trace(), _trace()).divergence is None
+    broken = {"status": "target-error", "error": "step 0: node 2 exited with 1", "segments": []}
+    d = cmp.compare(_trace(), broken).divergence
+    assert d is not None
+    assert d.component == "status"
+    assert "node 2 exited" in str(d.target)
+
+
+def test_a_tolerated_divergence_is_listed_not_dropped() -> None:
+    ref = _trace(op="elect_leaders", action={"answer": "no answer"})
+    tgt = _trace(op="elect_leaders", action={"answer": [{"error": 0}]}, barrier={"timeout": ["x"]})
+    result = cmp.compare(ref, tgt)
+    assert [t.tolerated for t in result.tolerated] == [cmp.TOLERATED[0].name]
+    assert result.divergence is not None
+    assert result.divergence.component == "barrier"
+
+
+def test_the_behaviour_map_names_only_catalogue_ids() -> None:
+    known = {b.id for b in catalogue.CATALOGUE}
+    assert cmp.ids_for("kill", "requests", "UpdateMetadata.leader")
+    assert set(cmp.ids_for("reassign", "zk", "/admin/reassign_partitions")) <= known
+
+
+def test_every_normalisation_rule_says_why_and_where() -> None:
+    for rule in RULES:
+        assert rule.what, rule
+        assert rule.why, rule
+        assert "@" in rule.source or "spec" in rule.source, rule
+
+
+def _seg(
+    writes: dict[str, Any], tree: dict[str, Any], requests: dict[str, Any], notified: dict[str, Any]
+) -> Any:
+    return {"zk": {"writes": writes, "isr_notified": notified}, "tree": tree, "requests": requests}
+
+
+def test_a_resumed_leaders_shrink_and_re_expand_is_not_compared_but_its_end_state_is() -> None:
+    from conformance.diff.relative import relative_versions, resumed_leader_race  # noqa: PLC0415
+
+    start = {STATE: [{"leader": 1, "leader_epoch": 0, "isr": [1, 2], "controller_epoch": 1}, 3, None]}
+    race = _seg(
+        {STATE: [{"by": "node-1", "form": "plain", "op": "setData", "version": 5, "isr_joins": 1}]},
+        {STATE: [{"leader": 1, "leader_epoch": 0, "isr": [1, 2], "controller_epoch": 1}, 5, None]},
+        {"2": {"partitions": {"t-0": [{"api": "UpdateMetadata", "zk_version": 5}]}}},
+        {"node-1": ["t-0"]},
+    )
+    quiet = _seg(
+        {}, {STATE: [{"leader": 1, "leader_epoch": 0, "isr": [1, 2], "controller_epoch": 1}, 3, None]}, {}, {}
+    )
+    assert resumed_leader_race(race, start, 1) == ["t-0"]
+    assert resumed_leader_race(quiet, start, 1) == []
+    relative_versions(race, start)
+    relative_versions(quiet, start)
+    assert race["zk"] == quiet["zk"]
+    assert race["requests"] == {"2": {"partitions": {}}}
+    assert race["tree"] == quiet["tree"], "the end state stays compared"
+
+
+def test_a_changed_end_state_is_never_dropped() -> None:
+    from conformance.diff.relative import resumed_leader_race  # noqa: PLC0415
+
+    start = {STATE: [{"leader": 1, "leader_epoch": 0, "isr": [1, 2], "controller_epoch": 1}, 3, None]}
+    shrunk = _seg(
+        {STATE: [{"by": "node-1", "form": "plain", "op": "setData", "version": 4}]},
+        {STATE: [{"leader": 1, "leader_epoch": 0, "isr": [1], "controller_epoch": 1}, 4, None]},
+        {},
+        {"node-1": ["t-0"]},
+    )
+    assert resumed_leader_race(shrunk, start, 1) == []
+    assert STATE in shrunk["zk"]["writes"]
+
+
+def test_the_readme_lists_every_normalisation_rule_as_the_code_has_it() -> None:
+    from cluster.targets import REPO_ROOT  # noqa: PLC0415
+
+    readme = (REPO_ROOT / "conformance" / "README.md").read_text()
+    for rule in RULES:
+        assert f"| {rule.name} | {rule.what} | {rule.why} | {rule.source} |" in readme, rule.name
+
+
+def test_requests_to_a_paused_broker_are_compared_where_it_resumes() -> None:
+    from conformance.diff.runner import _paused_until  # noqa: PLC0415
+    from conformance.diff.scenario import Scenario, Step  # noqa: PLC0415
+
+    create = Step("create_topic_zk", {"topic": "t", "assignment": {"0": [1, 2]}, "config": {}})
+    steps = (create, Step("pause", {"node": 2}), Step("kill", {"node": 3, "successor": None}),
+             Step("resume", {"node": 2}), Step("pause", {"node": 3}))  # fmt: skip
+    moved = _paused_until(Scenario({1: {}, 2: {}, 3: {}}, 1, steps), segments=6)
+    # segment i + 1 is step i: broker 2 is paused in segments 2 and 3 and resumes in segment 4
+    assert moved == {(2, 2): 4, (2, 3): 4, (3, 5): 5}
+
+
+def test_a_mutant_target_runs_the_patched_copy(tmp_path: Path) -> None:
+    from cluster.targets import load_target  # noqa: PLC0415
+    from conformance.diff.mutation import mutant_target  # noqa: PLC0415
+
+    target = load_target(str(mutant_target(tmp_path, "some-bug")))
+    assert target.name == "mutant-some-bug"
+    assert target.render_cwd(tmp_path / "node") == tmp_path
+    assert target.render_env(tmp_path / "node")["PYTHONPATH"] == str(tmp_path)
+    assert target.container is None
+
+
+def test_requests_to_a_broker_shutting_down_are_not_compared() -> None:
+    from conformance.diff.relative import shutting_down  # noqa: PLC0415
+
+    segment: dict[str, Any] = {"requests": {"3": {"partitions": {"t-0": [{"api": "LeaderAndIsr"}]}}, "2": {}}}
+    shutting_down(segment, 3)
+    assert segment["requests"] == {"2": {}}
+
+
+def test_requests_of_a_controller_shutting_down_are_not_compared_but_its_successors_are() -> None:
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from conformance.diff.runner import of_others  # noqa: PLC0415
+
+    sent = [
+        SimpleNamespace(source=1, seq=0),
+        SimpleNamespace(source=3, seq=1),
+        SimpleNamespace(source=1, seq=2),
+    ]
+    assert [r.seq for r in of_others(sent, 1)] == [1]

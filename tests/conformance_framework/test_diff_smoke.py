@@ -1,0 +1,191 @@
+"""Differential conformance on real clusters: the reference agrees with itself, a mutant is caught,
+shrunk and replayed, a target that cannot start is a target error (the CI smoke of ``conformance diff``).
+
+Every run is ``python -m conformance diff`` as a user types it, on real ZooKeeper servers and real
+reference nodes; the reference-trace cache is private to this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cluster.targets import REPO_ROOT
+from conformance.diff import mutation
+from conformance.diff.scenario import Scenario, Step
+from conformance.mutate import MUTANTS_DIR, apply_patch, copy_tree
+
+pytestmark = pytest.mark.integration
+
+SAME = [
+    Scenario(
+        {1: {}, 2: {}, 3: {"unclean.leader.election.enable": "true"}},
+        2,
+        (
+            Step("create_topic_zk", {"topic": "t0", "assignment": {"0": [1, 2], "1": [3, 1]}, "config": {}}),
+            Step("kill", {"node": 1, "successor": None}),
+            Step("delete_topics", {"topics": ["t0"]}),
+            Step("restart", {"node": 1}),
+        ),
+    ),
+    Scenario(
+        {1: {}, 2: {}, 3: {}},
+        1,
+        (
+            Step("create_topic_zk", {"topic": "t0", "assignment": {"0": [2, 3]}, "config": {}}),
+            Step("move_controller", {"successor": 3}),
+            Step(
+                "probe",
+                {
+                    "node": 2,
+                    "api": "LeaderAndIsr",
+                    "partition": "phantom",
+                    "controller_epoch": "equal",
+                    "leader_epoch": "newer",
+                    "broker_epoch": "equal",
+                    "heal": False,
+                },
+            ),
+            Step("preferred_election", {"partitions": ["t0-0", "nosuch-0"]}),
+        ),
+    ),
+]
+#: broker-accepts-equal-leader-epoch answers 0 where Kafka answers 11 (step 2); steps 0 and 3 are noise
+CAUGHT = Scenario(
+    {1: {}, 2: {}, 3: {}},
+    1,
+    (
+        Step("create_topic_zk", {"topic": "noise", "assignment": {"0": [3]}, "config": {}}),
+        Step("create_topic_zk", {"topic": "t0", "assignment": {"0": [1, 2]}, "config": {}}),
+        Step(
+            "probe",
+            {
+                "node": 2,
+                "api": "LeaderAndIsr",
+                "partition": "t0-0",
+                "controller_epoch": "equal",
+                "leader_epoch": "equal",
+                "broker_epoch": "equal",
+                "heal": False,
+            },
+        ),
+        Step("create_topic_zk", {"topic": "late", "assignment": {"0": [2]}, "config": {}}),
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("diff-cache")
+
+
+def _diff(cache: Path, *args: str, timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO_ROOT),
+        "KZK_DIFF_CACHE": str(cache),
+        "KZK_LAUNCHER": "process",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "conformance", "diff", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+
+
+def _write(path: Path, scenario: Scenario) -> Path:
+    path.write_text(scenario.dumps())
+    return path
+
+
+def _report(out: Path, run: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    path = out / "diff-report.json"
+    assert path.is_file(), f"no report: {run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    report: dict[str, Any] = json.loads(path.read_text())
+    return report
+
+
+def test_the_reference_never_diverges_from_itself(cache_dir: Path, tmp_path: Path) -> None:
+    files = [str(_write(tmp_path / f"s{i}.json", s)) for i, s in enumerate(SAME)]
+    out = tmp_path / "out"
+    run = _diff(
+        cache_dir, "--replay", *files, "--target", "reference", "--no-cache", "-n", "2", "--out", str(out)
+    )
+    report = _report(out, run)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert report["counts"] == {"same": 2, "diverges": 0, "target-error": 0, "unknown": 0}
+    assert "same as Kafka 2.5.1" in run.stdout
+
+
+@pytest.fixture(scope="module")
+def mutant_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    tree = copy_tree(tmp_path_factory.mktemp("mutant") / "repo")
+    problem = apply_patch(MUTANTS_DIR / "broker-accepts-equal-leader-epoch.patch", tree)
+    assert problem is None, problem
+    yield mutation.mutant_target(tree, "broker-accepts-equal-leader-epoch")
+    shutil.rmtree(tree, ignore_errors=True)
+
+
+def test_a_mutant_is_caught_shrunk_and_its_repro_replays(
+    cache_dir: Path, mutant_target: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    scenario = str(_write(tmp_path / "caught.json", CAUGHT))
+    run = _diff(
+        cache_dir, "--replay", scenario, "--target", str(mutant_target), "-n", "2", "--out", str(out),
+        "--shrink-budget-s", "240",
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    (result,) = _report(out, run)["results"]
+    d = result["divergence"]
+    assert result["status"] == "diverges", result
+    assert (d["step"], d["op"]) == (2, "probe"), d
+    assert d["reference"]["partitions"] == {"t0-0": 11}
+    assert d["target"]["partitions"] == {"t0-0": 0}
+    assert "FENCE-2" in d["ids"]
+    divergence = (Path(result["directory"]) / "divergence.txt").read_text()
+    assert "Kafka 2.5.1 (reference)" in divergence
+    assert "step 2 (probe)" in divergence
+    repro = Path(result["repro"])
+    small = json.loads(repro.read_text())
+    assert len(small["steps"]) < len(CAUGHT.steps), small
+    assert small["origin"]["divergence"] == d["signature"]
+    again = _diff(cache_dir, "--replay", str(repro), "--target", str(mutant_target), "-n", "2",
+                  "--out", str(tmp_path / "again"), "--shrink-budget-s", "0")  # fmt: skip
+    assert again.returncode == 1, again.stdout[-2000:]
+    assert _report(tmp_path / "again", again)["results"][0]["divergence"]["signature"] == d["signature"]
+    clean = _diff(
+        cache_dir, "--replay", str(repro), "--target", "reference", "-n", "1", "--out", str(tmp_path / "c")
+    )
+    assert clean.returncode == 0, (
+        "the repro shows the mutant's bug, not the reference's: " + clean.stdout[-2000:]
+    )
+
+
+def test_a_target_whose_nodes_do_not_start_is_a_target_error(cache_dir: Path, tmp_path: Path) -> None:
+    target = tmp_path / "broken.toml"
+    target.write_text(
+        'name = "broken"\ncommand = ["{python}", "-c", "import sys; sys.exit(3)", "{config}"]\n'
+        '[env]\nLOG_DIR = "{log_dir}"\n'
+    )
+    scenario = str(_write(tmp_path / "s.json", SAME[0]))
+    out = tmp_path / "out"
+    run = _diff(cache_dir, "--replay", scenario, "--target", str(target), "-n", "1", "--out", str(out))
+    assert run.returncode == 3, run.stdout[-2000:] + run.stderr[-2000:]
+    (result,) = _report(out, run)["results"]
+    assert result["status"] == "target-error", result
+    assert "exited with 3" in result["reason"], result["reason"]
+    assert "TARGET-ERROR" in run.stdout
+    assert "Traceback" not in run.stdout

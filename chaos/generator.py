@@ -35,6 +35,7 @@ from typing import Any
 from chaos.scenarios import ENSEMBLE_ONLY, LINK_FAULTS, PROCESS_FAULTS, SCENARIOS, Scenario
 
 __all__ = [
+    "TOPIC_CONFIGS",
     "Schedule",
     "Step",
     "assignment_for",
@@ -139,12 +140,24 @@ class _Model:
     """What the schedule itself created (the generator's view; the run may diverge)."""
 
     partitions: dict[str, int] = field(default_factory=dict)
+    reassigned: list[tuple[str, int]] = field(default_factory=list)  # API reassignments drawn
+
+
+#: Topic configs the workload sets (None: DELETE, back to the default). Unclean leader election
+#: is among them on purpose: the checkers must tell an unclean leader a config allowed.
+TOPIC_CONFIGS: tuple[tuple[str, tuple[str | None, ...]], ...] = (
+    ("retention.ms", ("60000", "3600000", None)),
+    ("min.insync.replicas", ("1", "2", None)),
+    ("unclean.leader.election.enable", ("true", "false", None)),
+    ("segment.ms", ("600000", None)),
+)
 
 
 def _workload_op(
     rng: random.Random, sc: Scenario, ids: Sequence[int], model: _Model
 ) -> tuple[str, dict[str, Any]]:
-    op = rng.choice(sc.ops)
+    api = bool(sc.api_ops) and rng.random() < sc.api_share
+    op = rng.choice(sc.api_ops) if api else rng.choice(sc.ops)
     existing = sorted(model.partitions)
     if op in ("create_topic", "create_topic_admin") or not existing:
         op = op if op in ("create_topic", "create_topic_admin") else "create_topic"
@@ -169,7 +182,35 @@ def _workload_op(
     if op == "delete_topic":
         del model.partitions[topic]
         return op, {"topic": topic}
+    if op in sc.api_ops:
+        return _api_op(rng, op, ids, model, topic)
     return "broker_bounce", {"broker_id": rng.choice(list(ids))}
+
+
+def _api_op(
+    rng: random.Random, op: str, ids: Sequence[int], model: _Model, topic: str
+) -> tuple[str, dict[str, Any]]:
+    """An admin-API op on ``topic`` (targets of 1..n replicas: grows, shrinks and moves)."""
+    count = model.partitions[topic]
+    p = rng.randrange(count)
+    if op == "reassign_api":
+        model.reassigned.append((topic, p))
+        return op, {"topic": topic, "assignment": {str(p): rng.sample(list(ids), rng.randint(1, len(ids)))}}
+    if op == "cancel_reassignment":
+        # mostly the latest API reassignment drawn, so some cancellations find one in flight
+        pending = [tp for tp in model.reassigned if tp[0] in model.partitions]
+        if pending and rng.random() < 0.7:
+            topic, p = pending[-1]
+        return op, {"topic": topic, "partitions": [p]}
+    if op == "list_reassignments":
+        if rng.random() < 0.5:
+            return op, {"partitions": None}
+        return op, {"partitions": [{"topic": topic, "partition": q} for q in range(count)]}
+    if op == "elect_leaders":
+        kind = rng.choice(("PREFERRED", "UNCLEAN"))
+        return op, {"election_type": kind, "partitions": [{"topic": topic, "partition": p}]}
+    name, values = rng.choice(TOPIC_CONFIGS)
+    return "alter_topic_config", {"topic": topic, "config": {name: rng.choice(values)}}
 
 
 def _client_steps(rng: random.Random, sc: Scenario, ids: Sequence[int], model: _Model) -> list[Step]:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chaos.checkers.findings import RunInputs
-from chaos.checkers.quirks import brokers, deadlock, deletion, reassignment
+from chaos.checkers.quirks import brokers, cancellation, deadlock, deletion, reassignment
 from chaos.checkers.quirks.recognition import Recognition
 
 __all__ = ["QUIRKS", "Quirk", "Recognition", "markdown_table"]
@@ -178,6 +178,21 @@ QUIRKS: tuple[Quirk, ...] = (
         "partition seed 2651 (campaign 2600)",
         ("reassignments_completed", *DELETION_CHECKERS),
         deadlock.deadlocked,
+    ),
+    Quirk(
+        "cancellation_keeps_reassignment_order",
+        "A cancelled reassignment (AlterPartitionReassignments with null replicas) goes back to the "
+        "original replicas in the order they have in the reassignment's full replica list "
+        "(`RS − adding`), not the order they had before: `[1,2]` → `[3,2]` (RS `[3,2,1]`) cancelled "
+        "ends on `[2,1]`, so the preferred leader changes.",
+        (
+            f"{KC} L1617-1628 maybeBuildReassignment",
+            "ControllerContext.scala@2.5.1 L44 originReplicas, L51-58 reassignTo",
+            f"{KC} L596-602 updateCurrentReassignment (comment)",
+        ),
+        "ReassignPartitionsClusterTest.shouldBeAbleToCancelThroughApi@2.5.1 L980-1002 (compares sorted)",
+        ("cancellations_reverted",),
+        cancellation.reordered,
     ),
 )
 

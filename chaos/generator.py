@@ -140,7 +140,7 @@ class _Model:
     """What the schedule itself created (the generator's view; the run may diverge)."""
 
     partitions: dict[str, int] = field(default_factory=dict)
-    reassigned: list[tuple[str, int]] = field(default_factory=list)  # API reassignments drawn
+    reassigned: list[tuple[str, int]] = field(default_factory=list)  # this client's API reassignments
 
 
 #: Topic configs the workload sets (None: DELETE, back to the default). Unclean leader election
@@ -217,6 +217,7 @@ def _client_steps(rng: random.Random, sc: Scenario, ids: Sequence[int], model: _
     steps: list[Step] = []
     for c in range(sc.clients):
         process = f"client-{c}"
+        model.reassigned.clear()  # a client cancels its own API reassignments
         topic = f"t{c}"
         model.partitions[topic] = 2
         steps.append(

@@ -176,9 +176,9 @@ class AdminApiOps:
         tps = [TopicPartition(t, p) for t, p in _partitions(value)]
         started = _now_ms()
         try:
-            future = self._admin_client().elect_leaders(
-                kind, tps, request_timeout=self.op_timeout_s, operation_timeout=self.op_timeout_s
-            )
+            # confluent-kafka 2.16's binding rejects its documented timeout keywords
+            # (SystemError); the client's socket.timeout.ms (5 s) bounds the request instead
+            future = self._admin_client().elect_leaders(kind, tps)
             answers = future.result(timeout=self.op_timeout_s + 2.0)
         except LookupError:
             return "fail", None, "no broker registered: the client has nothing to bootstrap from"

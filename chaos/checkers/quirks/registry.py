@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chaos.checkers.findings import RunInputs
-from chaos.checkers.quirks import brokers, cancellation, deadlock, deletion, reassignment
+from chaos.checkers.quirks import brokers, cancellation, deadlock, deletion, preferred, reassignment
 from chaos.checkers.quirks.recognition import Recognition
 
 __all__ = ["QUIRKS", "Quirk", "Recognition", "markdown_table"]
@@ -193,6 +193,23 @@ QUIRKS: tuple[Quirk, ...] = (
         "ReassignPartitionsClusterTest.shouldBeAbleToCancelThroughApi@2.5.1 L980-1002 (compares sorted)",
         ("cancellations_reverted",),
         cancellation.reordered,
+    ),
+    Quirk(
+        "preferred_election_stuck_on_partition_without_state",
+        "A `/admin/preferred_replica_election` naming a partition that has no leader yet (its topic "
+        "was created while the partition's replicas were offline, so it has no state znode) makes "
+        "the election event throw before the `finally` that deletes the znode: it stays until a "
+        "controller failover.",
+        (
+            f"{KC} L1747-1759 processReplicaLeaderElection (partitionLeadershipInfo(partition))",
+            "ControllerContext.scala@2.5.1 L85 partitionLeadershipInfo (mutable.Map.apply)",
+            f"{KC} L683-723 onReplicaElection (finally)",
+            f"{KC} L960-977 removePartitionsFromPreferredReplicaElection",
+            f"{KC} L751-769 fetchPendingPreferredReplicaElections (failover)",
+        ),
+        "admin-api seed 4203 (campaign 4200)",
+        ("admin_znodes_cleaned",),
+        preferred.stuck_election,
     ),
 )
 

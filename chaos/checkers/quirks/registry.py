@@ -195,6 +195,21 @@ QUIRKS: tuple[Quirk, ...] = (
         cancellation.reordered,
     ),
     Quirk(
+        "isr_keeps_replicas_a_cancellation_dropped",
+        "A cancellation (or a new target replacing a pending reassignment) writes the topic znode "
+        "with the remaining replicas first and only then takes each dropped adding replica out of "
+        "the ISR, one state write each: meanwhile the ISR holds replicas the topic no longer lists, "
+        "and a one-member ISR of a dropped replica is kept as it is (leader -1), outside the replicas.",
+        (
+            f"{KC} L607-629 updateCurrentReassignment (U1 at L613-614 before U3 at L620-622)",
+            f"{KC} L838-847 stopRemovedReplicasOfReassignedPartition",
+            f"{RSM} L214-236 OfflineReplica, L317-335 doRemoveReplicasFromIsr",
+        ),
+        "admin-api seed 4306 (campaign 4300)",
+        ("partition_states_valid",),
+        cancellation.stopped_adding_replicas,
+    ),
+    Quirk(
         "preferred_election_stuck_on_partition_without_state",
         "A `/admin/preferred_replica_election` naming a partition that has no leader yet (its topic "
         "was created while the partition's replicas were offline, so it has no state znode) makes "

@@ -18,9 +18,11 @@ from chaos.checkers.admin_api import (
     listings_agree_with_topic_znode,
     reassign_znode_created_by_admin,
 )
+from chaos.checkers.cleanup import admin_znodes_cleaned
 from chaos.checkers.liveness import reassignments_completed
 from chaos.checkers.safety import partition_states_valid
 from chaos.history import History, OpType
+from probes import TopicPartition
 from tests.chaos.checkers.builders import (
     ADMIN,
     SESSION_A,
@@ -330,3 +332,87 @@ def test_an_unclean_leader_written_outside_a_controllers_fenced_multi_is_invalid
     v = partition_states_valid(history(elect("UNCLEAN", "ok")).ops, log.records, None)
     assert v.validity == "invalid"
     assert "elected from outside the previous ISR" in v.message
+
+
+# ---- the preferred-election znode stuck on a partition without state -----------------------------------
+
+
+def preferred_log(*, with_state: bool, failover_after: bool = False) -> Log:
+    """t on {0: [1], 1: [2]}; t-1 gets a state only ``with_state``; then the admin creates
+    ``/admin/preferred_replica_election`` naming t-1 (and, with ``failover_after``, a new
+    controller is elected)."""
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.create_topic(ADMIN, "t", {0: [1], 1: [2]})
+    log.set_state(SESSION_A, "t", 0, state_data(1, 0, [1]))
+    if with_state:
+        log.set_state(SESSION_A, "t", 1, state_data(2, 0, [2]))
+    body = b'{"version":1,"partitions":[{"topic":"t","partition":1}]}'
+    log.write(ADMIN, create("/admin/preferred_replica_election", body))
+    if failover_after:
+        log.elect(SESSION_A + 1, 2)
+    return log
+
+
+def test_a_preferred_election_znode_left_for_a_partition_without_state_is_excused() -> None:
+    state = final_state(preferred_replica_election=(TopicPartition("t", 1),))
+    v = admin_znodes_cleaned([], preferred_log(with_state=False).records, state)
+    assert v.validity == "valid", v.message
+    assert v.excused == {
+        "preferred_election_stuck_on_partition_without_state": (
+            "admin znode /admin/preferred_replica_election",
+        )
+    }
+
+
+@pytest.mark.parametrize(
+    ("with_state", "failover_after"), [(True, False), (False, True)], ids=["had-state", "failover-since"]
+)
+def test_a_preferred_election_znode_left_otherwise_is_invalid(with_state: bool, failover_after: bool) -> None:
+    state = final_state(preferred_replica_election=(TopicPartition("t", 1),))
+    log = preferred_log(with_state=with_state, failover_after=failover_after)
+    v = admin_znodes_cleaned([], log.records, state)
+    assert v.validity == "invalid"
+    assert "/admin/preferred_replica_election left with ['t-1']" in v.message
+
+
+# ---- a cancellation's ISR removals after its topic-znode write -------------------------------------------
+
+
+def dropped_log(*, adding: bool = True) -> Log:
+    """t-0 on [2] → RS [2, 1, 3] adding [1, 3] (without ``adding``: a plain [2, 1, 3]); 1 and 3
+    join the ISR, broker 2 fails (leader 3, ISR [3, 1]); then the topic znode back to [2] and the
+    ISR removals of 1, then of 3."""
+    log = Log()
+    log.elect(SESSION_A, 3)
+    log.create_topic(ADMIN, "t", {0: [2]})
+    log.set_state(SESSION_A, "t", 0, state_data(2, 0, [2]))
+    reassigning = topic_data({0: [2, 1, 3]}, {0: [1, 3]} if adding else {})
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", reassigning, 1))
+    log.set_state(SESSION_A, "t", 0, state_data(2, 0, [2, 3, 1]), fenced=False)  # the leader's ISR write
+    log.set_state(SESSION_A, "t", 0, state_data(3, 1, [3, 1]))  # broker 2 failed
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [2]}), 2))
+    log.set_state(SESSION_A, "t", 0, state_data(3, 2, [3]))
+    log.set_state(SESSION_A, "t", 0, state_data(-1, 3, [3]))
+    return log
+
+
+def test_the_isr_removals_of_dropped_adding_replicas_are_excused_to_the_final_state() -> None:
+    log = dropped_log()
+    final = final_state({"t": {0: [2]}}, {("t", 0): (-1, 3, [3])}, live=(1, 3))
+    v = partition_states_valid([], log.records, final)
+    assert v.validity == "valid", v.message
+    (items,) = v.excused.values()
+    assert list(v.excused) == ["isr_keeps_replicas_a_cancellation_dropped"]
+    zxids = [f"0x{r.zxid:x}" for r in log.records[-2:]]
+    assert set(items) == {
+        f"state write t-0 at {zxids[0]}",
+        f"state write t-0 at {zxids[1]}",
+        "final ISR outside the replicas t-0",
+    }
+
+
+def test_an_isr_outside_the_replicas_that_no_reassignment_dropped_is_invalid() -> None:
+    v = partition_states_valid([], dropped_log(adding=False).records, None)
+    assert v.validity == "invalid"
+    assert "ISR [3] not within replicas [2]" in v.message

@@ -1,4 +1,6 @@
-"""A controller-only process: the reference controller without a broker (ring: drivers).
+"""Run a controller-only process: the reference controller without a broker, from server.properties.
+
+The split topology's controller process (ring: drivers).
 
     python -m reference_controller.controller_node CONFIG [--override key=value ...]
 
@@ -54,7 +56,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("config", help="server.properties (broker.id = this controller's id)")
     parser.add_argument("--version", action="version", version=version_line())
-    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="override a property (repeat it)"
+    )
     return parser.parse_args(argv)
 
 

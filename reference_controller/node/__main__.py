@@ -1,4 +1,6 @@
-"""Command line of a reference node (ring: drivers).
+"""Run a reference node: a Kafka 2.5.1 broker with its ZooKeeper-mode controller, from server.properties.
+
+The node's command line (ring: drivers).
 
     python -m reference_controller.node CONFIG [--override key=value ...]
     python -m reference_controller.node --version

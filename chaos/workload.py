@@ -67,6 +67,8 @@ _INDETERMINATE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError)
 class Client(AdminApiOps):
     """One workload process's connection to the cluster (shares the cluster's admin session)."""
 
+    cluster: ChaosCluster
+
     def __init__(self, cluster: ChaosCluster, guard: NodeGuard, *, op_timeout_s: float = 5.0) -> None:
         self.cluster, self.guard, self.op_timeout_s = cluster, guard, op_timeout_s
         self._admin: AdminClient | None = None

@@ -41,8 +41,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from chaos.links import ChaosCluster
 from cluster import admin_api
+from cluster.cluster import Cluster
 
 __all__ = ["NOT_DONE_CODES", "AdminApiOps"]
 
@@ -86,7 +86,7 @@ def _partitions(value: Mapping[str, Any]) -> list[tuple[str, int]]:
 class AdminApiOps:
     """The admin-API ops of :class:`chaos.workload.Client` (see the module docstring)."""
 
-    cluster: ChaosCluster
+    cluster: Cluster
     op_timeout_s: float
 
     def _admin_client(self) -> AdminClient:  # provided by Client

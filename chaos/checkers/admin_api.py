@@ -114,6 +114,7 @@ def cancellations_reverted(run: RunInputs) -> Finding:
     all_pairs = pairs(run.history)
     acked = [q for q in all_pairs if q.invoke.f == "cancel_reassignment" and q.outcome == "ok"]
     found = Findings()
+    judged = 0
     for q in acked:
         for tp in acked_partitions(q):
             final = f.topics.get(tp.topic)
@@ -123,6 +124,7 @@ def cancellations_reverted(run: RunInputs) -> Finding:
                 or assignment_changed_after(all_pairs, q, tp.topic)
             ):
                 continue
+            judged += 1
             item = Item(CANCEL_NOT_REVERTED, tp_name(tp))
             if run.timeline is None:
                 found.gap(item, f"{tp_name(tp)}: {NO_LOG}, so the original replicas are unknown")
@@ -142,7 +144,10 @@ def cancellations_reverted(run: RunInputs) -> Finding:
                     record_evidence(cancelled.last.record, "last state of the cancelled reassignment"),
                     znode_evidence(f"/brokers/topics/{tp.topic}", "final assignment", replicas=list(ends)),
                 )
-    return found.done(f"{len(acked)} acknowledged cancellation(s) reverted")
+    return found.done(
+        f"{len(acked)} acknowledged cancellation(s); {judged} partition(s) judged (the others superseded, "
+        "deleted or recreated since), all reverted"
+    )
 
 
 # ---- listings -------------------------------------------------------------------------------------

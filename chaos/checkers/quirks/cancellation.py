@@ -96,9 +96,9 @@ def stopped_adding_replicas(run: RunInputs) -> Recognition:
                 left[tp] = e
             else:
                 left.pop(tp, None)
-    f = run.final_state
-    for tp, w in left.items() if f is not None else ():
-        final = f.partition_states.get(tp)
+    finals = run.final_state.partition_states if run.final_state is not None else {}
+    for tp, w in left.items():
+        final = finals.get(tp)
         if (
             final is not None
             and w.state is not None

@@ -13,6 +13,7 @@ from chaos.checkers.findings import Item, RunInputs
 from chaos.checkers.paths import Kind
 from chaos.checkers.quirks.recognition import Recognition
 from chaos.checkers.timeline import AdminZnode, Election, StateDeleted, StateWritten, Timeline, TopicDeleted
+from chaos.history import pairs
 from probes.znode_types import TopicPartition
 
 __all__ = ["PREFERRED", "stuck_election"]
@@ -49,6 +50,14 @@ def stuck_election(run: RunInputs) -> Recognition:
         return Recognition()
     item = Item("admin znode", PREFERRED)
     if run.timeline is None:
+        asked = {
+            TopicPartition(str(p.get("topic")), int(p.get("partition", -1)))
+            for q in pairs(run.history)
+            if q.invoke.f == "preferred_election"
+            for p in q.invoke.value.get("partitions") or ()
+        }
+        if not asked & set(f.preferred_replica_election):
+            return Recognition()  # no election of the run named them: the quirk cannot apply
         return Recognition(
             undecided=frozenset({item}), why_undecided="no transaction log to tell which partitions had state"
         )

@@ -190,7 +190,8 @@ QUIRKS: tuple[Quirk, ...] = (
             "ControllerContext.scala@2.5.1 L44 originReplicas, L51-58 reassignTo",
             f"{KC} L596-602 updateCurrentReassignment (comment)",
         ),
-        "ReassignPartitionsClusterTest.shouldBeAbleToCancelThroughApi@2.5.1 L980-1002 (compares sorted)",
+        "the real run of tests/chaos/checkers/test_real_cancellation.py; Kafka's "
+        "ReassignPartitionsClusterTest.shouldBeAbleToCancelThroughApi@2.5.1 L980-1002 compares sorted lists",
         ("cancellations_reverted",),
         cancellation.reordered,
     ),

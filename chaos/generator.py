@@ -6,7 +6,9 @@ in a fixed order, so :func:`generate` is a pure function and a run is replayed b
 schedule again (``python -m chaos replay`` checks the regenerated schedule equals the stored one).
 
 A :class:`Step` is "at ``at_s`` seconds after the workload starts, ``process`` invokes ``f`` with
-``value``". Processes are ``client-<n>`` (workload) and ``nemesis`` (faults); each process's steps
+``value``". Processes are ``client-<n>`` (workload), ``api-<n>`` (the admin-API ops, drawn from
+their own stream ``random.Random(f"{seed}:api")`` so the other processes' steps do not depend on
+them) and ``nemesis`` (faults); each process's steps
 are in time order and a process runs one op at a time (the history's rule), so a step may start
 later than ``at_s`` when the previous op of its process was slow.
 
@@ -140,7 +142,6 @@ class _Model:
     """What the schedule itself created (the generator's view; the run may diverge)."""
 
     partitions: dict[str, int] = field(default_factory=dict)
-    reassigned: list[tuple[str, int]] = field(default_factory=list)  # this client's API reassignments
 
 
 #: Topic configs the workload sets (None: DELETE, back to the default). Unclean leader election
@@ -156,8 +157,7 @@ TOPIC_CONFIGS: tuple[tuple[str, tuple[str | None, ...]], ...] = (
 def _workload_op(
     rng: random.Random, sc: Scenario, ids: Sequence[int], model: _Model
 ) -> tuple[str, dict[str, Any]]:
-    api = bool(sc.api_ops) and rng.random() < sc.api_share
-    op = rng.choice(sc.api_ops) if api else rng.choice(sc.ops)
+    op = rng.choice(sc.ops)
     existing = sorted(model.partitions)
     if op in ("create_topic", "create_topic_admin") or not existing:
         op = op if op in ("create_topic", "create_topic_admin") else "create_topic"
@@ -182,25 +182,52 @@ def _workload_op(
     if op == "delete_topic":
         del model.partitions[topic]
         return op, {"topic": topic}
-    if op in sc.api_ops:
-        return _api_op(rng, op, ids, model, topic)
     return "broker_bounce", {"broker_id": rng.choice(list(ids))}
 
 
+def _api_steps(seed: int, sc: Scenario, ids: Sequence[int], client: Sequence[Step]) -> list[Step]:
+    """The admin-API clients' steps (``api-<n>``), drawn from their own seeded stream so that the
+    other processes' steps are those the scenario drew before the admin-API ops existed. They
+    pick among the topics the clients' steps create, with their largest partition count."""
+    rng = random.Random(f"{seed}:api")  # str seeds are hashed deterministically (SHA-512)
+    model = _Model()
+    for step in client:
+        if step.f in ("create_topic", "create_topic_admin", "add_partitions"):
+            count = int(step.value.get("partitions") or len(step.value.get("assignment") or {}) or 1)
+            topic = str(step.value["topic"])
+            model.partitions[topic] = max(count, model.partitions.get(topic, 0))
+    topics = sorted(model.partitions) or ["t0"]
+    steps: list[Step] = []
+    for c in range(sc.api_clients):
+        reassigned: list[tuple[str, int]] = []
+        t = rng.uniform(0.2, 0.6)
+        while t < sc.duration_s:
+            op = rng.choice(sc.api_ops)
+            f, value = _api_op(rng, op, ids, model, topic=rng.choice(topics), reassigned=reassigned)
+            steps.append(Step(round(t, 3), f"api-{c}", f, value))
+            t += rng.uniform(*sc.api_gap_s)
+    return steps
+
+
 def _api_op(
-    rng: random.Random, op: str, ids: Sequence[int], model: _Model, topic: str
+    rng: random.Random,
+    op: str,
+    ids: Sequence[int],
+    model: _Model,
+    *,
+    topic: str,
+    reassigned: list[tuple[str, int]],
 ) -> tuple[str, dict[str, Any]]:
     """An admin-API op on ``topic`` (targets of 1..n replicas: grows, shrinks and moves)."""
-    count = model.partitions[topic]
+    count = model.partitions.get(topic, 2)
     p = rng.randrange(count)
     if op == "reassign_api":
-        model.reassigned.append((topic, p))
+        reassigned.append((topic, p))
         return op, {"topic": topic, "assignment": {str(p): rng.sample(list(ids), rng.randint(1, len(ids)))}}
     if op == "cancel_reassignment":
-        # mostly the latest API reassignment drawn, so some cancellations find one in flight
-        pending = [tp for tp in model.reassigned if tp[0] in model.partitions]
-        if pending and rng.random() < 0.7:
-            topic, p = pending[-1]
+        # mostly the client's latest API reassignment, so some cancellations find one in flight
+        if reassigned and rng.random() < 0.7:
+            topic, p = reassigned[-1]
         return op, {"topic": topic, "partitions": [p]}
     if op == "list_reassignments":
         if rng.random() < 0.5:
@@ -217,7 +244,6 @@ def _client_steps(rng: random.Random, sc: Scenario, ids: Sequence[int], model: _
     steps: list[Step] = []
     for c in range(sc.clients):
         process = f"client-{c}"
-        model.reassigned.clear()  # a client cancels its own API reassignments
         topic = f"t{c}"
         model.partitions[topic] = 2
         steps.append(
@@ -309,5 +335,6 @@ def generate(scenario: Scenario | str, seed: int) -> Schedule:
     model = _Model()
     client = _client_steps(rng, sc, ids, model)
     nemesis = _nemesis_steps(rng, sc, ids, zk_servers)
-    steps = sorted(client + nemesis, key=lambda s: (s.at_s, s.process))
+    api = _api_steps(seed, sc, ids, client)
+    steps = sorted(client + nemesis + api, key=lambda s: (s.at_s, s.process))
     return Schedule(sc.name, seed, ids, tuple(steps))

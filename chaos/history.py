@@ -20,7 +20,7 @@ field    meaning
 ======== ============================================================================
 index    position in the history, 0, 1, 2, … with no gaps (the recorder assigns it)
 time_ns  ``time.monotonic_ns()`` of the recording machine when the op was recorded
-process  who issued it: ``client-<n>`` for workload clients, ``nemesis`` for faults
+process  who issued it: ``client-<n>`` / ``api-<n>`` for workload clients, ``nemesis`` for faults
 type     ``invoke`` | ``ok`` | ``fail`` | ``info``
 f        the operation's name (see below); a completion repeats its invocation's ``f``
 value    a JSON object: the op's arguments (invoke) or its result (completion)

@@ -69,7 +69,7 @@ WORKLOAD_OPS = (
     "delete_topic",
     "broker_bounce",
 )
-#: The admin-API ops (spec §13): drawn with probability ``Scenario.api_share`` per op.
+#: The admin-API ops (spec §13): issued by the scenario's ``api-<n>`` processes.
 API_OPS = (
     "reassign_api",
     "cancel_reassignment",
@@ -99,7 +99,8 @@ class Scenario:
     hold_s: tuple[float, float] = (1.0, 2.5)
     ops: tuple[str, ...] = WORKLOAD_OPS
     api_ops: tuple[str, ...] = API_OPS
-    api_share: float = 0.25  # the share of client ops drawn from ``api_ops``
+    api_clients: int = 1  # processes ``api-<n>`` issuing ``api_ops``, besides the clients
+    api_gap_s: tuple[float, float] = (0.8, 2.0)  # between one api client's ops
     clients: int = 2
     duration_s: float = 5.0
     brokers: int = 3
@@ -155,7 +156,8 @@ SCENARIOS: dict[str, Scenario] = {
             ("pause", "kill", "terminate", "blackhole", "down", "latency"),
             scopes=("node", "zk", "link"),
             ops=_ADMIN_OPS,
-            api_share=0.6,
+            api_clients=2,
+            api_gap_s=(0.25, 0.9),
         ),
         Scenario(
             "zk-ensemble",

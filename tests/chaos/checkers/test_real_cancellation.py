@@ -1,10 +1,10 @@
 """A real API reassignment cancelled under a paused target, judged by the checkers: 3 reference
 nodes on a real ZooKeeper, the workload's own admin-API ops over the Kafka wire.
 
-t-0 on [1, 2] is reassigned to [3, 2] through AlterPartitionReassignments while broker 3 is
-paused (SIGSTOP: registered, so the target is accepted, but it cannot join the ISR), listed, and
-cancelled; broker 3 resumes. Kafka 2.5.1 ends t-0 on [2, 1] (the original replicas in the
-reassignment's order); every checker must find the run valid, the cancellation judged — and the
+t-0 on [a, b] is reassigned to [p, b] through AlterPartitionReassignments while broker p (not the
+controller) is paused (SIGSTOP: registered, so the target is accepted, but it cannot join the
+ISR), listed, and cancelled; p resumes. Kafka 2.5.1 ends t-0 on [b, a] (the original replicas in
+the reassignment's order); every checker must find the run valid, the cancellation judged — and the
 same real inputs with the target left in place must be invalid.
 """
 
@@ -67,30 +67,32 @@ def _op(history: History, ops: _Ops, f: str, value: dict[str, Any]) -> dict[str,
     return dict(done)
 
 
-def _run(cluster: Cluster) -> tuple[History, FinalState]:
+def _run(cluster: Cluster) -> tuple[History, FinalState, tuple[int, int, int]]:
+    """The run; (a, b, p): t-0 on [a, b] is reassigned to [p, b] with p (not the controller) paused."""
     history = History()
     cluster.start()
-    cluster.wait_controller()
-    history.complete(
-        history.invoke("client-0", "create_topic", {"topic": "t", "assignment": {"0": [1, 2]}}), "ok"
-    )
-    admin.create_topic_zk(cluster, "t", {0: [1, 2]})
+    controller = cluster.wait_controller()
+    p = max(x for x in (1, 2, 3) if x != controller)
+    a, b = sorted({1, 2, 3} - {p})
+    assignment = {"topic": "t", "assignment": {"0": [a, b]}}
+    history.complete(history.invoke("client-0", "create_topic", assignment), "ok")
+    admin.create_topic_zk(cluster, "t", {0: [a, b]})
     wait_for(
-        lambda: (s := cluster.partition_state("t", 0)) is not None and sorted(s["isr"]) == [1, 2],
+        lambda: (s := cluster.partition_state("t", 0)) is not None and sorted(s["isr"]) == [a, b],
         cluster.deadline(30),
-        "t-0 led with ISR [1, 2]",
+        f"t-0 led with ISR [{a}, {b}]",
     )
     ops = _Ops(cluster)
-    cluster.pause(3)
+    cluster.pause(p)
     try:
-        _op(history, ops, "reassign_api", {"topic": "t", "assignment": {"0": [3, 2]}})
+        _op(history, ops, "reassign_api", {"topic": "t", "assignment": {"0": [p, b]}})
         listed = _op(history, ops, "list_reassignments", {"partitions": [{"topic": "t", "partition": 0}]})
         assert listed["reassigning"] == [
-            {"topic": "t", "partition": 0, "replicas": [3, 2, 1], "adding": [3], "removing": [1]}
+            {"topic": "t", "partition": 0, "replicas": [p, b, a], "adding": [p], "removing": [a]}
         ]
         _op(history, ops, "cancel_reassignment", {"topic": "t", "partitions": [0]})
     finally:
-        cluster.resume(3)
+        cluster.resume(p)
     quiesce = history.invoke("nemesis", "quiesce", {})
     views = _quiesce(cluster, deadline_s=60)
     history.complete(quiesce, "ok")
@@ -101,16 +103,16 @@ def _run(cluster: Cluster) -> tuple[History, FinalState]:
         journals=journals_from_requests(cluster.journal.requests()),
         quiesced=True,
     )
-    return history, final
+    return history, final, (a, b, p)
 
 
 def test_a_real_cancellation_is_judged_reverted_and_a_wrong_one_invalid(cluster: Cluster) -> None:
-    history, final = _run(cluster)
+    history, final, (a, b, p) = _run(cluster)
     records = cluster.history()
     verdicts = check_all(history.ops, records, final)
     report = "\n".join(f"{v.validity:8} {v.checker}: {v.message}" for v in verdicts)
     assert aggregate(verdicts) == "valid", f"{report}\n{cluster.summary()}"
-    assert final.topics["t"].replicas == {0: (2, 1)}, report
+    assert final.topics["t"].replicas == {0: (b, a)}, report
     assert not final.topics["t"].being_reassigned(0)
     assert not any(r.path == "/admin/reassign_partitions" for r in records), "the API wrote the admin znode"
     cancelled = next(v for v in verdicts if v.checker == "cancellations_reverted")
@@ -123,8 +125,8 @@ def test_a_real_cancellation_is_judged_reverted_and_a_wrong_one_invalid(cluster:
 
     # the same real run, had the cancellation left the target replicas, is invalid
     t = final.topics["t"]
-    wrong = dataclasses.replace(final, topics={"t": TopicState(t.czxid, {0: (3, 2)})})
+    wrong = dataclasses.replace(final, topics={"t": TopicState(t.czxid, {0: (p, b)})})
     v = cancellations_reverted(history.ops, records, wrong)
     assert v.validity == "invalid", v.message
-    assert "t-0 ends on [3, 2]" in v.message
+    assert f"t-0 ends on [{p}, {b}]" in v.message
     assert TopicPartition("t", 0) in final.partition_states

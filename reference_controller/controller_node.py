@@ -42,7 +42,7 @@ from reference_controller.controller.driver.kazoo_handler import LeanThreadingHa
 from reference_controller.controller.driver.service import ControllerService
 from reference_controller.errors import ConfigError
 from reference_controller.logutil import configure_node_logging
-from reference_controller.node.__main__ import parse_overrides, version_line, warn_unknown_keys
+from reference_controller.node.__main__ import VersionAction, parse_overrides, warn_unknown_keys
 from reference_controller.node.zk_driver import KazooNodeZk
 from reference_controller.node.zk_port import create_if_absent
 
@@ -55,7 +55,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         prog="python -m reference_controller.controller_node", description=__doc__.split("\n")[0]
     )
     parser.add_argument("config", help="server.properties (broker.id = this controller's id)")
-    parser.add_argument("--version", action="version", version=version_line())
+    parser.add_argument("--version", action=VersionAction, help="show the version and exit")
     parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="override a property (repeat it)"
     )

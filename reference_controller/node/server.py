@@ -248,7 +248,10 @@ class KafkaNode:
             ),
         ]
         self.broker_info = self._broker_info()
-        rm.broker_epoch = await asyncio.to_thread(registration.register_broker, zk, self.broker_info)
+        # a resent registration whose first try took effect finds its own ephemeral (NODEEXISTS,
+        # same session): KafkaZkClient.checkedEphemeralCreate's case, handled by register_broker
+        register = functools.partial(registration.register_broker, zk, self.broker_info)
+        rm.broker_epoch = await asyncio.to_thread(self._until_connected, zk, register)
         self.registered = True
         zk.add_session_listener(self._zk_state_listener)
         await self._start_controller(rm.broker_epoch)

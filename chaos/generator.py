@@ -6,7 +6,9 @@ in a fixed order, so :func:`generate` is a pure function and a run is replayed b
 schedule again (``python -m chaos replay`` checks the regenerated schedule equals the stored one).
 
 A :class:`Step` is "at ``at_s`` seconds after the workload starts, ``process`` invokes ``f`` with
-``value``". Processes are ``client-<n>`` (workload) and ``nemesis`` (faults); each process's steps
+``value``". Processes are ``client-<n>`` (workload), ``api-<n>`` (the admin-API ops, drawn from
+their own stream ``random.Random(f"{seed}:api")`` so the other processes' steps do not depend on
+them) and ``nemesis`` (faults); each process's steps
 are in time order and a process runs one op at a time (the history's rule), so a step may start
 later than ``at_s`` when the previous op of its process was slow.
 
@@ -35,6 +37,7 @@ from typing import Any
 from chaos.scenarios import ENSEMBLE_ONLY, LINK_FAULTS, PROCESS_FAULTS, SCENARIOS, Scenario
 
 __all__ = [
+    "TOPIC_CONFIGS",
     "Schedule",
     "Step",
     "assignment_for",
@@ -141,6 +144,16 @@ class _Model:
     partitions: dict[str, int] = field(default_factory=dict)
 
 
+#: Topic configs the workload sets (None: DELETE, back to the default). Unclean leader election
+#: is among them on purpose: the checkers must tell an unclean leader a config allowed.
+TOPIC_CONFIGS: tuple[tuple[str, tuple[str | None, ...]], ...] = (
+    ("retention.ms", ("60000", "3600000", None)),
+    ("min.insync.replicas", ("1", "2", None)),
+    ("unclean.leader.election.enable", ("true", "false", None)),
+    ("segment.ms", ("600000", None)),
+)
+
+
 def _workload_op(
     rng: random.Random, sc: Scenario, ids: Sequence[int], model: _Model
 ) -> tuple[str, dict[str, Any]]:
@@ -170,6 +183,61 @@ def _workload_op(
         del model.partitions[topic]
         return op, {"topic": topic}
     return "broker_bounce", {"broker_id": rng.choice(list(ids))}
+
+
+def _api_steps(seed: int, sc: Scenario, ids: Sequence[int], client: Sequence[Step]) -> list[Step]:
+    """The admin-API clients' steps (``api-<n>``), drawn from their own seeded stream so that the
+    other processes' steps are those the scenario drew before the admin-API ops existed. They
+    pick among the topics the clients' steps create, with their largest partition count."""
+    rng = random.Random(f"{seed}:api")  # str seeds are hashed deterministically (SHA-512)
+    model = _Model()
+    for step in client:
+        if step.f in ("create_topic", "create_topic_admin", "add_partitions"):
+            count = int(step.value.get("partitions") or len(step.value.get("assignment") or {}) or 1)
+            topic = str(step.value["topic"])
+            model.partitions[topic] = max(count, model.partitions.get(topic, 0))
+    topics = sorted(model.partitions) or ["t0"]
+    steps: list[Step] = []
+    for c in range(sc.api_clients):
+        reassigned: list[tuple[str, int]] = []
+        t = rng.uniform(0.2, 0.6)
+        while t < sc.duration_s:
+            op = rng.choice(sc.api_ops)
+            f, value = _api_op(rng, op, ids, model, topic=rng.choice(topics), reassigned=reassigned)
+            steps.append(Step(round(t, 3), f"api-{c}", f, value))
+            t += rng.uniform(*sc.api_gap_s)
+    return steps
+
+
+def _api_op(
+    rng: random.Random,
+    op: str,
+    ids: Sequence[int],
+    model: _Model,
+    *,
+    topic: str,
+    reassigned: list[tuple[str, int]],
+) -> tuple[str, dict[str, Any]]:
+    """An admin-API op on ``topic`` (targets of 1..n replicas: grows, shrinks and moves)."""
+    count = model.partitions.get(topic, 2)
+    p = rng.randrange(count)
+    if op == "reassign_api":
+        reassigned.append((topic, p))
+        return op, {"topic": topic, "assignment": {str(p): rng.sample(list(ids), rng.randint(1, len(ids)))}}
+    if op == "cancel_reassignment":
+        # mostly the client's latest API reassignment, so some cancellations find one in flight
+        if reassigned and rng.random() < 0.7:
+            topic, p = reassigned[-1]
+        return op, {"topic": topic, "partitions": [p]}
+    if op == "list_reassignments":
+        if rng.random() < 0.5:
+            return op, {"partitions": None}
+        return op, {"partitions": [{"topic": topic, "partition": q} for q in range(count)]}
+    if op == "elect_leaders":
+        kind = rng.choice(("PREFERRED", "UNCLEAN"))
+        return op, {"election_type": kind, "partitions": [{"topic": topic, "partition": p}]}
+    name, values = rng.choice(TOPIC_CONFIGS)
+    return "alter_topic_config", {"topic": topic, "config": {name: rng.choice(values)}}
 
 
 def _client_steps(rng: random.Random, sc: Scenario, ids: Sequence[int], model: _Model) -> list[Step]:
@@ -267,5 +335,6 @@ def generate(scenario: Scenario | str, seed: int) -> Schedule:
     model = _Model()
     client = _client_steps(rng, sc, ids, model)
     nemesis = _nemesis_steps(rng, sc, ids, zk_servers)
-    steps = sorted(client + nemesis, key=lambda s: (s.at_s, s.process))
+    api = _api_steps(seed, sc, ids, client)
+    steps = sorted(client + nemesis + api, key=lambda s: (s.at_s, s.process))
     return Schedule(sc.name, seed, ids, tuple(steps))

@@ -20,7 +20,7 @@ field    meaning
 ======== ============================================================================
 index    position in the history, 0, 1, 2, … with no gaps (the recorder assigns it)
 time_ns  ``time.monotonic_ns()`` of the recording machine when the op was recorded
-process  who issued it: ``client-<n>`` for workload clients, ``nemesis`` for faults
+process  who issued it: ``client-<n>`` / ``api-<n>`` for workload clients, ``nemesis`` for faults
 type     ``invoke`` | ``ok`` | ``fail`` | ``info``
 f        the operation's name (see below); a completion repeats its invocation's ``f``
 value    a JSON object: the op's arguments (invoke) or its result (completion)
@@ -47,6 +47,11 @@ reassign            ``topic``, ``assignment`` (``{"<partition>": [target replica
 preferred_election  ``partitions``: ``[{"topic": …, "partition": …}, …]``
 delete_topic        ``topic``
 broker_bounce       ``broker_id``
+reassign_api        ``topic``, ``assignment`` — AlterPartitionReassignments (spec §13.1)
+cancel_reassignment ``topic``, ``partitions`` (``[0, …]``) — the same with null targets
+list_reassignments  ``partitions``: ``[{"topic": …, "partition": …}, …]`` or null (all)
+elect_leaders       ``election_type`` (``PREFERRED`` | ``UNCLEAN``), ``partitions`` as above
+alter_topic_config  ``topic``, ``config`` (``{name: value}``; null deletes) — IncrementalAlterConfigs
 start_fault         nemesis: ``fault`` (package name) and its parameters
 stop_fault          nemesis: ``fault``
 heal                nemesis: heals every fault still active
@@ -58,6 +63,14 @@ written (it must exist at the end unless a deletion of the name followed); a rea
 target was handed to the controller (``/admin/reassign_partitions`` created — an existing
 znode is ``fail``, as Kafka's tool refuses then); a deletion's marker was written. An op whose
 outcome is not known is ``info``, never ``ok`` or ``fail``.
+
+The admin-API ops' completions carry Kafka's answer: ``results`` (``[{"topic", "partition",
+"error_code"}]``), ``controller`` (the broker that answered), ``reassigning`` (a listing:
+``[{"topic", "partition", "replicas", "adding", "removing"}]``) and ``started_ms`` /
+``ended_ms``, the wall clock around the request (ZooKeeper's transaction time is on the same
+clock). ``ok`` promises every partition answered 0: the controller wrote the topic znode (a
+reassignment or cancellation), elected (ElectLeaders; its metadata shows the leader), or the
+broker wrote ``/config/topics/<t>``.
 """
 
 from __future__ import annotations
@@ -98,6 +111,11 @@ WORKLOAD_FS: frozenset[str] = frozenset(
         "preferred_election",
         "delete_topic",
         "broker_bounce",
+        "reassign_api",
+        "cancel_reassignment",
+        "list_reassignments",
+        "elect_leaders",
+        "alter_topic_config",
     }
 )
 NEMESIS_FS: frozenset[str] = frozenset({"start_fault", "stop_fault", "heal", "quiesce"})

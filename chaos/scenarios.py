@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "API_OPS",
     "DEFAULT_MIX",
     "FAULTS",
     "LINK_FAULTS",
@@ -68,6 +69,14 @@ WORKLOAD_OPS = (
     "delete_topic",
     "broker_bounce",
 )
+#: The admin-API ops (spec §13): issued by the scenario's ``api-<n>`` processes.
+API_OPS = (
+    "reassign_api",
+    "cancel_reassignment",
+    "list_reassignments",
+    "elect_leaders",
+    "alter_topic_config",
+)
 ENSEMBLE_ONLY = frozenset({"zk_member_kill", "zk_leader_pause"})
 
 ZooKeeperMode = Literal["shared", "ensemble"]
@@ -89,6 +98,9 @@ class Scenario:
     fault_rounds: int = 2
     hold_s: tuple[float, float] = (1.0, 2.5)
     ops: tuple[str, ...] = WORKLOAD_OPS
+    api_ops: tuple[str, ...] = API_OPS
+    api_clients: int = 1  # processes ``api-<n>`` issuing ``api_ops``, besides the clients
+    api_gap_s: tuple[float, float] = (0.8, 2.0)  # between one api client's ops
     clients: int = 2
     duration_s: float = 5.0
     brokers: int = 3
@@ -136,6 +148,16 @@ SCENARIOS: dict[str, Scenario] = {
             scopes=("zk", "node", "partition"),
             concurrent_faults=2,
             ops=_ADMIN_OPS,
+        ),
+        Scenario(
+            "admin-api",
+            "the admin-API controller paths (API reassignments, cancellations, listings, "
+            "ElectLeaders, config changes) under pauses, kills and link faults",
+            ("pause", "kill", "terminate", "blackhole", "down", "latency"),
+            scopes=("node", "zk", "link"),
+            ops=_ADMIN_OPS,
+            api_clients=2,
+            api_gap_s=(0.25, 0.9),
         ),
         Scenario(
             "zk-ensemble",

@@ -18,6 +18,9 @@ preferred_election     ``/admin/preferred_replica_election`` created
 delete_topic           ``/admin/delete_topics/<t>`` created with null data, if the topic exists
 broker_bounce          SIGTERM (controlled shutdown), wait for exit, start again
 =====================  ==========================================================================
+
+The admin-API ops (``reassign_api``, ``cancel_reassignment``, ``list_reassignments``,
+``elect_leaders``, ``alter_topic_config``) are in :mod:`chaos.workload_api`.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from kazoo.exceptions import (
 
 from chaos.links import ChaosCluster
 from chaos.nemesis import NodeGuard, start_when_unregistered
+from chaos.workload_api import AdminApiOps
 from cluster import admin
 
 __all__ = ["Client", "OpResult"]
@@ -60,8 +64,10 @@ _NOT_DONE = {
 _INDETERMINATE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError)
 
 
-class Client:
+class Client(AdminApiOps):
     """One workload process's connection to the cluster (shares the cluster's admin session)."""
+
+    cluster: ChaosCluster
 
     def __init__(self, cluster: ChaosCluster, guard: NodeGuard, *, op_timeout_s: float = 5.0) -> None:
         self.cluster, self.guard, self.op_timeout_s = cluster, guard, op_timeout_s
@@ -197,5 +203,5 @@ class Client:
         return "ok", {**value, "exit_code": code}, None
 
 
-class _NoBroker(Exception):
+class _NoBroker(LookupError):
     """No broker is registered, so an AdminClient has no bootstrap address."""

@@ -32,9 +32,14 @@ partition_states_valid                    safety     leader ∈ ISR ∪ {-1}, IS
                                                      leader epoch non-decreasing per incarnation
 brokers_apply_requests_in_epoch_order     safety     no broker applies an older controller request
 acknowledged_creations_survive            safety     an ``ok`` topic creation is never lost
+reassign_znode_created_by_admin           safety     ``/admin/reassign_partitions`` created only by
+                                                     the admin's ``reassign`` ops (never by the API)
+listings_agree_with_topic_znode           safety     a ListPartitionReassignments entry is a state
+                                                     the topic znode held during the request
 controller_elected                        liveness   a live controller after heal
 partitions_have_leaders                   liveness   live ISR ⇒ live leader; live replica ⇒ state
-reassignments_completed                   liveness   reassignments reach their targets
+reassignments_completed                   liveness   reassignments (znode and API) reach their targets
+cancellations_reverted                    liveness   an ``ok`` cancellation ends on the original replicas
 deletions_completed                       liveness   acknowledged deletions remove the topic
 admin_znodes_cleaned                      liveness   ``/admin/*`` cleaned
 metadata_agrees_with_zookeeper            liveness   every live broker's Metadata view = ZooKeeper
@@ -45,6 +50,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from chaos.checkers.admin_api import (
+    cancellations_reverted,
+    listings_agree_with_topic_znode,
+    reassign_znode_created_by_admin,
+)
 from chaos.checkers.cleanup import admin_znodes_cleaned, metadata_agrees_with_zookeeper
 from chaos.checkers.final_state import (
     BrokerMetadata,
@@ -112,11 +122,14 @@ SAFETY_CHECKERS: tuple[Checker, ...] = (
     partition_states_valid,
     brokers_apply_requests_in_epoch_order,
     acknowledged_creations_survive,
+    reassign_znode_created_by_admin,
+    listings_agree_with_topic_znode,
 )
 LIVENESS_CHECKERS: tuple[Checker, ...] = (
     controller_elected,
     partitions_have_leaders,
     reassignments_completed,
+    cancellations_reverted,
     deletions_completed,
     admin_znodes_cleaned,
     metadata_agrees_with_zookeeper,

@@ -35,6 +35,8 @@ from probes.znode_types import TopicPartition
 
 __all__ = [
     "NO_FINAL",
+    "REASSIGN_FS",
+    "assignment_changed_after",
     "blocked_deletion",
     "controller_elected",
     "deletions_completed",
@@ -47,7 +49,17 @@ __all__ = [
 
 NO_FINAL = "no final state (the cluster never healed)"
 #: Ops after which a topic's final assignment may legitimately differ from a reassignment target.
-_ASSIGNMENT_CHANGERS = ("reassign", "delete_topic", "create_topic", "create_topic_admin", "add_partitions")
+_ASSIGNMENT_CHANGERS = (
+    "reassign",
+    "reassign_api",
+    "cancel_reassignment",
+    "delete_topic",
+    "create_topic",
+    "create_topic_admin",
+    "add_partitions",
+)
+#: Ops whose ``ok`` hands the controller a reassignment target (znode path and API, spec §13.1).
+REASSIGN_FS = ("reassign", "reassign_api")
 
 
 def znode_evidence(path: str, note: str, **values: Any) -> dict[str, Any]:
@@ -126,7 +138,7 @@ def reassign_targets(value: Mapping[str, Any]) -> dict[TopicPartition, tuple[int
 
 
 def _topics_of(op: Op) -> set[str]:
-    if op.f == "reassign":
+    if op.f in REASSIGN_FS:
         return {tp.topic for tp in reassign_targets(op.value)}
     topic = op.value.get("topic")
     return {topic} if isinstance(topic, str) else set()
@@ -139,11 +151,24 @@ def _overlaps_or_follows(other: OpPair, first: OpPair) -> bool:
     return other.completion is None or other.completion.index > first.invoke.index
 
 
+def assignment_changed_after(all_pairs: list[OpPair], op: OpPair, topic: str) -> bool:
+    """Another op that may change ``topic``'s assignment was invoked after ``op`` or overlapped it
+    (the latest request wins, per partition, between the API and the znode: spec §13.1.8)."""
+    return any(
+        o is not op
+        and o.invoke.f in _ASSIGNMENT_CHANGERS
+        and _overlaps_or_follows(o, op)
+        and topic in _topics_of(o.invoke)
+        for o in all_pairs
+    )
+
+
 @checker("liveness")
 def reassignments_completed(run: RunInputs) -> Finding:
-    """No partition is still being reassigned, and every acknowledged reassignment reached its
-    target (unless a later op on the topic superseded it, it targets a broker that never
-    registered, or its topic is queued for deletion: ``maybeTriggerPartitionReassignment``
+    """No partition is still being reassigned, and every acknowledged reassignment — through
+    ``/admin/reassign_partitions`` or AlterPartitionReassignments — reached its target (unless
+    a later op on the topic superseded it, it targets a broker that never registered, or its topic
+    is queued for deletion: ``maybeTriggerPartitionReassignment``
     skips those, UNKNOWN_TOPIC_OR_PARTITION)."""
     f = run.final_state
     if f is None:
@@ -167,15 +192,10 @@ def reassignments_completed(run: RunInputs) -> Finding:
                 ),
             )
     all_pairs = pairs(run.history)
-    acked = [q for q in all_pairs if q.invoke.f == "reassign" and q.outcome == "ok"]
+    acked = [q for q in all_pairs if q.invoke.f in REASSIGN_FS and q.outcome == "ok"]
     for op in acked:
-        later = [
-            o
-            for o in all_pairs
-            if o is not op and o.invoke.f in _ASSIGNMENT_CHANGERS and _overlaps_or_follows(o, op)
-        ]
         for tp, target in sorted(reassign_targets(op.invoke.value).items()):
-            if any(tp.topic in _topics_of(o.invoke) for o in later) or not set(target) <= registered:
+            if assignment_changed_after(all_pairs, op, tp.topic) or not set(target) <= registered:
                 continue
             final = f.topics.get(tp.topic)
             if tp.topic in f.delete_topics or final is None or tp.partition not in final.replicas:

@@ -11,9 +11,10 @@ does I/O.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from chaos.checkers.admin_api import unclean_allowance
 from chaos.checkers.final_state import PartitionState
 from chaos.checkers.findings import FINAL_ISR_OUTSIDE_REPLICAS, Finding, Findings, Item, RunInputs, tp_name
 from chaos.checkers.judge import checker
@@ -213,14 +214,19 @@ def partition_states_valid(run: RunInputs) -> Finding:
     epoch — indeed every controller write of a state bumps it (``LeaderAndIsr.newLeaderAndIsr``,
     ``newEpoch``); only a leader's own ISR write keeps the epoch — and the new leader is a member
     of the ISR it replaces — every election strategy picks from the ISR while
-    ``unclean.leader.election.enable`` is false (Kafka's default and the kit's profiles).
+    ``unclean.leader.election.enable`` is false (Kafka's default and the kit's profiles). A
+    controller's write may elect from outside the ISR when it was asked to — an unclean
+    ElectLeaders naming the partition that may have applied then — or when the topic's config
+    enabled unclean election (:func:`chaos.checkers.admin_api.unclean_allowance`); an unclean
+    leader nobody asked for and the config forbids is still a violation.
     """
     if run.timeline is None and run.final_state is None:
         return Finding(unknown="neither a transaction log nor a final state")
     found = Findings()
     writes = run.timeline.state_writes if run.timeline is not None else []
+    unclean = unclean_allowance(run)
     for write in writes:
-        for problem in _state_write_problems(write):
+        for problem in _state_write_problems(write, unclean):
             item = Item("state write", f"{write.topic}-{write.partition} at 0x{write.zxid:x}")
             text = f"{write.topic}-{write.partition} at zxid 0x{write.zxid:x}: {problem}"
             found.violation(item, text, record_evidence(write.record, problem))
@@ -246,7 +252,7 @@ def partition_states_valid(run: RunInputs) -> Finding:
     return found.done(f"{len(writes)} state write(s) checked")
 
 
-def _state_write_problems(write: StateWritten) -> list[str]:
+def _state_write_problems(write: StateWritten, unclean: Callable[[StateWritten], str | None]) -> list[str]:
     if write.state is None:
         return [f"malformed state znode ({write.malformed})"]
     s, prev = write.state, write.previous
@@ -259,7 +265,11 @@ def _state_write_problems(write: StateWritten) -> list[str]:
         problems.append(f"leader changed from {prev.leader} to {s.leader} without a leader-epoch bump")
     elif write.fenced and s.leader_epoch == prev.leader_epoch:
         problems.append(f"controller rewrote the state keeping leader epoch {s.leader_epoch}")
-    if s.leader not in (-1, prev.leader) and s.leader not in prev.isr:
+    if (
+        s.leader not in (-1, prev.leader)
+        and s.leader not in prev.isr
+        and not (write.fenced and unclean(write))
+    ):
         problems.append(f"leader {s.leader} elected from outside the previous ISR {list(prev.isr)}")
     return problems
 

@@ -102,6 +102,9 @@ class Timeline:
     controller_writes: list[ControllerWrite] = field(default_factory=list)
     registered_brokers: set[int] = field(default_factory=set)  # ever registered in the log
     epoch_owner: dict[int, int] = field(default_factory=dict)  # epoch zk version → session
+    #: topic → its ``/config/topics/<t>`` writes in zxid order: (zxid, config; None: deleted or
+    #: malformed)
+    topic_configs: dict[str, list[tuple[int, dict[str, str] | None]]] = field(default_factory=dict)
     record_count: int = 0
     last_zxid: int | None = None
     _data: dict[str, bytes | None] = field(default_factory=dict, repr=False)
@@ -193,6 +196,8 @@ class Timeline:
         previous = self._data.get(z.path)
         self._data[z.path], self._version[z.path] = data, version
         change: Change = "created" if created else "updated"
+        if z.kind == Kind.TOPIC_CONFIG:
+            self.topic_configs.setdefault(_topic(z), []).append((record.zxid, _config_or_none(data)))
         match z.kind:
             case Kind.CONTROLLER_EPOCH:
                 self.epoch_owner[version] = record.session_id
@@ -232,6 +237,9 @@ class Timeline:
                 self._add(DeletionRequestRemoved(record, _topic(z), fenced))
             case Kind.REASSIGN_PARTITIONS:
                 self._add(ReassignmentZnode(record, {}, "deleted"))
+            case Kind.TOPIC_CONFIG:
+                self.topic_configs.setdefault(_topic(z), []).append((record.zxid, None))
+                self._add(AdminZnode(record, z.kind, z.path, "deleted"))
             case Kind.BROKER if z.broker is not None:
                 self._add(BrokerDeregistered(record, z.broker, session_closed=False))
             case k if k in _ADMIN:
@@ -356,6 +364,18 @@ def _state_or_none(path: str, data: bytes | None) -> PartitionStateZNode | None:
         return decode_partition_state(path, data)
     except MalformedZnode:
         return None
+
+
+def _config_or_none(data: bytes | None) -> dict[str, str] | None:
+    """The ``config`` object of a ``/config/topics/<t>`` znode (None: malformed)."""
+    try:
+        body = json.loads(data or b"")
+    except ValueError:
+        return None
+    config = body.get("config") if isinstance(body, dict) else None
+    if not isinstance(config, dict):
+        return None
+    return {str(k): str(v) for k, v in config.items()}
 
 
 def _int_or_none(data: bytes | None) -> int | None:

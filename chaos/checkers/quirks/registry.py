@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chaos.checkers.findings import RunInputs
-from chaos.checkers.quirks import brokers, deadlock, deletion, reassignment
+from chaos.checkers.quirks import brokers, cancellation, deadlock, deletion, preferred, reassignment
 from chaos.checkers.quirks.recognition import Recognition
 
 __all__ = ["QUIRKS", "Quirk", "Recognition", "markdown_table"]
@@ -178,6 +178,54 @@ QUIRKS: tuple[Quirk, ...] = (
         "partition seed 2651 (campaign 2600)",
         ("reassignments_completed", *DELETION_CHECKERS),
         deadlock.deadlocked,
+    ),
+    Quirk(
+        "cancellation_keeps_reassignment_order",
+        "A cancelled reassignment (AlterPartitionReassignments with null replicas) goes back to the "
+        "original replicas in the order they have in the reassignment's full replica list "
+        "(`RS − adding`), not the order they had before: `[1,2]` → `[3,2]` (RS `[3,2,1]`) cancelled "
+        "ends on `[2,1]`, so the preferred leader changes.",
+        (
+            f"{KC} L1617-1628 maybeBuildReassignment",
+            "ControllerContext.scala@2.5.1 L44 originReplicas, L51-58 reassignTo",
+            f"{KC} L596-602 updateCurrentReassignment (comment)",
+        ),
+        "the real run of tests/chaos/checkers/test_real_cancellation.py; Kafka's "
+        "ReassignPartitionsClusterTest.shouldBeAbleToCancelThroughApi@2.5.1 L980-1002 compares sorted lists",
+        ("cancellations_reverted",),
+        cancellation.reordered,
+    ),
+    Quirk(
+        "isr_keeps_replicas_a_cancellation_dropped",
+        "A cancellation (or a new target replacing a pending reassignment) writes the topic znode "
+        "with the remaining replicas first and only then takes each dropped adding replica out of "
+        "the ISR, one state write each: meanwhile the ISR holds replicas the topic no longer lists, "
+        "and a one-member ISR of a dropped replica is kept as it is (leader -1), outside the replicas.",
+        (
+            f"{KC} L607-629 updateCurrentReassignment (U1 at L613-614 before U3 at L620-622)",
+            f"{KC} L838-847 stopRemovedReplicasOfReassignedPartition",
+            f"{RSM} L214-236 OfflineReplica, L317-335 doRemoveReplicasFromIsr",
+        ),
+        "admin-api seed 4306 (campaign 4300, drawn before the admin-API ops moved to their own processes)",
+        ("partition_states_valid",),
+        cancellation.stopped_adding_replicas,
+    ),
+    Quirk(
+        "preferred_election_stuck_on_partition_without_state",
+        "A `/admin/preferred_replica_election` naming a partition that has no leader yet (its topic "
+        "was created while the partition's replicas were offline, so it has no state znode) makes "
+        "the election event throw before the `finally` that deletes the znode: it stays until a "
+        "controller failover.",
+        (
+            f"{KC} L1747-1759 processReplicaLeaderElection (partitionLeadershipInfo(partition))",
+            "ControllerContext.scala@2.5.1 L85 partitionLeadershipInfo (mutable.Map.apply)",
+            f"{KC} L683-723 onReplicaElection (finally)",
+            f"{KC} L960-977 removePartitionsFromPreferredReplicaElection",
+            f"{KC} L751-769 fetchPendingPreferredReplicaElections (failover)",
+        ),
+        "admin-api seed 4203 (campaign 4200, drawn before the admin-API ops moved to their own processes)",
+        ("admin_znodes_cleaned",),
+        preferred.stuck_election,
     ),
 )
 

@@ -42,12 +42,16 @@ def state_data(leader: int, leader_epoch: int, isr: Sequence[int], controller_ep
     return json.dumps({**body, "isr": list(isr)}, separators=(",", ":")).encode()
 
 
-def topic_data(assignment: Mapping[int, Sequence[int]], adding: Mapping[int, Sequence[int]] = {}) -> bytes:
+def topic_data(
+    assignment: Mapping[int, Sequence[int]],
+    adding: Mapping[int, Sequence[int]] = {},
+    removing: Mapping[int, Sequence[int]] = {},
+) -> bytes:
     body = {
         "version": 2,
         "partitions": {str(p): list(r) for p, r in assignment.items()},
         "adding_replicas": {str(p): list(r) for p, r in adding.items()},
-        "removing_replicas": {},
+        "removing_replicas": {str(p): list(r) for p, r in removing.items()},
     }
     return json.dumps(body, separators=(",", ":")).encode()
 
@@ -76,9 +80,10 @@ class Log:
     epoch: int = 0
     epoch_version: int = -1
     versions: dict[str, int] = field(default_factory=dict)
+    time_ms: int = 1_700_000_000_000  # ZooKeeper's time of the next record (tests move it on)
 
     def add(self, session: int, txn: TxnOp) -> TxnRecord:
-        record = TxnRecord(0x100 + len(self.records), session, len(self.records), 1_700_000_000_000, txn)
+        record = TxnRecord(0x100 + len(self.records), session, len(self.records), self.time_ms, txn)
         self.records.append(record)
         return record
 

@@ -68,7 +68,7 @@ def test_every_checker_accepts_the_real_failover_capture() -> None:
     history, records, state = real_capture()
     verdicts = check_all(history, records, state)
     assert [(v.checker, v.validity) for v in verdicts if not v.is_valid] == []
-    assert len(verdicts) == 13
+    assert len(verdicts) == 16
 
 
 # ---- /controller_epoch strictly increasing ------------------------------------------------------

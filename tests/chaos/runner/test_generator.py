@@ -95,7 +95,7 @@ def test_unknown_fault_lists_the_valid_ones() -> None:
 
 def test_faults_narrow_scenarios_and_drop_those_without_them() -> None:
     narrowed = resolve_faults("kill", resolve_scenarios("all"))
-    assert {s.name for s in narrowed} == {"process", "composed", "zk-ensemble"}
+    assert {s.name for s in narrowed} == {"process", "composed", "admin-api", "zk-ensemble"}
     assert all(s.faults == ("kill",) for s in narrowed)
     with pytest.raises(NameError_, match="scenarios that do: process"):
         resolve_faults("restart", resolve_scenarios("links"))

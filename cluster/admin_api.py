@@ -1,0 +1,154 @@
+"""KIP-455 reassignment requests as ``kafka-reassign-partitions.sh --bootstrap-server`` sends them
+(ring: cluster, drivers).
+
+confluent-kafka (and librdkafka) have no AlterPartitionReassignments (45) or
+ListPartitionReassignments (46) call, so these are built with kio 0.5.0's schemas at the only
+version Kafka 2.5.1 serves (v0, spec §13.1.1, §13.2) and sent over the kit's wire layer to a
+broker's CLIENT listener. Both are controller APIs: a broker that is not the controller answers
+NOT_CONTROLLER (41) at the top level and writes nothing, so :func:`to_controller` asks whoever
+``/controller`` names and asks again when the answer is NOT_CONTROLLER, as Kafka's AdminClient
+does. Answers are plain values: per-partition ``(error code, message)`` and listings as
+``(replicas, adding, removing)``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from kio.schema.alter_partition_reassignments.v0 import request as apr0
+from kio.schema.list_partition_reassignments.v0 import request as lpr0
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i32, i32Timedelta
+
+from cluster.cluster import Cluster
+from probes.request_proxy import send_request
+
+__all__ = [
+    "NOT_CONTROLLER",
+    "Answer",
+    "Listing",
+    "NoController",
+    "Outcome",
+    "alter_partition_reassignments",
+    "list_partition_reassignments",
+    "to_controller",
+]
+
+TP = tuple[str, int]
+Outcome = tuple[int, str | None]
+#: (replicas, adding, removing) of one partition being reassigned.
+Listing = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+NOT_CONTROLLER = 41
+Address = tuple[str, int]
+_R = TypeVar("_R")
+
+
+class NoController(Exception):
+    """No controller to send to (``/controller`` absent or naming an unregistered broker)."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A controller API's answer: its top-level outcome and the broker that gave it."""
+
+    broker: int
+    error_code: int
+    error_message: str | None
+
+
+def alter_partition_reassignments(
+    address: Address,
+    targets: Iterable[tuple[TP, Iterable[int] | None]],
+    *,
+    timeout_s: float,
+) -> tuple[Outcome, dict[TP, Outcome]]:
+    """AlterPartitionReassignments v0 (a None target cancels): (top-level, per-partition)."""
+    topics: dict[str, list[tuple[int, tuple[int, ...] | None]]] = {}
+    for (topic, partition), replicas in targets:
+        topics.setdefault(topic, []).append((partition, None if replicas is None else tuple(replicas)))
+    request = apr0.AlterPartitionReassignmentsRequest(
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=timeout_s)),
+        topics=tuple(
+            apr0.ReassignableTopic(
+                name=TopicName(topic),
+                partitions=tuple(
+                    apr0.ReassignablePartition(
+                        partition_index=i32(p),
+                        replicas=None if r is None else tuple(BrokerId(b) for b in r),
+                    )
+                    for p, r in parts
+                ),
+            )
+            for topic, parts in topics.items()
+        ),
+    )
+    resp = send_request(*address, request, timeout_s=timeout_s)
+    results = {
+        (str(t.name), int(p.partition_index)): (int(p.error_code), p.error_message)
+        for t in resp.responses
+        for p in t.partitions
+    }
+    return (int(resp.error_code), resp.error_message), results
+
+
+def list_partition_reassignments(
+    address: Address, partitions: Iterable[TP] | None, *, timeout_s: float
+) -> tuple[Outcome, dict[TP, Listing]]:
+    """ListPartitionReassignments v0 (``partitions`` None: Topics null, every reassignment)."""
+    topics = None
+    if partitions is not None:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        topics = tuple(
+            lpr0.ListPartitionReassignmentsTopics(
+                name=TopicName(t), partition_indexes=tuple(i32(p) for p in ps)
+            )
+            for t, ps in by_topic.items()
+        )
+    request = lpr0.ListPartitionReassignmentsRequest(
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=timeout_s)), topics=topics
+    )
+    resp = send_request(*address, request, timeout_s=timeout_s)
+    listed = {
+        (str(t.name), int(p.partition_index)): (
+            tuple(int(r) for r in p.replicas),
+            tuple(int(r) for r in p.adding_replicas),
+            tuple(int(r) for r in p.removing_replicas),
+        )
+        for t in resp.topics
+        for p in t.partitions
+    }
+    return (int(resp.error_code), resp.error_message), listed
+
+
+def to_controller(
+    cluster: Cluster,
+    call: Callable[[Address], tuple[Outcome, _R]],
+    *,
+    deadline_s: float,
+    attempts: int = 3,
+) -> tuple[Answer, _R]:
+    """``call`` on the controller's CLIENT address, again while the answer is NOT_CONTROLLER (at
+    most ``attempts`` times, before ``deadline_s`` of ``time.monotonic()``). Raises
+    :class:`NoController` when ``/controller`` names no registered broker; socket errors propagate
+    (the caller decides what a lost answer means)."""
+    answer: tuple[Answer, _R] | None = None
+    for _ in range(attempts):
+        bid = cluster.controller_id()
+        if bid is None:
+            raise NoController("/controller is absent")
+        try:
+            address = cluster.endpoint(bid)
+        except RuntimeError as exc:
+            raise NoController(str(exc)) from None
+        (code, message), result = call(address)
+        answer = Answer(bid, code, message), result
+        if code != NOT_CONTROLLER or time.monotonic() >= deadline_s:
+            break
+    assert answer is not None
+    return answer

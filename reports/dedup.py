@@ -28,6 +28,8 @@ from typing import Final
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - PySpark convention
 
+from reports.schema import OUTCOMES
+
 __all__ = ["ORDER", "duplicate_ids", "keep_first", "number_copies"]
 
 ORDER: Final = ("started_at", "finished_at", "source_file", "outcome", "run_order")
@@ -35,9 +37,12 @@ ORDER: Final = ("started_at", "finished_at", "source_file", "outcome", "run_orde
 
 def duplicate_ids(records: DataFrame) -> DataFrame:
     """``record_id, copies, conflicting`` for every id with more than one row."""
+    # The outcome as its position in OUTCOMES: min / max of a number keep Spark's hash
+    # aggregation (of a string they would sort all the records).
+    code = F.array_position(F.array(*[F.lit(o) for o in OUTCOMES]), F.col("outcome"))
     per_id = records.groupBy("record_id").agg(
         F.count(F.lit(1)).alias("copies"),
-        (F.min("outcome") != F.max("outcome")).alias("conflicting"),
+        (F.min(code) != F.max(code)).alias("conflicting"),
     )
     return per_id.filter(F.col("copies") > 1)
 

@@ -167,24 +167,29 @@ def gate_policies(gates_df: DataFrame, execs: DataFrame) -> DataFrame:
         *[_n(F.col("fails") & ~F.col(f"blocks_{p}")).alias(f"_i_{p}") for p in _suffixes()]
     )
     both = g.join(e, list(keys), "left")
-    rows = [
-        both.select(
-            *keys,
-            F.lit(policy).alias("policy"),
-            "gated_runs",
-            F.col(f"_b_{p}").alias("blocked"),
-            (F.col(f"_b_{p}") / F.col("gated_runs")).alias("blocked_rate"),
-            "ran_nothing",
-            F.col(f"_u_{p}").alias("unblocked"),
-            F.coalesce(F.col(f"_i_{p}"), F.lit(0)).alias("failures_ignored"),
-        )
-        for policy, p in zip(POLICIES, _suffixes(), strict=True)
-    ]
-    out = rows[0]
-    for r in rows[1:]:
-        out = out.unionByName(r)
-    order = F.create_map(*[x for i, p in enumerate(POLICIES) for x in (F.lit(p), F.lit(i))])
-    return out.orderBy(*keys, order[F.col("policy")])
+    per_policy = F.array(
+        *[
+            F.struct(
+                F.lit(i).alias("order"),
+                F.lit(policy).alias("policy"),
+                F.col(f"_b_{p}").alias("blocked"),
+                F.col(f"_u_{p}").alias("unblocked"),
+                F.coalesce(F.col(f"_i_{p}"), F.lit(0)).alias("failures_ignored"),
+            )
+            for i, (policy, p) in enumerate(zip(POLICIES, _suffixes(), strict=True))
+        ]
+    )
+    rows = both.select(*keys, "gated_runs", "ran_nothing", F.explode(per_policy).alias("p"))
+    return rows.select(
+        *keys,
+        "p.policy",
+        "gated_runs",
+        "p.blocked",
+        (F.col("p.blocked") / F.col("gated_runs")).alias("blocked_rate"),
+        "ran_nothing",
+        "p.unblocked",
+        "p.failures_ignored",
+    ).orderBy(*keys, "p.order")
 
 
 def _suffixes() -> tuple[str, ...]:

@@ -28,7 +28,7 @@ from reports.inputs import Defaults, Inputs, Rejected, locate_lines, parse_allur
 from reports.schema import CANONICAL, KINDS
 from reports.validate import accepted, drop_described, parse_lines, rejected
 
-__all__ = ["Loaded", "load"]
+__all__ = ["Duplicates", "Loaded", "drop_duplicates", "duplicates_line", "load", "unknown_kinds_line"]
 
 _SECONDARY = T.StructType(
     [
@@ -38,6 +38,7 @@ _SECONDARY = T.StructType(
     ]
 )
 _SHOWN_STRICT = 10
+_LITERAL_IDS = 10_000  # duplicated ids kept as a literal set in the plan
 
 
 @dataclass(frozen=True)
@@ -168,10 +169,14 @@ def _ordered(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [tuple(row.get(n) for n in names) for row in rows]
 
 
-def _drop_duplicates(records: DataFrame, counts: dict[str, int]) -> tuple[DataFrame, Duplicates]:
+def drop_duplicates(
+    records: DataFrame, counts: dict[str, int], literal_ids: int = _LITERAL_IDS
+) -> tuple[DataFrame, Duplicates]:
     """``records`` with each ``record_id`` once, and what was dropped (``counts`` is corrected in
-    place). The ids seen twice are found by one aggregation; when there are any, only their rows
-    are ordered (a broadcast join flags them) and the rest pass through untouched."""
+    place). One aggregation finds the ids seen more than once; when there are some, only their
+    rows are ordered to keep the first copy. Up to ``literal_ids`` ids are a literal set in the
+    plan (a hash lookup per row, nothing re-broadcast by every later job); more than that, the
+    deduplicated frame is joined once and cached."""
     ids = dedup.duplicate_ids(records).persist(StorageLevel.MEMORY_AND_DISK)
     row = ids.agg(
         F.count(F.lit(1)).alias("ids"),
@@ -184,17 +189,23 @@ def _drop_duplicates(records: DataFrame, counts: dict[str, int]) -> tuple[DataFr
     if not found or not found.ids:
         ids.unpersist()
         return records, Duplicates()
-    flagged = records.join(
-        F.broadcast(ids.select("record_id", F.lit(True).alias("_dup"))), "record_id", "left"
-    )
-    copies = dedup.number_copies(flagged.filter(F.col("_dup")).drop("_dup"))
-    copies = copies.persist(StorageLevel.MEMORY_AND_DISK)
+    if found.ids <= literal_ids:
+        dup = F.col("record_id").isin([r["record_id"] for r in ids.select("record_id").collect()])
+        single, rows = records.filter(~dup), records.filter(dup)
+    else:
+        flagged = records.join(ids.select("record_id", F.lit(True).alias("_dup")), "record_id", "left")
+        single = flagged.filter(F.col("_dup").isNull()).drop("_dup")
+        rows = flagged.filter(F.col("_dup")).drop("_dup")
+    copies = dedup.number_copies(rows).persist(StorageLevel.MEMORY_AND_DISK)
     for r in copies.filter(F.col("copy") > 1).groupBy("source", "kind").count().collect():
         counts[f"{r['source']}/{r['kind']}"] -= int(r["count"])
-    kept = copies.filter(F.col("copy") == 1).drop("copy")
-    single = flagged.filter(F.col("_dup").isNull()).drop("_dup")
     columns = CANONICAL.fieldNames()
-    return single.select(*columns).unionByName(kept.select(*columns)), found
+    kept = single.select(*columns).unionByName(copies.filter(F.col("copy") == 1).select(*columns))
+    if found.ids > literal_ids:
+        kept = kept.persist(StorageLevel.MEMORY_AND_DISK)
+        kept.count()
+    ids.unpersist()
+    return kept, found
 
 
 def load(
@@ -238,7 +249,7 @@ def load(
         )
     counts = dict(tally.counts)
     t1 = time.monotonic()
-    merged, duplicates = _drop_duplicates(merged, counts)
+    merged, duplicates = drop_duplicates(merged, counts)
     log(f"reports: {duplicates_line(duplicates)} ({time.monotonic() - t1:.1f} s)")
     return Loaded(
         records=merged,

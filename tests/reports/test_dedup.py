@@ -11,7 +11,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from reports import dedup
 from reports.inputs import Defaults, discover
-from reports.read import load
+from reports.read import Duplicates, drop_duplicates, load
 from tests.reports.conftest import frame, record, runs, v1_record, write_jsonl
 
 pytestmark = pytest.mark.reports
@@ -78,3 +78,14 @@ def test_version_1_records_get_the_derived_record_id_and_meet_their_version_2_co
     loaded = load(spark, discover([str(tmp_path)]), permissive=False, defaults=Defaults())
     assert [r["record_id"] for r in loaded.records.collect()] == ["camp:chaos/process:4"]
     assert loaded.duplicates.dropped == 1
+
+
+@pytest.mark.parametrize("literal_ids", [10_000, 0])
+def test_both_ways_of_dropping_keep_the_same_rows(spark: SparkSession, literal_ids: int) -> None:
+    # literal_ids 0: the ids go through a join and the result is cached, as for a large input.
+    counts = {"records/conformance-test": 5}
+    kept, found = drop_duplicates(frame(spark, EXAMPLE), counts, literal_ids=literal_ids)
+    assert found == Duplicates(dropped=2, ids=2, conflicting=1)
+    assert counts == {"records/conformance-test": 3}
+    rows = sorted((r["record_id"], r["source_file"]) for r in kept.collect())
+    assert rows == [("r1:t", "a.jsonl"), ("r2:t", "retry.jsonl"), ("r3:t", "a.jsonl")]

@@ -198,7 +198,7 @@ def test_nightly_with_a_budget_runs_chaos_then_reports_and_leaves_nothing_runnin
     assert len(nights) == 1
     records = [
         json.loads(line)
-        for f in sorted((nights[0] / "chaos").rglob("*.jsonl"))
+        for f in sorted((nights[0] / "chaos").rglob("chaos-runs-*.jsonl"))
         for line in f.read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]

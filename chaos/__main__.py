@@ -1,15 +1,21 @@
-"""``python -m chaos``: run chaos campaigns, replay a run, list scenarios and faults (ring: drivers).
+"""``python -m chaos``: run chaos campaigns, replay a run, judge kept runs again, list scenarios,
+faults and Kafka 2.5.1's quirks (ring: drivers).
 
 ::
 
     python -m chaos run --runs 100 --seed 1 --parallel 3 --scenario links,process --out chaos-results
     python -m chaos replay chaos-results/<campaign>/runs/<run>
+    python -m chaos check chaos-results/<campaign>/runs/*
     python -m chaos list
+    python -m chaos quirks [--markdown]
 
 Run ``i`` of a campaign with ``--seed S`` has seed ``S + i`` and the scenario ``i mod k`` of the
-``k`` selected ones, so ``--seed`` fixes the whole campaign. Exit status: 0 when no run is
-invalid, 1 when any is (or the campaign could not complete), 2 for bad arguments (unknown
-scenario, fault, target or launcher names list the valid ones).
+``k`` selected ones, so ``--seed`` fixes the whole campaign. Exit status of ``run``: 0 when every
+run is valid, 1 when any is invalid (or the campaign could not complete), 3 when none is invalid
+but some could not be judged (unknown), 2 for bad arguments (unknown
+scenario, fault, target or launcher names list the valid ones; an ``--out`` that is not a
+writable directory). Exit status of ``check``: 0 when every run is valid, 1 when any is invalid,
+3 when none is invalid but some could not be judged (unknown), 2 for bad arguments.
 """
 
 from __future__ import annotations
@@ -19,25 +25,28 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from chaos.checkers import check_all
-from chaos.checkers.verdict import aggregate
+from chaos.checkers.quirks import QUIRKS, markdown_table
 from chaos.generator import Schedule, generate
-from chaos.run.judged import JudgedRunError, load_judged_run
+from chaos.run.judged import Judgement, judge_run_dir
 from chaos.run.pool import CampaignResult, run_campaign
 from chaos.run.reap import reap
 from chaos.runner import RunPlan
-from chaos.scenarios import FAULTS, SCENARIOS, SCOPES, NameError_, resolve_faults, resolve_scenarios
+from chaos.scenarios import FAULTS, SCENARIOS, SCOPES, NameError_, Scenario, resolve_faults, resolve_scenarios
+from chaos.shard import WHOLE, ShardError, campaign_id_for, parse_shard
 from cluster.targets import TargetError, load_target
 from harness.launcher import LAUNCHERS, LauncherError, launcher_named
 from records.run_record import new_run_id
 
 USAGE_ERROR = 2
+#: ``check``: no run invalid, but at least one could not be judged.
+SOME_UNKNOWN = 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,40 +73,122 @@ def _int(text: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m chaos", description="Chaos runs of a ZooKeeper-mode Kafka controller.")
+    p = _Parser(
+        prog="python -m chaos",
+        description="Break a 3-node ZooKeeper-mode Kafka cluster with seeded faults while an admin "
+        "workload runs, then judge whether its controller kept its guarantees.",
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="run a chaos campaign")
-    run.add_argument("--runs", type=_positive, default=10, help="number of runs (default 10)")
-    run.add_argument(
-        "--seed", type=_int, default=None, help="campaign seed; run i uses seed+i (default: random)"
+    run = sub.add_parser(
+        "run",
+        help="run chaos runs and judge each one",
+        description="Run chaos runs and judge each one: valid, invalid (a guarantee broken) or unknown "
+        "(the run could not be judged). Exit status: 0 when every run is valid, 1 when any is "
+        f"invalid, {SOME_UNKNOWN} when none is invalid but some could not be judged, 2 for bad arguments.",
     )
-    run.add_argument("--parallel", type=_positive, default=2, help="worker processes (default 2)")
+    run.add_argument("--runs", type=_positive, default=10, help="how many runs (default 10)")
     run.add_argument(
-        "--scenario", default="", help="comma list of scenarios, or 'all' (default: the default mix)"
+        "--seed",
+        type=_int,
+        default=None,
+        help="campaign seed: run i uses seed SEED+i, so one seed repeats the campaign (default: random)",
     )
     run.add_argument(
-        "--faults", default="", help="comma list of faults to keep (default: each scenario's own)"
+        "--parallel",
+        type=_positive,
+        default=2,
+        help="runs at a time, each with its own ZooKeeper (default 2)",
     )
-    run.add_argument("--target", default="reference", help="reference | kafka | path to a target .toml")
-    run.add_argument("--launcher", default="process", help=f"where nodes run: {' | '.join(LAUNCHERS)}")
     run.add_argument(
-        "--out", type=Path, default=Path("chaos-results"), help="results dir (default chaos-results/)"
+        "--scenario",
+        default="",
+        help="comma-separated scenarios, or 'all' (default: the default mix; see 'python -m chaos list')",
     )
-    run.add_argument("--keep-all", action="store_true", help="keep the directories of valid runs too")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar (one line per run instead)")
-    replay = sub.add_parser("replay", help="run a kept run's schedule again")
-    replay.add_argument("run_dir", type=Path, help="a run directory (holds run.json)")
+    run.add_argument(
+        "--faults", default="", help="keep only these faults of the chosen scenarios (default: all of them)"
+    )
+    run.add_argument(
+        "--target",
+        default="reference",
+        help="what to test: reference, kafka (needs $KAFKA_HOME) or a target .toml file (default reference)",
+    )
+    run.add_argument(
+        "--launcher",
+        default="process",
+        help=f"where the nodes run: {' or '.join(LAUNCHERS)} (default process)",
+    )
+    run.add_argument(
+        "--out", type=Path, default=Path("chaos-results"), help="results directory (default chaos-results/)"
+    )
+    run.add_argument(
+        "--keep-all",
+        action="store_true",
+        help="also keep the directories of valid runs (by default only invalid and unknown runs are kept)",
+    )
+    run.add_argument(
+        "--no-progress", action="store_true", help="print one line per run instead of a progress bar"
+    )
+    run.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="run only shard I of N (0 <= I < N: runs I, I+N, I+2N, …) of the campaign, e.g. one job "
+        "of a CI matrix or a Kubernetes indexed job; needs --seed",
+    )
+    run.add_argument(
+        "--campaign-id",
+        default=None,
+        help="the id every shard of one campaign shares (default with --shard: derived from --seed, "
+        "--runs, the scenarios, faults and target; pass e.g. the CI pipeline id to tell repeats apart)",
+    )
+    run.add_argument(
+        "--master",
+        default=None,
+        help="spark://HOST:PORT: run the campaign's shards on a Spark cluster's executors; records and "
+        "kept runs come back here (needs --seed)",
+    )
+    run.add_argument(
+        "--spark-shards",
+        type=_positive,
+        default=None,
+        help="with --master: how many shards (default: one per 10 runs)",
+    )
+    replay = sub.add_parser(
+        "replay",
+        help="run a kept run's schedule again",
+        description="Run a kept run's schedule again: the same seed, faults, targets and times.",
+    )
+    replay.add_argument("run_dir", type=Path, help="a kept run's directory (it holds run.json)")
     replay.add_argument(
-        "--out", type=Path, default=None, help="results dir (default: <campaign dir>/replays)"
+        "--out",
+        type=Path,
+        default=None,
+        help="results directory (default: the campaign's replays/ directory)",
     )
-    replay.add_argument("--target", default=None, help="override the run's target")
-    check = sub.add_parser("check", help="judge kept runs again with the current checkers (no cluster)")
+    replay.add_argument("--target", default=None, help="test another target than the run's")
+    check = sub.add_parser(
+        "check",
+        help="judge kept runs again with this kit's checkers, without a cluster",
+        description="Judge kept run directories again with this kit's checkers, without a cluster. A "
+        "directory whose evidence is missing, damaged or was never finished is judged unknown with the "
+        f"reason. Exit status: 0 when every run is valid, 1 when any is invalid, {SOME_UNKNOWN} when none "
+        "is invalid but some is unknown, 2 for bad arguments.",
+    )
+    check.add_argument("run_dirs", type=Path, nargs="+", help="kept run directories")
     check.add_argument(
-        "run_dirs", type=Path, nargs="+", help="run directories (hold history.jsonl, txn-records.jsonl, …)"
+        "--evidence", action="store_true", help="also print each checker's evidence and what was excused"
     )
-    check.add_argument("--evidence", action="store_true", help="print each failing checker's evidence")
     sub.add_parser("list", help="list scenarios and faults")
-    sub.add_parser("reap", help="remove what killed runs left (processes, temp dirs); never a live run's")
+    quirks = sub.add_parser(
+        "quirks",
+        help="list the Kafka 2.5.1 behaviours the checkers excuse",
+        description="List the Kafka 2.5.1 behaviours that break a naive guarantee, which the checkers "
+        "excuse and report as excused.",
+    )
+    quirks.add_argument("--markdown", action="store_true", help="print the table the chaos README holds")
+    sub.add_parser(
+        "reap", help="remove what killed runs left behind (processes, temporary files); never a live run's"
+    )
     return p
 
 
@@ -152,7 +243,7 @@ class _Progress:
             self.bar.close()
 
 
-def _summary(campaign: CampaignResult, out: Path, campaign_id: str) -> None:
+def _summary(campaign: CampaignResult, out: Path, campaign_id: str, keep_all: bool) -> None:
     total = sum(campaign.counts.values())
     per_hour = total / campaign.elapsed_s * 3600 if campaign.elapsed_s > 0 else 0.0
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -161,22 +252,67 @@ def _summary(campaign: CampaignResult, out: Path, campaign_id: str) -> None:
         f"{campaign.counts['unknown']} unknown in {campaign.elapsed_s:.1f}s = {per_hour:.0f} runs/hour "
         f"(load average {load})"
     )
-    print(f"records: {out}/chaos-runs-*.jsonl; kept runs: {out / campaign_id / 'runs'}")
+    kept = sum(1 for r in campaign.results if r.get("run_dir"))
+    runs = out / campaign_id / "runs"
+    if kept:
+        which = "" if keep_all else " (invalid and unknown; valid runs were pruned)"
+        where = f"{kept} run director{'y' if kept == 1 else 'ies'} kept{which}: {runs}"
+    else:
+        where = "no run directory kept: valid runs are pruned (run with --keep-all to keep them)"
+    print(f"records: {out}/chaos-runs-*.jsonl; {where}")
 
 
-def _plans(args: argparse.Namespace, campaign_id: str) -> list[RunPlan]:
-    scenarios = resolve_faults(args.faults, resolve_scenarios(args.scenario))
+def _out_problem(out: Path) -> str | None:
+    """Why ``out`` cannot take a campaign's results (None: it can); creates it when missing."""
+    if out.exists() and not out.is_dir():
+        return f"--out {out} is not a directory; give a directory for the results"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".chaos-write-probe-"):
+            pass
+    except OSError as exc:
+        return f"--out {out}: cannot write there ({exc.strerror or exc}); give a directory you can write to"
+    return None
+
+
+def _campaign_id(args: argparse.Namespace, scenarios: Sequence[Scenario]) -> str:
+    if args.campaign_id:
+        return str(args.campaign_id)
+    if args.shard is None:
+        return new_run_id()
+    names = [s.name for s in scenarios]
+    return campaign_id_for(args.seed, args.runs, names, args.faults, args.target)
+
+
+def _plans(args: argparse.Namespace, campaign_id: str, scenarios: Sequence[Scenario]) -> list[RunPlan]:
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
+    shard = parse_shard(args.shard) if args.shard is not None else WHOLE
+    part = f", shard {shard} ({len(shard.indexes(args.runs))} of {args.runs} runs)" if args.shard else ""
     print(
-        f"campaign {campaign_id}: seed {seed}, scenarios {', '.join(s.name for s in scenarios)}",
+        f"campaign {campaign_id}: seed {seed}, scenarios {', '.join(s.name for s in scenarios)}{part}",
         file=sys.stderr,
     )
     return [
         RunPlan(
             i, scenarios[i % len(scenarios)], seed + i, campaign_id, args.out / campaign_id, args.keep_all
         )
-        for i in range(args.runs)
+        for i in shard.indexes(args.runs)
     ]
+
+
+def _distribution_problem(args: argparse.Namespace) -> str | None:
+    if (args.shard is not None or args.master) and args.seed is None:
+        return "--shard and --master need --seed: every shard must draw the same campaign"
+    if args.shard is not None and args.master:
+        return "give either --shard (this machine runs one shard) or --master (Spark runs them all)"
+    if args.spark_shards and not args.master:
+        return "--spark-shards goes with --master"
+    if args.shard is not None:
+        try:
+            parse_shard(args.shard)
+        except ShardError as exc:
+            return str(exc)
+    return None
 
 
 def _check_target_and_launcher(target: str, launcher: str) -> str | None:
@@ -196,14 +332,21 @@ def _check_target_and_launcher(target: str, launcher: str) -> str | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    problem = _check_target_and_launcher(args.target, args.launcher)
+    problem = _distribution_problem(args) or _check_target_and_launcher(args.target, args.launcher)
     if problem:
         return _usage(problem)
-    campaign_id = new_run_id()
     try:
-        plans = _plans(args, campaign_id)
+        scenarios = resolve_faults(args.faults, resolve_scenarios(args.scenario))
     except NameError_ as exc:
         return _usage(str(exc))
+    if problem := _out_problem(args.out):
+        return _usage(problem)
+    if args.master:
+        from chaos.spark import run_on_spark  # noqa: PLC0415 - pyspark only when asked for
+
+        return run_on_spark(args)
+    campaign_id = _campaign_id(args, scenarios)
+    plans = _plans(args, campaign_id, scenarios)
     for done in reap():
         print(f"reaped: {done}", file=sys.stderr)
     progress = _Progress(len(plans), enabled=not args.no_progress and sys.stderr.isatty())
@@ -225,8 +368,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("python -m chaos: interrupted; the workers stopped and cleaned up", file=sys.stderr)
         return 130
     progress.close()
-    _summary(campaign, args.out, campaign_id)
-    return 1 if campaign.counts["invalid"] else 0
+    _summary(campaign, args.out, campaign_id, args.keep_all)
+    return _exit_status(campaign.counts)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -245,6 +388,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return 1
     target = args.target or stored["target"]
     out = args.out or args.run_dir.parent.parent / "replays"
+    if problem := _out_problem(out):
+        return _usage(problem)
     campaign_id = new_run_id()
     plan = RunPlan(
         int(stored["index"]), scenario, int(stored["seed"]), campaign_id, out / campaign_id, keep_all=True
@@ -256,32 +401,57 @@ def cmd_replay(args: argparse.Namespace) -> int:
     campaign = run_campaign(
         [plan], parallel=1, target=target, launcher="process", out_dir=out, on_result=progress
     )
-    _summary(campaign, out, campaign_id)
+    _summary(campaign, out, campaign_id, keep_all=True)
     verdicts = Counter(r["verdict"] for r in campaign.results)
     return 1 if verdicts["invalid"] else 0
 
 
+def _print_judgement(j: Judgement, evidence: bool) -> None:
+    was = f" (recorded: {j.recorded})" if j.recorded and j.recorded != j.verdict else ""
+    print(f"{j.verdict:8} {j.run_dir}{was}")
+    if j.reason is not None:
+        print(f"  reason: {j.reason}")
+    for v in j.verdicts:
+        print(f"  {v.validity:8} {v.checker}: {v.message}")
+        if evidence and not v.is_valid:
+            for item in v.evidence:
+                print(f"           {json.dumps(item, default=str)}")
+        if evidence:
+            for quirk, items in v.excused.items():
+                print(f"           excused by {quirk}: {', '.join(items)}")
+
+
 def cmd_check(args: argparse.Namespace) -> int:
-    """Re-judge kept runs from their files: 1 if any is invalid, 2 if a directory lacks them."""
-    loaded = []
+    """Judge every directory (never stopping at a bad one), one summary line each, then the counts."""
+    counts: Counter[str] = Counter()
     for run_dir in args.run_dirs:
-        try:
-            loaded.append((run_dir, load_judged_run(run_dir)))
-        except JudgedRunError as exc:
-            return _usage(str(exc))
-    invalid = False
-    for run_dir, judged in loaded:
-        verdicts = check_all(judged.history, judged.txn_records, judged.final_state)
-        verdict = aggregate(verdicts)
-        invalid |= verdict == "invalid"
-        was = f" (recorded: {judged.recorded})" if judged.recorded and judged.recorded != verdict else ""
-        print(f"{verdict:8} {run_dir}{was}")
-        for v in verdicts:
-            print(f"  {v.validity:8} {v.checker}: {v.message}")
-            if args.evidence and not v.is_valid:
-                for item in v.evidence:
-                    print(f"           {json.dumps(item, default=str)}")
-    return 1 if invalid else 0
+        judgement = judge_run_dir(run_dir)
+        counts[judgement.verdict] += 1
+        _print_judgement(judgement, args.evidence)
+    print(
+        f"{sum(counts.values())} run(s): {counts['valid']} valid, {counts['invalid']} invalid, "
+        f"{counts['unknown']} unknown"
+    )
+    return _exit_status(counts)
+
+
+def _exit_status(counts: Counter[str]) -> int:
+    """0 every run valid, 1 any invalid, 3 none invalid but some unknown (never 0 for unknown)."""
+    if counts["invalid"]:
+        return 1
+    return SOME_UNKNOWN if counts["unknown"] else 0
+
+
+def cmd_quirks(markdown: bool) -> int:
+    if markdown:
+        print(markdown_table(), end="")
+        return 0
+    print(f"{len(QUIRKS)} Kafka 2.5.1 behaviours the checkers excuse:")
+    for q in QUIRKS:
+        print(f"\n{q.name}  (checkers: {', '.join(q.checkers)}; seen in {q.seen_in})")
+        print(f"  {q.behaviour}")
+        print(f"  Kafka source: {'; '.join(q.kafka_source)}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -290,6 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_list()
     if args.command == "check":
         return cmd_check(args)
+    if args.command == "quirks":
+        return cmd_quirks(args.markdown)
     if args.command == "reap":
         done = reap()
         for item in done:

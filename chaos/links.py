@@ -14,8 +14,9 @@ CLIENT_<y>      AdminClient / Metadata → **CLIENT_y** → y's ``CLIENT`` liste
 
 The fault proxy sits in front of each recording proxy, so the request and ZooKeeper journals
 record exactly what got through the fault (what the node received), and stay complete. Node y
-binds each interposed listener on a fixed port from this process's :class:`PortPool` and
-advertises the fault proxy's port (:class:`~cluster.nodeconfig.Interpose`).
+binds each interposed listener on a fixed port from the run's :class:`PortPool` (the port plan's
+``chaos-link`` role, :mod:`harness.ports`) and advertises the fault proxy's port
+(:class:`~cluster.nodeconfig.Interpose`).
 
 Nodes start through the launcher seam (:mod:`harness.launcher`): the ``process`` launcher runs
 them with pid files, ``PR_SET_PDEATHSIG`` from a long-lived spawner thread, and the reaper's
@@ -29,11 +30,7 @@ its API address in class attributes, so one process talks to one Toxiproxy serve
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import random
-import socket
-import threading
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -45,18 +42,14 @@ from toxiproxy.proxy import Proxy
 from cluster.cluster import Cluster
 from cluster.nodeconfig import CLIENT_LISTENER, Interpose, control_listener, inter_broker_listener
 from cluster.targets import Target
+from harness import ports as port_plan
 from harness.launcher import Launcher
-from harness.port_claims import claim_free_port
 from probes.request_proxy import RecordingProxy
 
 __all__ = ["ChaosCluster", "LinkFabric", "PortPool", "use_toxiproxy"]
 
 Address = tuple[str, int]
-LOOPBACK = "127.0.0.1"
-#: Fixed listener ports of chaos clusters: below the kernel's ephemeral range (32768+) and below
-#: the conformance clusters' range (20000-32000), so neither a port-0 listener nor a conformance
-#: run started alongside can take one between the pick and the node's bind.
-CHAOS_PORTS = range(10000, 20000)
+LOOPBACK = port_plan.LOOPBACK
 
 
 def use_toxiproxy(url: str) -> Toxiproxy:
@@ -67,58 +60,15 @@ def use_toxiproxy(url: str) -> Toxiproxy:
     return client
 
 
-class PortPool:
-    """Fixed loopback ports for interposed listeners, from this process's slice of a range.
-
-    Ports go back to the pool when a cluster closes and are reused only after ``cooldown`` other
-    releases (a listener of the last run may still be closing). Disjoint slices per runner slot
-    keep parallel workers of one runner apart; a port is handed out only with a host-wide claim
-    (:func:`harness.port_claims.claim_port`, held until it is released), so a concurrent
-    campaign or conformance run never takes it while its node is down between a kill and the
-    restart; a port any process has bound fails the bind probe (:data:`CHAOS_PORTS` by default).
-    """
-
-    def __init__(self, ports: range, cooldown: int = 400) -> None:
-        self.ports = ports
-        self._claims: dict[int, socket.socket] = {}
-        self._in_use: set[int] = set()
-        self._recent: collections.deque[int] = collections.deque(maxlen=cooldown)
-        self._lock = threading.Lock()
-        self._rng = random.Random()
+class PortPool(port_plan.PortPool):
+    """The fixed ports of one runner worker's clusters: its slot's slice of the port plan's
+    ``chaos-link`` role (:mod:`harness.ports`: below the kernel's ephemeral range, claimed
+    host-wide until released, so a concurrent campaign or conformance run never takes a port
+    whose node or proxy is down between a fault and its heal)."""
 
     @classmethod
-    def for_slot(cls, slot: int, slots: int, ports: range = CHAOS_PORTS) -> PortPool:
-        size = len(ports) // max(slots, 1)
-        start = ports.start + (slot % max(slots, 1)) * size
-        return cls(range(start, start + size))
-
-    def take(self, count: int) -> list[int]:
-        out: list[int] = []
-        with self._lock:
-            # every port once, in random order: a nearly full pool still finds its last ports
-            for port in self._rng.sample(self.ports, len(self.ports)):
-                if len(out) == count:
-                    return out
-                if port in self._in_use or port in self._recent:
-                    continue
-                claim = claim_free_port(port)
-                if claim is None:
-                    continue
-                self._claims[port] = claim
-                self._in_use.add(port)
-                out.append(port)
-            if len(out) == count:
-                return out
-        self.release(out)
-        raise RuntimeError(f"no {count} free ports left in {self.ports}")
-
-    def release(self, ports: Iterable[int]) -> None:
-        with self._lock:
-            for port in ports:
-                if port in self._in_use:
-                    self._in_use.discard(port)
-                    self._claims.pop(port).close()
-                    self._recent.append(port)
+    def for_slot(cls, slot: int, slots: int) -> PortPool:
+        return cls(port_plan.CHAOS_LINK, (slot, slots))
 
 
 class LinkFabric:
@@ -254,11 +204,12 @@ class ChaosCluster(Cluster):
 
     # --- processes ------------------------------------------------------------------------------
 
-    def wait_registered(self, ids: Iterable[int], deadline_s: float = 20.0) -> None:
+    def wait_registered(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
         """As :meth:`Cluster.wait_registered`, but a node that exits fails the wait at once,
         naming its exit code and the end of its output (a run that cannot start is ``unknown``
         with that reason)."""
         wanted = list(ids)
+        deadline_s = deadline_s if deadline_s is not None else self.target.start_timeout_s
         give_up = time.monotonic() + self.deadline(deadline_s)
         while True:
             for bid in wanted:

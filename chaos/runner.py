@@ -9,12 +9,14 @@
 3. **workload + faults** — one thread per process of the schedule (``client-<n>``, ``nemesis``),
    each op recorded as invoke/ok/fail/info in a :class:`~chaos.history.History`;
 4. **final phase** — the nemesis heals everything, :func:`~chaos.final_state.quiesce` waits;
-5. **check** — :func:`chaos.checkers.check_all` over the history, the chroot's transaction log and
-   the final state; the verdicts, artefacts and one run record (``kind="chaos-run"``) are written.
+5. **check** — :func:`chaos.checkers.check_all` over the history, the chroot's transaction log
+   (the timeline the final phase replayed, extended with the last records) and the final state;
+   the artefacts, sealed by a manifest (:mod:`chaos.run.artefacts`), and one run record
+   (``kind="chaos-run"``) are written. A run whose evidence could not be written is ``unknown``.
 
 The run directory (``history.jsonl``, ``verdict.json``, ``run.json``, node logs, the ZooKeeper
-log tail, a transaction-log excerpt, request journals) is kept for invalid and unknown runs and
-pruned for valid ones unless ``keep_all``.
+log tail, a transaction-log excerpt, request journals, ``manifest.json``) is kept for invalid and
+unknown runs and pruned for valid ones unless ``keep_all``.
 """
 
 from __future__ import annotations
@@ -31,18 +33,19 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checkers import check_all
-from chaos.checkers.verdict import Verdict, aggregate
+from chaos.checkers.timeline import follow
+from chaos.checkers.verdict import Verdict, aggregate, excused_counts
 from chaos.final_state import Quiescence, quiesce
 from chaos.generator import Schedule, Step, generate
 from chaos.history import History
 from chaos.links import ChaosCluster, LinkFabric
 from chaos.nemesis import Nemesis, NodeGuard
-from chaos.run.artefacts import write_artefacts
+from chaos.run.artefacts import Judged, write_artefacts
 from chaos.run.env import RunEnv
 from chaos.run.metrics import phase_metrics
 from chaos.scenarios import Scenario
 from chaos.workload import Client
-from harness.zookeeper import process
+from harness import process
 from probes.errors import TxnLogCorrupt
 from records.run_record import RunRecord, run_order_key, utc_now_iso
 
@@ -70,11 +73,14 @@ class RunPlan:
 
 @dataclass(frozen=True)
 class RunResult:
+    """One run's outcome; ``excused``: per Kafka 2.5.1 quirk, how many items it excused."""
+
     verdict: str
     record: dict[str, Any]
     run_dir: str | None
     reason: str | None
     schedule: str
+    excused: dict[str, int] | None = None
 
 
 def _keep_corrupt_log(exc: BaseException, run_dir: Path) -> None:
@@ -102,6 +108,7 @@ def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
     quiet: Quiescence | None = None
     reason: str | None = None
     cluster: ChaosCluster | None = None
+    judged = Judged((), None, None)
     try:
         cluster = _start_cluster(env, plan, schedule, chroot, work)
     except Exception as exc:
@@ -109,18 +116,23 @@ def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
         (run_dir / "start-error.txt").write_text(traceback.format_exc())
     try:
         if cluster is not None:
-            quiet, verdicts = _exercise(env, plan, schedule, cluster, history)
+            quiet, verdicts, judged = _exercise(env, plan, schedule, cluster, history)
     except Exception as exc:
         reason = f"runner error: {type(exc).__name__}: {exc}".splitlines()[0][:400]
         (run_dir / "runner-error.txt").write_text(traceback.format_exc())
         _keep_corrupt_log(exc, run_dir)
-    verdict = "unknown" if reason is not None else aggregate(verdicts)
+    verdict: str = "unknown" if reason is not None else aggregate(verdicts)
     if reason is None and verdict != "valid":
         reason = "; ".join(f"{v.checker}: {v.message}" for v in verdicts if not v.is_valid)[:1000]
         if quiet is not None and quiet.final_state is None:  # why there is none comes first
             reason = f"final phase: {quiet.last_problem}; {reason}"[:1000]
     metrics = phase_metrics(cluster, history, quiet) if cluster is not None else []
-    write_artefacts(run_dir, env, cluster, history, verdicts, verdict, quiet, schedule, reason)
+    if not judged.ops:
+        judged = Judged(history.ops, judged.records, judged.final_state)
+    sealed = write_artefacts(
+        run_dir, env.zk_log_tail, cluster, judged, verdicts, verdict, quiet, schedule, reason, env.commit
+    )
+    verdict, reason = sealed.verdict, sealed.reason
     _teardown(env, cluster, chroot, work)
     kept = verdict != "valid" or plan.keep_all
     if not kept:
@@ -146,7 +158,12 @@ def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
         worker=env.slot,
     )
     return RunResult(
-        verdict, json.loads(record.to_json()), str(run_dir) if kept else None, reason, schedule.describe()
+        verdict,
+        json.loads(record.to_json()),
+        str(run_dir) if kept else None,
+        reason,
+        schedule.describe(),
+        excused_counts(verdicts),
     )
 
 
@@ -196,7 +213,7 @@ def _start_cluster(env: RunEnv, plan: RunPlan, schedule: Schedule, chroot: str, 
 
 def _exercise(
     env: RunEnv, plan: RunPlan, schedule: Schedule, cluster: ChaosCluster, history: History
-) -> tuple[Quiescence, list[Verdict]]:
+) -> tuple[Quiescence, list[Verdict], Judged]:
     guard = NodeGuard()
     nemesis = Nemesis(cluster, guard, ensemble=env.ensemble)
     threads = [
@@ -224,7 +241,10 @@ def _exercise(
         "waited_s": round(quiet.waited_s, 3),
     }
     history.complete(op, "ok" if quiet.quiesced else "info", summary, quiet.last_problem)
-    return quiet, check_all(history.ops, cluster.history(), quiet.final_state)
+    judged = Judged(history.ops, cluster.history(), quiet.final_state)
+    assert judged.records is not None
+    timeline = follow(quiet.timeline, judged.records)  # the final phase's replay, extended
+    return quiet, check_all(judged.ops, timeline, judged.final_state), judged
 
 
 def _play(process_name: str, steps: list[Step], history: History, nemesis: Nemesis, client: Client) -> None:

@@ -12,7 +12,8 @@ stop/kill/pause/resume become ``docker kill -s TERM``/``docker kill``/``docker p
 :meth:`Cluster.close` kills every node even when the test failed.
 
 With ``record_requests`` (the default) a :class:`~probes.request_proxy.RecordingProxy`
-sits on every controller→broker link: node Y binds ``CTRL_<x>`` on a fixed loopback port and
+sits on every controller→broker link: node Y binds ``CTRL_<x>`` on a fixed loopback port (an
+``interposed`` port of :mod:`harness.ports`, claimed host-wide until :meth:`Cluster.close`) and
 advertises the proxy's port, so every controller request Y receives is journalled (per
 destination, in arrival order) whichever implementation sent it.
 
@@ -23,6 +24,15 @@ request the node sends to ZooKeeper and every watch event it receives is journal
 it works for any target. Chaining seams for fault injection: ``zk_front(node id, proxy address)``
 returns the address the node should connect to instead (a fault proxy in front that forwards to the
 recording proxy), and :attr:`ZkRecordingProxy.upstream` may be pointed at a fault proxy behind it.
+Both kinds of recording proxy are taps (:class:`~probes.tap.Tap`) on the cluster's one
+:class:`~probes.tap.ProxyLoop`.
+
+In a split topology (a target with a ``[controller]`` section) each node is a broker-only
+process plus a controller process with the same broker id (``controller.properties``, logs in
+``controller-logs/``), both on the node's ZooKeeper link, handled as one server by
+:class:`~cluster.server_pair.ServerPair`: the checks' faults act on both. A node that cannot
+start, exits before it registers or never registers is a :class:`~cluster.startup.TargetNodeError`
+(a target error, with its output's tail), not a timeout.
 
 Observation helpers are read-only: ZooKeeper data (``zk``), the transaction log of this chroot
 (``history``), state-change logs, log dirs. Admin writes live in :mod:`cluster.admin`.
@@ -31,11 +41,10 @@ Observation helpers are read-only: ZooKeeper data (``zk``), the transaction log 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import json
 import os
-import random
 import signal
-import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,77 +62,24 @@ from cluster.nodeconfig import (
     zookeeper_connect,
 )
 from cluster.nodeconfig import server_properties as build_properties
-from cluster.targets import Target, profile_properties
+from cluster.server_pair import ServerPair
+from cluster.startup import TargetNodeError, command_problem, output_tail
+from cluster.target_schema import CONTROLLER_LOG_DIR
+from cluster.targets import Role, Target, TargetError, profile_properties
+from harness import ports
 from harness.launcher import Handle, Launcher, LaunchSpec, launcher_from_env
-from harness.port_claims import claim_port
 from harness.wait import ConditionTimeout, wait_for
 from harness.zookeeper.observer import observer_client
 from probes.history import ChrootView, TxnLogCursor
 from probes.request_proxy import RecordingProxy, RequestJournal
 from probes.state_change_log import LogEntry, read_state_change_log
+from probes.tap import ProxyLoop
 from probes.txnrecords import TxnRecord
-from probes.zk_journal import ProxyLoop, ZkJournal, ZkRecordingProxy
+from probes.zk_journal import ZkJournal, ZkRecordingProxy, ZkRequest
 
-__all__ = ["Cluster", "ClusterFactory", "ConditionTimeout", "Node", "wait_for"]
+__all__ = ["Cluster", "ClusterFactory", "ConditionTimeout", "Node", "TargetNodeError", "wait_for"]
 
 Address = tuple[str, int]
-
-
-#: Fixed listener ports (the node side of an interposed link) come from below the kernel's
-#: ephemeral range (32768+ on Linux): a port picked there could be taken by any outgoing
-#: connection or port-0 listener before the node binds it, or before it restarts.
-_STATIC_PORTS = range(20000, 32000)
-_handed_out: set[int] = set()
-#: One abstract-namespace unix socket per handed-out port, held for the life of this process: a
-#: concurrent run on the same host (another suite, a chaos campaign, CI next to a developer) that
-#: picks the same port sees the name taken and skips it. The kernel frees the names when the
-#: process ends, even on SIGKILL, and nothing is left on disk.
-_reservations: list[socket.socket] = []
-
-
-def _reserve_across_processes(port: int) -> bool:
-    claim = claim_port(port)
-    if claim is None:
-        return False
-    _reservations.append(claim)
-    return True
-
-
-def _worker_static_ports() -> range:
-    """This xdist worker's own slice of ``_STATIC_PORTS``.
-
-    ``_handed_out`` is per process: two workers picking from the whole range could hand out the
-    same port to two clusters, and the node started second then fails to bind it ("address already
-    in use"). Each worker picks from its own slice instead.
-    """
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    count = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or "1"), 1)
-    index = int(worker[2:]) % count if worker.startswith("gw") and worker[2:].isdigit() else 0
-    size = len(_STATIC_PORTS) // count
-    start = _STATIC_PORTS.start + index * size
-    return range(start, start + size)
-
-
-def pick_static_ports(count: int) -> list[int]:
-    """``count`` currently bindable loopback ports outside the ephemeral range, never reused,
-    never handed out by another xdist worker of the same run, nor by any other live process on
-    this host that picks its ports here (concurrent suite runs)."""
-    ports = _worker_static_ports()
-    out: list[int] = []
-    while len(out) < count:
-        port = random.choice(ports)
-        if port in _handed_out:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _handed_out.add(port)
-        if not _reserve_across_processes(port):
-            continue  # another live process on this host holds it
-        out.append(port)
-    return out
 
 
 @dataclass
@@ -137,6 +93,8 @@ class Node:
     proc: Handle | None = None
     paused: bool = False
     exit_codes: list[int] = field(default_factory=list)
+    split: bool = False  # a broker-only process plus a controller process (split topology)
+    exit_expected: bool = False  # the check makes it exit on purpose (e.g. every log dir failed)
 
     @property
     def config_path(self) -> Path:
@@ -145,6 +103,28 @@ class Node:
     @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def controller_config_path(self) -> Path:
+        return self.node_dir / "controller.properties"
+
+    def output_of(self, role: Role = "broker") -> Path:
+        """stdout and stderr of the node's (or its controller process's) process."""
+        return self.node_dir / ("stdout.log" if role == "broker" else "controller-stdout.log")
+
+    @property
+    def output_path(self) -> Path:
+        return self.output_of("broker")
+
+    def ended_part(self) -> Role:
+        """Which of a split node's processes ended first (a combined node: its one process)."""
+        part = self.proc.part() if isinstance(self.proc, ServerPair) else None
+        return part[0] if part is not None else "broker"
+
+    def died(self) -> int | None:
+        """The exit code when the process ended without the harness stopping it, else ``None``."""
+        code = self.proc.poll() if self.proc is not None else None
+        return None if code is None or self.exit_expected else code
 
 
 class Cluster:
@@ -181,9 +161,12 @@ class Cluster:
         self._sessions: set[int] = set()
         self.zk = observer_client(f"{zk_connect_string}{chroot}", timeout_s=10.0)
         self.zk.start(timeout=15.0)
-        self.journal: RequestJournal | None = RequestJournal() if record_requests else None
+        recording = record_requests or record_zookeeper
+        self.proxy_loop = ProxyLoop("recording-proxies") if recording else None
+        self.journal: RequestJournal | None = RequestJournal(self.proxy_loop) if record_requests else None
         self.proxies: dict[tuple[int, int], RecordingProxy] = {}
-        self.zk_loop = ProxyLoop("zk-journal") if record_zookeeper else None
+        self.record_zookeeper = record_zookeeper
+        self.listener_ports = ports.PortPool(ports.INTERPOSED)
         self.zk_front = zk_front
         self.zk_journals: dict[int, ZkJournal] = {}
         self.zk_proxies: dict[int, list[ZkRecordingProxy]] = {}
@@ -203,7 +186,7 @@ class Cluster:
         if self.journal is None:
             return {}
         out: dict[str, Interpose] = {}
-        bind_ports = pick_static_ports(len(self.broker_ids))
+        bind_ports = self.listener_ports.take(len(self.broker_ids))
         for source, bind_port in zip(self.broker_ids, bind_ports, strict=True):
             proxy = RecordingProxy(self.journal, source=source, dest=dest)
             proxy.upstream = ("127.0.0.1", bind_port)
@@ -213,11 +196,11 @@ class Cluster:
 
     def _zookeeper_link(self, bid: int, node_dir: Path, zk: str) -> str:
         """The node's ``zookeeper.connect``: its recording proxies (and any front), chroot kept."""
-        if self.zk_loop is None:
+        if not self.record_zookeeper:
             return f"{zk}{self.chroot}"
         hosts, _ = split_zookeeper_connect(zk)
         journal = ZkJournal(f"node-{bid}", chroot=self.chroot, jsonl_path=node_dir / "zk-journal.jsonl")
-        proxies = [ZkRecordingProxy(journal, host, loop=self.zk_loop) for host in hosts]
+        proxies = [ZkRecordingProxy(journal, host, loop=self.proxy_loop) for host in hosts]
         self.zk_journals[bid], self.zk_proxies[bid] = journal, proxies
         front = self.zk_front or (lambda _bid, address: address)
         return zookeeper_connect([front(bid, p.address) for p in proxies], self.chroot)
@@ -235,17 +218,18 @@ class Cluster:
             tuple(map(str, log_dirs)),
             self._interpose(bid),
         )
-        props = build_properties(
-            spec,
-            profile=profile_properties(self.profile),
-            target_extra=self.target.extra_properties,
-            overrides={**overrides, **mine},
-        )
-        node = Node(bid, node_dir, log_dirs, props)
-        node.config_path.write_text(
-            render_properties(props, header=f"conformance node {bid} of target {self.target.name}"),
-            encoding="utf-8",
-        )
+        profile, changes = profile_properties(self.profile), {**overrides, **mine}
+        extra = self.target.extra_properties
+        props = build_properties(spec, profile=profile, target_extra=extra, overrides=changes)
+        node = Node(bid, node_dir, log_dirs, props, split=self.target.controller is not None)
+        header = f"conformance node {bid} of target {self.target.name}"
+        node.config_path.write_text(render_properties(props, header=header), encoding="utf-8")
+        if self.target.controller is not None:  # the same keys but the broker's target extras
+            extra = self.target.controller.extra_properties
+            mine_c = build_properties(spec, profile=profile, target_extra=extra, overrides=changes)
+            text = render_properties(mine_c, header=f"controller process of {header}")
+            node.controller_config_path.write_text(text, encoding="utf-8")
+            (node_dir / CONTROLLER_LOG_DIR).mkdir(exist_ok=True)
         return node
 
     def deadline(self, seconds: float) -> float:
@@ -254,30 +238,72 @@ class Cluster:
     # --- process control ------------------------------------------------------------------------
 
     def start(self, ids: Iterable[int] | None = None, *, wait: bool = True) -> None:
-        """Start nodes (all by default) and wait until each has registered."""
+        """Start nodes (all by default) and wait until each has registered (and, in a split
+        topology, its controller process has contended for ``/controller``); a node that cannot
+        start is a :class:`TargetNodeError`."""
         wanted = list(ids) if ids is not None else list(self.broker_ids)
         for bid in wanted:
             self._spawn(self.nodes[bid])
-        if wait:
+        split = [b for b in wanted if self.nodes[b].split]
+        if wait or split:
+            # a split node's controller process starts once its broker has registered, as a Kafka
+            # server registers its broker before it starts its controller component
             self.wait_registered(wanted)
+        for bid in split:
+            self._spawn_controller(self.nodes[bid])
+        if wait:
+            self.wait_contending(split)
+
+    def _spawn_one(self, node: Node, role: Role) -> Handle:
+        spec = self.launch_spec(node, role)
+        problem = (
+            command_problem(spec.argv, spec.cwd, spec.env.get("PATH"))
+            if not self.launcher.in_containers
+            else None
+        )
+        if problem is None:
+            try:
+                return self.launcher.spawn(spec)
+            except OSError as exc:
+                problem = f"could not be started: {exc}"
+        raise TargetNodeError(node.broker_id, problem, role=role, output_path=node.output_of(role))
 
     def _spawn(self, node: Node) -> None:
         if node.running:
             raise RuntimeError(f"node {node.broker_id} is already running")
-        node.proc = self.launcher.spawn(self.launch_spec(node))
-        node.paused = False
+        node.proc = self._spawn_one(node, "broker")
+        node.paused, node.exit_expected = False, False
 
-    def launch_spec(self, node: Node) -> LaunchSpec:
-        """How ``node`` starts: the target's command (and its ``[container]`` recipe in a container)."""
-        in_container = self.launcher.name != "process"
+    def _spawn_controller(self, node: Node) -> None:
+        """Pair the running broker of a split node with its controller process."""
+        broker = node.proc
+        assert broker is not None
+        assert not isinstance(broker, ServerPair)
+        try:
+            node.proc = ServerPair(broker, self._spawn_one(node, "controller"))
+        except BaseException:
+            broker.remove()
+            node.proc = None
+            raise
+
+    def launch_spec(self, node: Node, role: Role = "broker") -> LaunchSpec:
+        """How ``node`` (or its controller process) starts: the target's command (and its
+        ``[container]`` recipe in a container)."""
+        in_container = self.launcher.in_containers
+        if in_container and node.split:
+            raise TargetError(
+                f"target {self.target.name} is a split topology ([controller]): its controller processes"
+                " run with the process launcher only; use --launcher process"
+            )
         inside = self.target.render_container(node.config_path, node.node_dir) if in_container else None
+        config = node.config_path if role == "broker" else node.controller_config_path
         return LaunchSpec(
             role="node",
-            name=f"node-{node.broker_id}",
-            argv=self.target.render_command(node.config_path, node.node_dir),
-            cwd=self.target.render_cwd(node.node_dir),
-            log_path=node.node_dir / "stdout.log",
-            env={**os.environ, **self.target.render_env(node.node_dir)},
+            name=f"{'node' if role == 'broker' else 'controller'}-{node.broker_id}",
+            argv=self.target.render_command(config, node.node_dir, role),
+            cwd=self.target.render_cwd(node.node_dir, role),
+            log_path=node.output_of(role),
+            env={**os.environ, **self.target.render_env(node.node_dir, role)},
             mounts=[node.node_dir],
             container_argv=inside.argv if inside else None,
             container_cwd=inside.cwd if inside else None,
@@ -285,25 +311,86 @@ class Cluster:
             image=inside.image if inside else None,
         )
 
-    def wait_registered(self, ids: Iterable[int], deadline_s: float = 20.0) -> None:
-        ids = list(ids)
+    def _exited(self, bid: int, before: str) -> TargetNodeError | None:
+        node = self.nodes[bid]
+        if node.running:
+            return None
+        code = node.proc.poll() if node.proc is not None else None
+        what = f"exited with code {code} {before}" if code is not None else f"is not running {before}"
+        return self._node_error(node, what, code)
 
-        def registered() -> bool:
+    def _node_error(self, node: Node, what: str, code: int | None) -> TargetNodeError:
+        part = node.ended_part()
+        path = node.output_of(part)
+        return TargetNodeError(
+            node.broker_id, what, role=part, exit_code=code, output=output_tail(path), output_path=path
+        )
+
+    def _wait_started(
+        self, ids: list[int], ready: Callable[[int], bool], what: str, deadline_s: float | None
+    ) -> None:
+        seconds = self.deadline(deadline_s if deadline_s is not None else self.target.start_timeout_s)
+
+        def started() -> TargetNodeError | bool:  # an exit is returned, not raised: wait_for retries on raise
             for bid in ids:
-                node = self.nodes[bid]
-                if not node.running:
-                    code = node.proc.poll() if node.proc is not None else None
-                    raise RuntimeError(f"node {bid} ({self._where(node)}) exited with {code}")
-            return all(self.zk.exists(f"/brokers/ids/{bid}") for bid in ids)
+                error = self._exited(bid, f"before it {what}")
+                if error is not None:
+                    return error
+            return all(ready(bid) for bid in ids)
 
-        wait_for(registered, self.deadline(deadline_s), lambda: f"brokers {ids} registered; {self.summary()}")
+        try:
+            result = wait_for(started, seconds, what)
+        except ConditionTimeout:
+            late = next((b for b in ids if not ready(b)), ids[0])
+            never = f"is running but never {what} within {seconds:.0f} s (start_timeout_s × deadline_scale)"
+            raise self._node_error(self.nodes[late], never, None) from None
+        if isinstance(result, TargetNodeError):
+            raise result
+
+    def wait_registered(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
+        """Wait until every broker in ``ids`` has registered ``/brokers/ids/<id>``; a node that
+        exits first or never registers is a :class:`TargetNodeError` with its output's tail."""
+        self._wait_started(
+            list(ids),
+            lambda bid: bool(self.zk.exists(f"/brokers/ids/{bid}")),
+            "registered /brokers/ids/<id>",
+            deadline_s,
+        )
+
+    def wait_contending(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
+        """Wait until the node of every id has read or written ``/controller`` (seen in its
+        ZooKeeper journal; without journals, until some controller is elected): a split node's
+        controller process is then up."""
+        ids = list(ids)
+        if ids:
+            self._wait_started(ids, self._contends, "contended for /controller", deadline_s)
+
+    def _contends(self, cid: int) -> bool:
+        journal = self.zk_journals.get(cid)
+        if journal is None:
+            return self.zk.exists("/controller") is not None
+        return any(_touches_controller(r) for r in journal.requests())
+
+    def expect_exit(self, bid: int) -> None:
+        """The check is about to make node ``bid`` exit (e.g. all its log dirs fail): its exit is
+        then not a target error."""
+        self.nodes[bid].exit_expected = True
+
+    def unexpected_exits(self) -> list[TargetNodeError]:
+        """Nodes whose process ended without the harness stopping it (a crash), with their output."""
+        return [
+            self._node_error(node, f"exited with code {code} while the check ran", code)
+            for node in self.nodes.values()
+            if (code := node.died()) is not None
+        ]
 
     def _where(self, node: Node) -> str:
         return node.proc.description if node.proc is not None else "not started"
 
     def _signal(self, bid: int, sig: signal.Signals) -> None:
         proc = self.nodes[bid].proc
-        if proc is not None and proc.poll() is None:
+        # a server pair passes signals to whichever of its processes still runs
+        if proc is not None and (proc.poll() is None or isinstance(proc, ServerPair)):
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(sig)
 
@@ -370,10 +457,11 @@ class Cluster:
         for zk_proxy in (p for ps in self.zk_proxies.values() for p in ps):
             zk_proxy.close()
         self.zk_proxies.clear()
-        if self.zk_loop is not None:
-            self.zk_loop.close()
+        if self.proxy_loop is not None:
+            self.proxy_loop.close()
         for zk_journal in self.zk_journals.values():
             zk_journal.close()
+        self.listener_ports.close()  # every node is down: its fixed listener ports are free
         with contextlib.suppress(Exception):
             self.zk.stop()
             self.zk.close()
@@ -391,7 +479,7 @@ class Cluster:
         when the cluster was made with ``record_zookeeper=False``)."""
         if bid not in self.zk_journals:
             raise LookupError(
-                f"no ZooKeeper journal for node {bid} (record_zookeeper={self.zk_loop is not None})"
+                f"no ZooKeeper journal for node {bid} (record_zookeeper={self.record_zookeeper})"
             )
         return self.zk_journals[bid]
 
@@ -443,6 +531,31 @@ class Cluster:
             return None
         return json.loads(data), stat.version
 
+    def broker_session(self, bid: int) -> int:
+        """The ZooKeeper session that owns ``/brokers/ids/<bid>`` (``LookupError`` when unregistered)."""
+        stat = self.zk.exists(f"/brokers/ids/{bid}")
+        if stat is None:
+            raise LookupError(f"broker {bid} is not registered: {self.summary()}")
+        return int(stat.ephemeralOwner)
+
+    def controller_session(self, bid: int) -> int:
+        """The ZooKeeper session of node ``bid``'s controller: its broker session, or in a split
+        topology its controller process's — the latest session in the node's ZooKeeper journal,
+        other than the broker's, that read or wrote ``/controller``."""
+        node = self.nodes[bid]
+        if not node.split:
+            return self.broker_session(bid)
+        stat = self.zk.exists(f"/brokers/ids/{bid}")
+        broker = int(stat.ephemeralOwner) if stat is not None else None
+        sessions = [
+            r.session
+            for r in self.zk_journal(bid).requests()
+            if r.session not in (broker, 0) and _touches_controller(r)
+        ]
+        if not sessions:
+            raise LookupError(f"node {bid}'s controller process has not touched /controller yet")
+        return int(sessions[-1])
+
     def broker_epoch(self, bid: int) -> int | None:
         stat = self.zk.exists(f"/brokers/ids/{bid}")
         return None if stat is None else int(stat.czxid)
@@ -480,13 +593,26 @@ class Cluster:
         return list(self._records)
 
     def state_changes(self, bid: int) -> list[LogEntry]:
-        path = self.target.log_path("state_change", self.nodes[bid].node_dir)
-        return [] if path is None else read_state_change_log(path)
+        """The node's state-change log; a split node's is its controller process's and its
+        broker's merged by time (Kafka writes both into one file)."""
+        node = self.nodes[bid]
+        roles: list[Role] = ["broker", "controller"] if node.split else ["broker"]
+        paths = [self.target.log_path("state_change", node.node_dir, role) for role in roles]
+        logs = [read_state_change_log(p) for p in paths if p is not None]
+        return logs[0] if len(logs) == 1 else list(heapq.merge(*logs, key=lambda e: e.time))
 
-    def log_tail(self, bid: int, kind: str = "server", lines: int = 60) -> str:
-        path = self.target.log_path(kind, self.nodes[bid].node_dir)
+    def log_tail(self, bid: int, kind: str = "server", lines: int = 60, role: Role | None = None) -> str:
+        """The end of a node's log ``kind`` (``server``, ``state_change``, ``stdout``); a split
+        node's controller process's followed by its broker's unless ``role`` picks one."""
+        node = self.nodes[bid]
+        if role is None:
+            if not node.split:
+                return self.log_tail(bid, kind, lines, "broker")
+            parts = (self.log_tail(bid, kind, lines, r) for r in ("controller", "broker"))
+            return "\n".join(parts)
+        path = None if kind == "stdout" else self.target.log_path(kind, node.node_dir, role)
         if path is None or not path.is_file():
-            path = self.nodes[bid].node_dir / "stdout.log"
+            path = node.output_of(role)
             if not path.is_file():
                 return "(no log)"
         text = path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -500,6 +626,12 @@ class Cluster:
         }
         ctrl = f"controller={self.controller_id()} epoch={self.controller_epoch()}"
         return f"{ctrl} registered={live} processes={procs}"
+
+
+def _touches_controller(request: ZkRequest) -> bool:
+    return request.path == "/controller" or any(
+        getattr(op, "path", None) == "/controller" for op in request.sub_ops
+    )
 
 
 #: What the ``cluster_factory`` fixture of ``conformance/conftest.py`` gives a check.

@@ -1,16 +1,14 @@
 """Targets as data: how the suite starts one node of an implementation (conformance ring).
 
 A target is a TOML file (built-ins in ``cluster/target_defs/``; any other file can be given
-by path to ``--target``) with: the command that starts one node from a ``server.properties``
-(templates ``{python}``, ``{config}``, ``{node_dir}``, ``{log_dir}``, ``{repo_root}``,
-``{kafka_home}``), its environment, where its logs are, which optional probes it offers, extra
-properties, and a deadline scale for slow starters.
+by path to ``--target``) with: the command that starts one node from a ``server.properties``, its
+environment, where its logs are, which optional probes it offers, extra properties, deadlines, and
+optionally a ``[container]`` recipe and a ``[controller]`` section (split topology: controller
+processes beside broker-only nodes). Every key, its default and meaning is in
+:data:`cluster.target_schema.TARGET_KEYS`; ``cluster/target_defs/TEMPLATE.toml`` is a commented
+copy to start from.
 
-The **test-speed profile** (:data:`SPEED_PROFILE`) is applied to every target: Kafka 2.5's
-defaults (18 s ZooKeeper sessions, 30 s replica lag, 5 s controlled-shutdown backoff, 60 s
-delete delay, 300 s rebalance interval) would make the suite crawl. Each entry says why.
-Determinism entries (:data:`DETERMINISM_PROFILE`) switch off background activity that would add
-unasked-for leader-epoch bumps; the checks of that activity switch it back on per test.
+The test-speed profile every target runs with lives in :mod:`cluster.profile` (re-exported here).
 
 An optional ``[container]`` section says how the node runs under the docker launcher
 (:mod:`harness.launcher`): ``command``/``cwd``/``env`` as seen *inside* the container (the same
@@ -22,6 +20,7 @@ it). Without the section the docker launcher cannot start the target's nodes.
 
 from __future__ import annotations
 
+import difflib
 import os
 import subprocess
 import sys
@@ -29,7 +28,29 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from cluster.profile import (
+    DETERMINISM_PROFILE,
+    IBP_BY_PROFILE,
+    KAFKA_DEFAULTS_SUFFIX,
+    SAFETY_DEFAULTS,
+    SPEED_PROFILE,
+    SPEED_PROFILE_DOC,
+    profile_properties,
+)
+from cluster.target_schema import (
+    CONTROLLER_LOG_DIR,
+    LOG_KINDS,
+    PROBES,
+    TargetError,
+    check_templates,
+    number,
+    str_map,
+    str_tuple,
+    string_value,
+    table,
+)
 
 __all__ = [
     "BUILTIN_DIR",
@@ -38,80 +59,26 @@ __all__ = [
     "KAFKA_DEFAULTS_SUFFIX",
     "SAFETY_DEFAULTS",
     "SPEED_PROFILE",
+    "SPEED_PROFILE_DOC",
     "ContainerCommand",
     "ContainerRecipe",
+    "ControllerRecipe",
+    "Role",
     "Target",
     "TargetError",
     "builtin_targets",
+    "check_templates",
     "load_target",
+    "parse_target",
     "profile_properties",
 ]
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "target_defs"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+TEMPLATE_NAME = "TEMPLATE"
 
-class TargetError(ValueError):
-    """A target definition is invalid or cannot be found."""
-
-
-#: Kafka config key → (value, why). Applied to every node of every target.
-SPEED_PROFILE_DOC: dict[str, tuple[str, str]] = {
-    "zookeeper.session.timeout.ms": (
-        "4000",
-        "a killed broker's session expires in ~4 s, not 18 s (the suite's ZooKeeper ticks every"
-        " 0.5 s, so 4 s is above its 2-tick minimum and expiry lands within 0.5 s of it)",
-    ),
-    "zookeeper.connection.timeout.ms": ("10000", "fail fast when ZooKeeper is unreachable"),
-    "replica.lag.time.max.ms": ("2000", "ISR shrink after 2 s without a fetch, not 30 s"),
-    "controlled.shutdown.enable": ("true", "SIGTERM = controlled shutdown (Kafka default)"),
-    "controlled.shutdown.max.retries": ("3", "Kafka default"),
-    "controlled.shutdown.retry.backoff.ms": ("200", "retry controlled shutdown after 0.2 s, not 5 s"),
-    "log.segment.delete.delay.ms": ("500", "-delete dirs vanish after 0.5 s, not 60 s"),
-    "leader.imbalance.check.interval.seconds": ("5", "rebalance checks every 5 s, not 300 s"),
-    "leader.imbalance.per.broker.percentage": ("10", "Kafka default"),
-    "delete.topic.enable": ("true", "Kafka default, stated explicitly"),
-    "unclean.leader.election.enable": ("false", "Kafka default, stated explicitly"),
-    "num.partitions": ("1", "Kafka default, stated explicitly (TOPIC-8 overrides it)"),
-    "default.replication.factor": ("1", "Kafka default, stated explicitly (TOPIC-8 overrides it)"),
-}
-SPEED_PROFILE: dict[str, str] = {k: v for k, (v, _) in SPEED_PROFILE_DOC.items()}
-
-#: Background activity off by default so leader epochs are exact; REBALANCE checks turn it on.
-DETERMINISM_PROFILE: dict[str, str] = {"auto.leader.rebalance.enable": "false"}
-
-#: Behaviour profile → inter.broker.protocol.version (selects the controller's request versions).
-IBP_BY_PROFILE: dict[str, str] = {"2.5": "2.5"}
-
-#: The safety-relevant keys and their Kafka 2.5 defaults (spec §12, KafkaConfig.scala@2.5.1). The
-#: speed profile states most of them explicitly, which would hide a target whose *default* is
-#: wrong; a cluster made with ``kafka_defaults=True`` (profile ``<p>`` + :data:`KAFKA_DEFAULTS_SUFFIX`)
-#: leaves every one of them out of ``server.properties`` and its checks demand these values' behaviour.
-SAFETY_DEFAULTS: dict[str, str] = {
-    "unclean.leader.election.enable": "false",
-    "delete.topic.enable": "true",
-    "auto.leader.rebalance.enable": "true",
-    "controlled.shutdown.enable": "true",
-}
-KAFKA_DEFAULTS_SUFFIX = "+kafka-defaults"
-
-
-def profile_properties(profile: str) -> dict[str, str]:
-    """Speed + determinism profile and the IBP of behaviour ``profile``.
-
-    ``"<p>+kafka-defaults"``: the same without any key of :data:`SAFETY_DEFAULTS` (the target's
-    own defaults apply; the speed keys such as the rebalance interval stay).
-    """
-    base, _, variant = profile.partition("+")
-    if base not in IBP_BY_PROFILE or variant not in ("", KAFKA_DEFAULTS_SUFFIX[1:]):
-        raise TargetError(
-            f"unknown profile {profile!r}; known: {sorted(IBP_BY_PROFILE)}"
-            f" (each optionally with {KAFKA_DEFAULTS_SUFFIX!r})"
-        )
-    props = {**SPEED_PROFILE, **DETERMINISM_PROFILE, "inter.broker.protocol.version": IBP_BY_PROFILE[base]}
-    if variant:
-        props = {k: v for k, v in props.items() if k not in SAFETY_DEFAULTS}
-    return props
+Role = Literal["broker", "controller"]
 
 
 @dataclass(frozen=True)
@@ -137,8 +104,20 @@ class ContainerCommand:
 
 
 @dataclass(frozen=True)
+class ControllerRecipe:
+    """The ``[controller]`` section (split topology): the controller process started beside each
+    broker-only process, with its id, as one server (:mod:`cluster.server_pair`)."""
+
+    command: tuple[str, ...]
+    cwd: str = "{node_dir}"
+    env: Mapping[str, str] = field(default_factory=dict)
+    extra_properties: Mapping[str, str] = field(default_factory=dict)
+    logs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Target:
-    """One implementation's launch recipe (see the module docstring for the templates)."""
+    """One implementation's launch recipe (every key: :data:`cluster.target_schema.TARGET_KEYS`)."""
 
     name: str
     description: str
@@ -152,19 +131,30 @@ class Target:
     requires_files: tuple[str, ...] = ()
     version_command: tuple[str, ...] = ()
     deadline_scale: float = 1.0
+    start_timeout_s: float = 20.0
     stop_timeout_s: float = 20.0
     container: ContainerRecipe | None = None
+    controller: ControllerRecipe | None = None
     source: str = ""
 
-    def _vars(self, node_dir: Path | None = None, config: Path | None = None) -> dict[str, str]:
+    @property
+    def topology(self) -> Literal["combined", "split"]:
+        """``combined``: every node is a broker with the controller inside, as Kafka's servers;
+        ``split``: every node is a broker-only process plus a ``[controller]`` process."""
+        return "combined" if self.controller is None else "split"
+
+    def _vars(
+        self, node_dir: Path | None = None, config: Path | None = None, role: Role = "broker"
+    ) -> dict[str, str]:
         values = {
             "python": sys.executable,
             "repo_root": str(REPO_ROOT),
+            "target_dir": str(Path(self.source).resolve().parent) if self.source else str(BUILTIN_DIR),
             "kafka_home": os.environ.get("KAFKA_HOME", "$KAFKA_HOME"),
         }
         if node_dir is not None:
             values["node_dir"] = str(node_dir)
-            values["log_dir"] = str(node_dir / "logs")
+            values["log_dir"] = str(node_dir / ("logs" if role == "broker" else CONTROLLER_LOG_DIR))
         if config is not None:
             values["config"] = str(config)
         return values
@@ -173,18 +163,29 @@ class Target:
         try:
             return template.format_map(values)
         except KeyError as exc:
-            raise TargetError(f"target {self.name}: unknown template field {exc} in {template!r}") from exc
+            raise TargetError(
+                f"target {self.name}: template field {exc} cannot be used in {template!r} here"
+            ) from exc
 
-    def render_command(self, config: Path, node_dir: Path) -> list[str]:
-        values = self._vars(node_dir, config)
-        return [self._fmt(part, values) for part in self.command]
+    def _recipe(self, role: Role) -> tuple[tuple[str, ...], str, Mapping[str, str], Mapping[str, str]]:
+        """command, cwd, env and logs of a node of ``role``."""
+        if role == "broker":
+            return self.command, self.cwd, self.env, self.logs
+        if self.controller is None:
+            raise TargetError(f"target {self.name} has no [controller] section (it is not a split topology)")
+        c = self.controller
+        return c.command, c.cwd, c.env, c.logs
 
-    def render_env(self, node_dir: Path) -> dict[str, str]:
-        values = self._vars(node_dir)
-        return {k: self._fmt(v, values) for k, v in self.env.items()}
+    def render_command(self, config: Path, node_dir: Path, role: Role = "broker") -> list[str]:
+        values = self._vars(node_dir, config, role)
+        return [self._fmt(part, values) for part in self._recipe(role)[0]]
 
-    def render_cwd(self, node_dir: Path) -> Path:
-        return Path(self._fmt(self.cwd, self._vars(node_dir)))
+    def render_env(self, node_dir: Path, role: Role = "broker") -> dict[str, str]:
+        values = self._vars(node_dir, role=role)
+        return {k: self._fmt(v, values) for k, v in self._recipe(role)[2].items()}
+
+    def render_cwd(self, node_dir: Path, role: Role = "broker") -> Path:
+        return Path(self._fmt(self._recipe(role)[1], self._vars(node_dir, role=role)))
 
     def render_container(self, config: Path, node_dir: Path) -> ContainerCommand:
         """The ``[container]`` command of one node; :class:`TargetError` when the target has none."""
@@ -203,10 +204,10 @@ class Target:
             image=self._fmt(recipe.image, values) or None,
         )
 
-    def log_path(self, kind: str, node_dir: Path) -> Path | None:
+    def log_path(self, kind: str, node_dir: Path, role: Role = "broker") -> Path | None:
         """Where log ``kind`` (``state_change``, ``server``) of a node is, if the target says."""
-        template = self.logs.get(kind)
-        return Path(self._fmt(template, self._vars(node_dir))) if template else None
+        template = self._recipe(role)[3].get(kind)
+        return Path(self._fmt(template, self._vars(node_dir, role=role))) if template else None
 
     def probe_path(self, probe: str, node_dir: Path) -> Path | None:
         template = self.probes.get(probe)
@@ -252,68 +253,70 @@ class Target:
         return lines[0][:200] if out.returncode == 0 and lines else None
 
 
-def _str_map(raw: Any, what: str) -> dict[str, str]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
-        raise TargetError(f"{what} must be a table of strings")
-    return {str(k): v for k, v in raw.items()}
+_TOP_KEYS = {
+    "name",
+    "description",
+    "command",
+    "cwd",
+    "env",
+    "logs",
+    "probes",
+    "extra_properties",
+    "requires_env",
+    "requires_files",
+    "version_command",
+    "deadline_scale",
+    "start_timeout_s",
+    "stop_timeout_s",
+    "container",
+    "controller",
+}
 
 
-def _str_tuple(raw: Any, what: str) -> tuple[str, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
-        raise TargetError(f"{what} must be a list of strings")
-    return tuple(raw)
+def _command(raw: Any, where: str, source: str) -> tuple[str, ...]:
+    command = str_tuple(raw, where, source)
+    if not command:
+        raise TargetError(f"{source}: {where} is required: the argv that starts the process, with {{config}}")
+    if not any("{config}" in part for part in command):
+        raise TargetError(f"{source}: {where} must pass the generated server.properties as {{config}}")
+    return command
+
+
+def _known_keys(
+    raw: Mapping[str, str], where: str, source: str, known: Mapping[str, str]
+) -> Mapping[str, str]:
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise TargetError(f"{source}: unknown key {unknown[0]!r} in {where}; known: {', '.join(known)}")
+    return raw
 
 
 def parse_target(data: Mapping[str, Any], source: str = "") -> Target:
-    """A :class:`Target` from parsed TOML, validated once."""
-    known = {
-        "name",
-        "description",
-        "command",
-        "cwd",
-        "env",
-        "logs",
-        "probes",
-        "extra_properties",
-        "requires_env",
-        "requires_files",
-        "version_command",
-        "deadline_scale",
-        "stop_timeout_s",
-        "container",
-    }
-    unknown = set(data) - known
+    """A :class:`Target` from parsed TOML, validated once (every key: ``TARGET_KEYS``)."""
+    source = source or "target"
+    unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
-        raise TargetError(f"{source}: unknown keys {sorted(unknown)}")
+        raise TargetError(f"{source}: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(_TOP_KEYS))}")
     name = data.get("name")
-    command = _str_tuple(data.get("command"), "command")
-    if not isinstance(name, str) or not name or not command:
-        raise TargetError(f"{source}: name and command are required")
-    if not any("{config}" in part for part in command):
-        raise TargetError(f"{source}: command must pass {{config}}")
-    scale = data.get("deadline_scale", 1.0)
-    stop = data.get("stop_timeout_s", 20.0)
-    if not isinstance(scale, int | float) or scale <= 0 or not isinstance(stop, int | float) or stop <= 0:
-        raise TargetError(f"{source}: deadline_scale and stop_timeout_s must be positive numbers")
+    if not isinstance(name, str) or not name.strip():
+        raise TargetError(f"{source}: name is required (a non-empty string)")
     return Target(
         name=name,
-        description=str(data.get("description", "")),
-        command=command,
-        cwd=str(data.get("cwd", "{node_dir}")),
-        env=_str_map(data.get("env"), "env"),
-        logs=_str_map(data.get("logs"), "logs"),
-        probes=_str_map(data.get("probes"), "probes"),
-        extra_properties=_str_map(data.get("extra_properties"), "extra_properties"),
-        requires_env=_str_tuple(data.get("requires_env"), "requires_env"),
-        requires_files=_str_tuple(data.get("requires_files"), "requires_files"),
-        version_command=_str_tuple(data.get("version_command"), "version_command"),
-        deadline_scale=float(scale),
-        stop_timeout_s=float(stop),
+        description=string_value(data.get("description"), "description", source, ""),
+        command=_command(data.get("command"), "command", source),
+        cwd=string_value(data.get("cwd"), "cwd", source, "{node_dir}"),
+        env=str_map(data.get("env"), "[env]", source),
+        logs=_known_keys(str_map(data.get("logs"), "[logs]", source), "[logs]", source, LOG_KINDS),
+        probes=_known_keys(str_map(data.get("probes"), "[probes]", source), "[probes]", source, PROBES),
+        extra_properties=str_map(data.get("extra_properties"), "[extra_properties]", source),
+        requires_env=str_tuple(data.get("requires_env"), "requires_env", source),
+        requires_files=str_tuple(data.get("requires_files"), "requires_files", source),
+        version_command=str_tuple(data.get("version_command"), "version_command", source),
+        deadline_scale=number(data.get("deadline_scale"), "deadline_scale", source, 1.0),
+        start_timeout_s=number(data.get("start_timeout_s"), "start_timeout_s", source, 20.0),
+        stop_timeout_s=number(data.get("stop_timeout_s"), "stop_timeout_s", source, 20.0),
         container=_container_recipe(data.get("container"), source),
+        controller=_controller_recipe(data.get("controller"), source),
         source=source,
     )
 
@@ -325,44 +328,86 @@ def _container_recipe(raw: Any, source: str) -> ContainerRecipe | None:
     """The optional ``[container]`` table, validated."""
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        raise TargetError(f"{source}: [container] must be a table")
-    unknown = set(raw) - {"command", "cwd", "env", "image_role", "image"}
-    if unknown:
-        raise TargetError(f"{source}: unknown keys in [container]: {sorted(unknown)}")
-    command = _str_tuple(raw.get("command"), "[container] command")
-    if not command or not any("{config}" in part for part in command):
-        raise TargetError(f"{source}: [container] command is required and must pass {{config}}")
-    role = raw.get("image_role", "node")
+    t = table(raw, "[container]", source, {"command", "cwd", "env", "image_role", "image"})
+    role = t.get("image_role", "node")
     if role not in _IMAGE_ROLES:
-        raise TargetError(f"{source}: [container] image_role {role!r} unknown; valid: {list(_IMAGE_ROLES)}")
-    for key in ("cwd", "image"):
-        if key in raw and not isinstance(raw[key], str):
-            raise TargetError(f"{source}: [container] {key} must be a string")
+        raise TargetError(
+            f"{source}: [container] image_role {role!r} unknown; valid: {', '.join(_IMAGE_ROLES)}"
+        )
     return ContainerRecipe(
-        command=command,
-        cwd=str(raw.get("cwd", "{node_dir}")),
-        env=_str_map(raw.get("env"), "[container] env"),
+        command=_command(t.get("command"), "[container] command", source),
+        cwd=string_value(t.get("cwd"), "[container] cwd", source, "{node_dir}"),
+        env=str_map(t.get("env"), "[container] env", source),
         image_role=str(role),
-        image=str(raw.get("image", "")),
+        image=string_value(t.get("image"), "[container] image", source, ""),
+    )
+
+
+def _controller_recipe(raw: Any, source: str) -> ControllerRecipe | None:
+    """The optional ``[controller]`` table (split topology), validated."""
+    if raw is None:
+        return None
+    known = {"command", "cwd", "env", "extra_properties", "logs"}
+    t = table(raw, "[controller]", source, known)
+    logs = str_map(t.get("logs"), "[controller] logs", source)
+    return ControllerRecipe(
+        command=_command(t.get("command"), "[controller] command", source),
+        cwd=string_value(t.get("cwd"), "[controller] cwd", source, "{node_dir}"),
+        env=str_map(t.get("env"), "[controller] env", source),
+        extra_properties=str_map(t.get("extra_properties"), "[controller] extra_properties", source),
+        logs=_known_keys(logs, "[controller] logs", source, LOG_KINDS),
     )
 
 
 def builtin_targets() -> dict[str, Path]:
-    return {p.stem: p for p in sorted(BUILTIN_DIR.glob("*.toml"))}
+    """Built-in target files by name (``TEMPLATE.toml`` is a template, not a target)."""
+    found = {p.stem: p for p in BUILTIN_DIR.glob("*.toml") if p.stem != TEMPLATE_NAME}
+    return dict(sorted(found.items()))
+
+
+def _looks_like_path(name: str) -> bool:
+    return "/" in name or name.endswith(".toml") or name.startswith(".")
+
+
+def _target_path(name_or_path: str) -> Path:
+    builtins = builtin_targets()
+    if name_or_path in builtins:
+        return builtins[name_or_path]
+    listed = ", ".join(repr(n) for n in builtins)
+    if not name_or_path.strip():
+        raise TargetError(f"no target given: name a built-in target ({listed}) or a target file")
+    path = Path(name_or_path)
+    if not _looks_like_path(name_or_path) and not path.exists():
+        close = difflib.get_close_matches(name_or_path, list(builtins), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise TargetError(
+            f"no target {name_or_path!r}{hint}: the built-in targets are {listed};"
+            " or give the path of a target file (e.g. ./my-target.toml)"
+        )
+    if not path.exists():
+        raise TargetError(f"target file {name_or_path}: the file does not exist")
+    if path.is_dir():
+        raise TargetError(f"target file {name_or_path}: is a directory, not a TOML file")
+    return path
 
 
 def load_target(name_or_path: str) -> Target:
-    """A built-in target by name (``reference``, ``kafka``) or a TOML file by path."""
-    builtins = builtin_targets()
-    path = builtins.get(name_or_path) or Path(name_or_path)
-    if not path.is_file():
+    """A built-in target by name (``reference``, ``kafka``, …) or a TOML file by path.
+
+    Every problem is a :class:`TargetError` saying what is wrong: no such built-in, a missing or
+    unreadable file, invalid TOML (with its line), an unknown key or a key of the wrong type.
+    """
+    path = _target_path(name_or_path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TargetError(f"target file {path}: cannot be read: {exc.strerror or exc}") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
         raise TargetError(
-            f"no target {name_or_path!r}: built-ins are {sorted(builtins)}, or give a .toml path"
-        )
-    with path.open("rb") as fh:
-        try:
-            data = tomllib.load(fh)
-        except tomllib.TOMLDecodeError as exc:
-            raise TargetError(f"{path}: {exc}") from exc
+            f"target file {path}: is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise TargetError(f"target file {path}: is not valid TOML: {exc}") from exc
     return parse_target(data, str(path))

@@ -12,9 +12,16 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import cast
 
-#: subcommand → (module with ``main(argv) -> int``, one line for the list)
+#: subcommand → (``module`` with ``main(argv) -> int``, or ``module:function``; one line for the list)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("conformance.gate", "run the suite against a target, print the matrix, write the certificate"),
+    "doctor": (
+        "conformance.doctor",
+        "start one node of a target and say exactly what is wrong with it (the preflight)",
+    ),
+    "verify": ("conformance.verify", "check a signed certificate: signature, catalogue, coverage, replay"),
+    "keygen": ("conformance.keys:keygen", "write an ed25519 key pair for signing certificates"),
+    "sign": ("conformance.keys:sign", "sign an existing certificate.json"),
 }
 
 
@@ -37,8 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = args[0] if args and args[0] in SUBCOMMANDS else "run"
     if args and args[0] == name:
         args = args[1:]
-    module = importlib.import_module(SUBCOMMANDS[name][0])
-    return cast(Callable[[Sequence[str]], int], module.main)(args)
+    module_name, _, function = SUBCOMMANDS[name][0].partition(":")
+    module = importlib.import_module(module_name)
+    return cast(Callable[[Sequence[str]], int], getattr(module, function or "main"))(args)
 
 
 if __name__ == "__main__":

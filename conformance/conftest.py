@@ -5,7 +5,7 @@ the same. ``cluster_factory(n=3, kafka_defaults=False, **options)`` builds a
 :class:`~cluster.cluster.Cluster` in this test's chroot on the worker's ZooKeeper
 (``kafka_defaults=True``: the safety-relevant keys are left out of ``server.properties``,
 :data:`~cluster.targets.SAFETY_DEFAULTS`); every cluster is killed at teardown and its evidence
-is attached when the check fails.
+is attached when the check fails (in ``evidence/<check>.txt`` under the results dir).
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ import pytest
 
 from cluster.cluster import Cluster, ClusterFactory
 from cluster.targets import KAFKA_DEFAULTS_SUFFIX, Target
-from conformance.evidence import add_evidence, cluster_evidence
+from conformance.evidence import CLUSTERS, add_evidence, cluster_evidence
 from conformance.plugin import (
     conformance_target,
     phase_metrics,
     pytest_addoption,
+    pytest_collection_finish,
     pytest_collection_modifyitems,
     pytest_configure,
     pytest_runtest_makereport,
@@ -38,6 +39,7 @@ __all__ = [
     "conformance_target",
     "phase_metrics",
     "pytest_addoption",
+    "pytest_collection_finish",
     "pytest_collection_modifyitems",
     "pytest_configure",
     "pytest_runtest_makereport",
@@ -91,6 +93,7 @@ def cluster_factory(
             **kw,
         )
         made.append(cluster)
+        request.node.stash.setdefault(CLUSTERS, []).append(cluster)
         add_evidence(request.node, lambda: cluster_evidence(cluster))
         if start:
             cluster.start()

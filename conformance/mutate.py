@@ -48,7 +48,7 @@ from typing import Any, Literal
 
 import catalogue
 from cluster.targets import REPO_ROOT
-from harness.zookeeper.reaper import is_same_process, proc_start_time
+from harness.reaper import is_same_process, proc_start_time
 from records.run_record import new_run_id, read_records
 
 __all__ = ["MUTANTS_DIR", "Mutant", "MutantError", "MutantResult", "load_mutants", "main", "parse_mutant"]

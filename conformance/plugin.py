@@ -2,13 +2,17 @@
 
 - options ``--target`` (name or TOML path), ``--profile``, ``--areas``, ``--ids``, ``--results-dir``;
 - the ``behaviour(*ids)`` marker: allure labels epic = area, feature = ID (one per ID), and
-  deselection by ``--areas`` / ``--ids`` / ``--profile``: the selection is the IDs of the given
-  areas plus the given IDs (everything when neither is given), validated by
-  :func:`resolve_selection` (an unknown area, ID or profile is a usage error listing the valid
-  ones);
+  deselection by ``--areas`` / ``--ids`` / ``--profile`` and the target's topology
+  (:mod:`conformance.selection`: an unknown area, ID or profile, or an option given empty, is a
+  usage error listing the valid ones);
+- the ``combined_only(why)`` marker: a check that needs the controller inside a broker is skipped
+  with ``why`` on a split-topology target;
 - one run record (``records.run_record``) per test execution, written by the process that
   ran the test (xdist workers each write their own file), with phase metrics the test reported
-  through the ``phase_metrics`` fixture.
+  through the ``phase_metrics`` fixture; a check that ended because a node of the target could
+  not start or died is recorded as outcome ``error`` with a reason starting ``target error:``;
+- with ``--results-dir``: the collected checks (``collected-<run>-<worker>.json``, for the gate's
+  progress) and, per failing check, its whole evidence in ``evidence/<check>.txt``.
 
 Loaded by ``conformance/conftest.py`` (re-exporting these hooks), so ``pytest conformance/checks``
 and ``python -m conformance`` behave the same.
@@ -16,20 +20,21 @@ and ``python -m conformance`` behave the same.
 
 from __future__ import annotations
 
-import difflib
+import json
 import os
 import subprocess
 import time
-from collections.abc import Generator, Iterable
-from dataclasses import dataclass
+from collections.abc import Generator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 import catalogue
-from cluster.targets import IBP_BY_PROFILE, REPO_ROOT, Target, TargetError, load_target
-from conformance.evidence import EVIDENCE, attach
+from cluster.startup import TARGET_ERROR_PREFIX
+from cluster.targets import REPO_ROOT, Target, TargetError, load_target
+from conformance.evidence import EVIDENCE, attach, failure_line, target_error_of, write_evidence_file
+from conformance.selection import Selection, SelectionError, resolve_selection
 from records.run_record import PhaseMetric, RunRecord, new_run_id, run_order_key, utc_now_iso, write_record
 
 __all__ = [
@@ -40,6 +45,7 @@ __all__ = [
     "conformance_target",
     "phase_metrics",
     "pytest_addoption",
+    "pytest_collection_finish",
     "pytest_collection_modifyitems",
     "pytest_configure",
     "pytest_runtest_makereport",
@@ -49,6 +55,8 @@ __all__ = [
 
 _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 _METRICS = pytest.StashKey[list[PhaseMetric]]()
+_TARGET_ERROR = pytest.StashKey[str]()
+_SELECTION = pytest.StashKey[Selection]()
 _ENV_RUN_ID = "KZK_RUN_ID"
 _ENV_RUN_STARTED = "KZK_RUN_STARTED"
 
@@ -58,26 +66,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--target",
         default=os.environ.get("KZK_TARGET", "reference"),
-        help="target name (reference, kafka) or path to a target TOML (default: reference)",
+        help="target name (reference, reference-split, kafka) or path to a target file (default: reference)",
     )
     group.addoption("--profile", default=catalogue.DEFAULT_PROFILE, help="behaviour profile (default 2.5)")
-    group.addoption("--areas", default="", help="comma list of areas to run (default: all)")
+    group.addoption("--areas", default=None, help="comma list of areas to run (default: all)")
     group.addoption(
         "--ids",
-        default="",
+        default=None,
         help="comma list of behaviour IDs to run, e.g. EPOCH-1,REASSIGN-13 (default: all)",
     )
     group.addoption(
         "--results-dir",
         default=os.environ.get("KZK_RESULTS_DIR", ""),
-        help="write one run record (JSON line) per test execution under this directory",
+        help="write run records, the collected checks and failing checks' evidence under this directory",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "behaviour(*ids): behaviour IDs (spec/behaviours.md) a check covers")
+    config.addinivalue_line(
+        "markers",
+        "combined_only(why): the check needs the controller inside a broker (skipped on a split topology)",
+    )
     config.addinivalue_line("markers", "allure_label: allure label (allure-pytest)")
-    _config_selection(config)  # an unknown area, ID or profile stops the run before collection
+    config.stash[_SELECTION] = _config_selection(config)  # bad input stops the run before collection
     # Shared by xdist workers: they are spawned after configure and inherit the environment.
     os.environ.setdefault(_ENV_RUN_ID, new_run_id())
     os.environ.setdefault(_ENV_RUN_STARTED, datetime.now(UTC).isoformat())
@@ -91,89 +103,17 @@ def behaviour_ids_of(item: pytest.Item) -> list[str]:
     return ids
 
 
-class SelectionError(ValueError):
-    """An unknown area, behaviour ID or profile was asked for; the message lists the valid ones."""
-
-
-@dataclass(frozen=True)
-class Selection:
-    """What a run certifies: the asked areas and IDs (normalised) and the IDs they resolve to."""
-
-    areas: tuple[str, ...]
-    ids: tuple[str, ...]
-    profile: str
-    behaviour_ids: tuple[str, ...]
-
-    @property
-    def everything(self) -> bool:
-        return not self.areas and not self.ids
-
-
-def split_list(raw: str) -> list[str]:
-    """``"a, b,,c"`` → ``["A", "B", "C"]``: comma list, upper-cased, blanks dropped, order kept."""
-    out: list[str] = []
-    for part in raw.split(","):
-        name = part.strip().upper()
-        if name and name not in out:
-            out.append(name)
-    return out
-
-
-def _unknown(kind: str, asked: Iterable[str], valid: list[str]) -> str | None:
-    bad = [a for a in asked if a not in valid]
-    if not bad:
-        return None
-    hints = []
-    for b in bad:
-        close = difflib.get_close_matches(b, valid, n=3)
-        hints.append(f"{b!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
-    return f"unknown {kind} {', '.join(hints)}; valid {kind}s: {', '.join(valid)}"
-
-
-def valid_profiles() -> list[str]:
-    """Profiles that both the catalogue and the target machinery know."""
-    in_catalogue = {p for b in catalogue.CATALOGUE for p in b.profiles}
-    return sorted(in_catalogue & set(IBP_BY_PROFILE))
-
-
-def resolve_selection(areas: str, ids: str, profile: str) -> Selection:
-    """The run's selection from the ``--areas`` / ``--ids`` / ``--profile`` strings.
-
-    Areas and IDs are case-insensitive comma lists; the selection is the union of the areas' IDs
-    and the given IDs, all IDs of ``profile`` when both are empty. Raises :class:`SelectionError`
-    naming every unknown area, ID or profile together with the valid ones.
-    """
-    if profile not in valid_profiles():
-        raise SelectionError(f"unknown profile {profile!r}; valid profiles: {', '.join(valid_profiles())}")
-    asked_areas, asked_ids = split_list(areas), split_list(ids)
-    problems = [
-        p
-        for p in (
-            _unknown("area", asked_areas, list(catalogue.AREAS)),
-            _unknown("behaviour ID", asked_ids, [b.id for b in catalogue.CATALOGUE]),
-        )
-        if p
-    ]
-    if problems:
-        raise SelectionError("; ".join(problems))
-    other = [i for i in asked_ids if profile not in catalogue.by_id(i).profiles]
-    if other:
-        raise SelectionError(f"behaviour IDs {', '.join(other)} do not apply to profile {profile}")
-    wanted = set(catalogue.ids_in_areas(asked_areas, profile) if asked_areas else []) | set(asked_ids)
-    if not asked_areas and not asked_ids:
-        wanted = set(catalogue.ids_in_areas(None, profile))
-    in_order = tuple(b.id for b in catalogue.CATALOGUE if b.id in wanted)
-    return Selection(tuple(asked_areas), tuple(asked_ids), profile, in_order)
-
-
 def _config_selection(config: pytest.Config) -> Selection:
     try:
+        target = load_target(str(config.getoption("--target")))
+        areas, ids = config.getoption("--areas"), config.getoption("--ids")
         return resolve_selection(
-            str(config.getoption("--areas")),
-            str(config.getoption("--ids")),
+            None if areas is None else str(areas),
+            None if ids is None else str(ids),
             str(config.getoption("--profile")),
+            target.topology,
         )
-    except SelectionError as exc:
+    except (SelectionError, TargetError) as exc:
         raise pytest.UsageError(str(exc)) from exc
 
 
@@ -185,7 +125,8 @@ def _selected(ids: list[str], wanted: set[str]) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    wanted = set(_config_selection(config).behaviour_ids)
+    selection = config.stash[_SELECTION]
+    wanted = set(selection.behaviour_ids)
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
@@ -193,6 +134,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if ids and not _selected(ids, wanted):
             dropped.append(item)
             continue
+        mark = item.get_closest_marker("combined_only")
+        if mark is not None and selection.topology == "split":
+            why = str(mark.args[0]) if mark.args else "it needs the controller inside a broker"
+            item.add_marker(pytest.mark.skip(reason=f"not applicable to a split topology: {why}"))
         for bid in ids:
             area = bid.rsplit("-", 1)[0]
             item.add_marker(pytest.mark.allure_label(area, label_type="epic"))
@@ -203,27 +148,53 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The checks this run will execute, for the gate's progress (one file per worker)."""
+    results_dir = str(session.config.getoption("--results-dir"))
+    if not results_dir:
+        return
+    run_id = os.environ[_ENV_RUN_ID]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    checks = [{"test": item.nodeid, "ids": behaviour_ids_of(item)} for item in session.items]
+    path = Path(results_dir) / f"collected-{run_id}-{worker}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"run_id": run_id, "checks": checks}), encoding="utf-8")
+    tmp.replace(path)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     item.stash.setdefault(_REPORTS, {})[report.when] = report
-    if report.when == "call" and report.failed:
-        _add_evidence(item, report)
+    if report.failed and report.when in ("setup", "call"):
+        error = target_error_of(item, call.excinfo.value if call.excinfo else None)
+        if error is not None:
+            item.stash[_TARGET_ERROR] = error
+        _add_evidence(item, report, error)
     return report
 
 
-def _add_evidence(item: pytest.Item, report: pytest.TestReport) -> None:
-    """Failing check: what the clusters looked like, as report sections and allure attachments."""
+def _add_evidence(item: pytest.Item, report: pytest.TestReport, target_error: str | None) -> None:
+    """Failing check: what the clusters looked like — in ``evidence/<check>.txt`` under the
+    results dir (report sections without one) and as allure attachments."""
+    sections: dict[str, str] = {}
     for provider in item.stash.get(EVIDENCE, []):
         try:
-            sections = provider()
+            sections.update(provider())
         except Exception as exc:
-            sections = {"evidence error": repr(exc)}
-        for name, text in sections.items():
-            report.sections.append((f"evidence: {name}", text))
-            attach(name, text)
+            sections[f"evidence error {len(sections)}"] = repr(exc)
+    for name, text in sections.items():
+        attach(name, text)
+    results_dir = str(item.config.getoption("--results-dir"))
+    if results_dir:
+        write_evidence_file(
+            Path(results_dir), item.nodeid, behaviour_ids_of(item), report, sections, target_error
+        )
+    else:
+        report.sections += [(f"evidence: {name}", text) for name, text in sections.items()]
 
 
 class PhaseMetrics:
@@ -254,14 +225,15 @@ def conformance_target(pytestconfig: pytest.Config) -> Target:
     return target
 
 
-def _outcome(reports: dict[str, pytest.TestReport]) -> tuple[str, str | None]:
+def _outcome(reports: dict[str, pytest.TestReport], target_error: str | None) -> tuple[str, str | None]:
     for when in ("setup", "call", "teardown"):
         rep = reports.get(when)
         if rep is None:
             continue
+        if rep.failed and target_error is not None and when != "teardown":
+            return "error", (TARGET_ERROR_PREFIX + target_error)[:500]
         if rep.failed:
-            kind = "failed" if when == "call" else "error"
-            return kind, (rep.longreprtext.strip().splitlines() or [""])[-1][:500]
+            return ("failed" if when == "call" else "error"), failure_line(rep)[:500]
         if rep.skipped:
             longrepr = rep.longrepr
             reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
@@ -310,7 +282,7 @@ def _metrics_of(item: pytest.Item) -> list[PhaseMetric]:
 
 
 def _write(item: pytest.Item, results_dir: Path, started: str, duration_s: float) -> None:
-    outcome, reason = _outcome(item.stash.get(_REPORTS, {}))
+    outcome, reason = _outcome(item.stash.get(_REPORTS, {}), item.stash.get(_TARGET_ERROR, None))
     run_id = os.environ[_ENV_RUN_ID]
     record = RunRecord(
         kind="conformance-test",

@@ -11,18 +11,12 @@ build (or find) the docker launcher's images and print their tags, sizes and bui
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from collections.abc import Sequence
 
-from harness.zookeeper import (
-    FourLetterWordError,
-    ZooKeeperHarnessError,
-    ZooKeeperServer,
-    reap_orphans,
-    runtime_dir,
-)
+from harness.launcher import reap_leftovers
+from harness.zookeeper import FourLetterWordError, ZooKeeperHarnessError, ZooKeeperServer, runtime_dir
 from harness.zookeeper.observer import observer_client
 from probes.fourlw import parse_version
 
@@ -83,11 +77,7 @@ def build_images() -> int:
 
 def reap() -> int:
     """Run the reaper and print what it removed."""
-    reaped: list[object] = list(reap_orphans())
-    if shutil.which("docker") is not None:
-        from harness.containers.launcher import reap_orphan_containers  # noqa: PLC0415 - docker is optional
-
-        reaped += [f"container {name}" for name in reap_orphan_containers()]
+    reaped = reap_leftovers()
     print(f"reap: pid files in {runtime_dir()}")
     for item in reaped:
         print(f"reap: {item}")

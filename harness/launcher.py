@@ -1,36 +1,25 @@
-"""How ZooKeeper servers and nodes are started: local processes or containers (ring: drivers).
+"""The launcher registry: where servers run, by name (ring: drivers).
 
-The launcher is the one seam between the kit and *where* a server runs. Everything above it
-(the ZooKeeper fixtures, the conformance cluster, the chaos nemeses) starts servers through
-:class:`Launcher` and acts on them through :class:`Handle`, so the same checks, probes and faults
-work unchanged on both implementations:
+``process`` (the default: local processes, :mod:`harness.process_launcher`) or ``docker``
+(containers, :mod:`harness.containers.launcher`); chosen with ``--launcher`` or ``KZK_LAUNCHER``.
+The seam itself — :class:`LaunchSpec`, :class:`Handle`, :class:`Launcher` — is
+:mod:`harness.launching`, which imports no implementation; the implementations import the seam
+and this registry imports them, so there is no import circle. The docker implementation is
+imported only when asked for: testcontainers is an optional extra.
 
-==============  ====================================  =========================================
-operation       ``process`` (default)                 ``docker``
-==============  ====================================  =========================================
-start           ``Popen`` in a new session, dies      ``docker run`` (testcontainers) on the host
-                with its owner (PDEATHSIG)            network, as the calling uid:gid
-stop (SIGTERM)  SIGTERM to the process group          ``docker kill -s TERM`` (= ``docker stop``
-                                                      without its SIGKILL) — a controlled shutdown
-kill            SIGKILL to the process group          ``docker kill`` (SIGKILL)
-pause/resume    SIGSTOP/SIGCONT to the group          ``docker pause``/``unpause`` (cgroup freezer)
-files           the host paths                        the same paths, bind-mounted at the same
-                                                      place, so probes read them unchanged
-==============  ====================================  =========================================
-
-Select one with ``--launcher process|docker`` or ``KZK_LAUNCHER``; :func:`launcher_from_env`
-reads the environment. Image names are options (``KZK_ZOOKEEPER_IMAGE``, ``KZK_NODE_IMAGE``); by
-default the kit's own images are built offline (:mod:`harness.containers.images`).
+:func:`reap_leftovers` removes what dead runs of every launcher left (processes, run dirs, pid
+files, containers); a live owner's servers are never touched.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Literal, Protocol
+import shutil
+from collections.abc import Callable
+
+from harness import reaper
+from harness.launching import Handle, Launcher, LauncherError, LaunchSpec, Role
+from harness.process_launcher import ProcessLauncher
 
 __all__ = [
     "LAUNCHERS",
@@ -39,96 +28,53 @@ __all__ = [
     "Launcher",
     "LauncherError",
     "Role",
+    "chosen_launcher_name",
     "launcher_from_env",
     "launcher_named",
+    "reap_leftovers",
 ]
 
-Role = Literal["zookeeper", "node"]
-LAUNCHERS = ("process", "docker")
+ENV = "KZK_LAUNCHER"
 
 
-class LauncherError(Exception):
-    """A launcher cannot be used (unknown name, no Docker daemon, missing image)."""
+def _docker() -> Launcher:
+    from harness.containers.launcher import DockerLauncher  # noqa: PLC0415 - testcontainers is optional
+
+    return DockerLauncher()
 
 
-@dataclass(frozen=True)
-class LaunchSpec:
-    """What to start: the command as the host would run it, and what it needs.
-
-    ``argv``/``cwd``/``env`` are the host's view; a container launcher may substitute the parts
-    that only exist on the host (``container_argv``: e.g. ``python3`` for the venv's interpreter).
-    ``mounts`` are host directories the server reads or writes; containers see them at the same
-    paths. ``log_path`` receives stdout and stderr. ``container_env`` replaces ``env`` in a
-    container (the host's environment — PATH, the venv — means nothing there); ``image`` names the
-    image instead of the role's default (``KZK_<ROLE>_IMAGE`` still wins).
-    """
-
-    role: Role
-    name: str
-    argv: Sequence[str]
-    cwd: Path
-    log_path: Path
-    env: Mapping[str, str] = field(default_factory=dict)
-    mounts: Sequence[Path] = ()
-    container_argv: Sequence[str] | None = None
-    container_cwd: Path | None = None
-    container_env: Mapping[str, str] | None = None
-    image: str | None = None
+_FACTORIES: dict[str, Callable[[], Launcher]] = {"process": ProcessLauncher, "docker": _docker}
+LAUNCHERS = tuple(_FACTORIES)
 
 
-class Handle(Protocol):
-    """A started server, whatever runs it."""
-
-    @property
-    def description(self) -> str:
-        """``pid 1234`` or ``container kzk-…``: for messages and evidence."""
-        ...
-
-    @property
-    def pid(self) -> int | None:
-        """The host pid of the server's main process while it runs (a container's too)."""
-        ...
-
-    def poll(self) -> int | None:
-        """The exit code, or None while it runs (a paused server runs)."""
-        ...
-
-    def wait(self, timeout_s: float) -> int:
-        """Wait for the exit code; ``TimeoutError`` after ``timeout_s``."""
-        ...
-
-    def send_signal(self, sig: signal.Signals) -> None:
-        """SIGTERM / SIGKILL / SIGSTOP / SIGCONT with process semantics (no-op once exited)."""
-        ...
-
-    def remove(self) -> None:
-        """Kill if still running and release everything the launcher holds (idempotent)."""
-        ...
+def chosen_launcher_name(option: str | None = None, default: str = "process") -> str:
+    """``option`` (a ``--launcher`` value), else ``KZK_LAUNCHER``, else ``default``; an unknown
+    name is a :class:`LauncherError` that lists the valid ones."""
+    return _known(option or os.environ.get(ENV) or default)
 
 
-class Launcher(Protocol):
-    name: str
-
-    def spawn(self, spec: LaunchSpec) -> Handle: ...
-
-    def unavailable_reason(self) -> str | None:
-        """None when this launcher can start servers here, else why not and how to fix it."""
-        ...
+def _known(name: str) -> str:
+    if name not in _FACTORIES:
+        raise LauncherError(f"unknown launcher {name!r}; valid launchers: {', '.join(LAUNCHERS)}")
+    return name
 
 
 def launcher_named(name: str) -> Launcher:
     """The launcher called ``name``; an unknown name lists the valid ones."""
-    if name == "process":
-        from harness.process_launcher import ProcessLauncher  # noqa: PLC0415 - avoid import cycle
-
-        return ProcessLauncher()
-    if name == "docker":
-        from harness.containers.launcher import DockerLauncher  # noqa: PLC0415 - docker SDK is optional
-
-        return DockerLauncher()
-    raise LauncherError(f"unknown launcher {name!r}; valid launchers: {', '.join(LAUNCHERS)}")
+    return _FACTORIES[_known(name)]()
 
 
 def launcher_from_env(default: str = "process") -> Launcher:
     """The launcher named by ``KZK_LAUNCHER`` (default ``process``)."""
-    return launcher_named(os.environ.get("KZK_LAUNCHER", default) or default)
+    return launcher_named(chosen_launcher_name(None, default))
+
+
+def reap_leftovers() -> list[str]:
+    """Remove what dead runs left — processes with their run dirs and pid files, and containers
+    when Docker is installed — and describe each thing removed."""
+    removed = [str(item) for item in reaper.reap_orphans()]
+    if os.environ.get(ENV) == "docker" or shutil.which("docker") is not None:
+        from harness.containers.launcher import reap_orphan_containers  # noqa: PLC0415 - optional
+
+        removed += [f"container {name}" for name in reap_orphan_containers()]
+    return removed

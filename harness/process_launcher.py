@@ -2,8 +2,8 @@
 
 Each server runs in its own session (signals go to its process group), dies with its owner
 (``setpriv --pdeathsig`` / ``PR_SET_PDEATHSIG``) and has a pid file with its start time, so the
-reaper of :mod:`harness.zookeeper.reaper` removes what a killed run left — for nodes as for
-ZooKeeper JVMs.
+reaper of :mod:`harness.reaper` removes what a killed run left — for nodes and the Toxiproxy
+server as for ZooKeeper JVMs.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import signal
 import subprocess
 
-from harness.launcher import Handle, LaunchSpec
-from harness.zookeeper import process
+from harness import process
+from harness.launching import Handle, LaunchSpec
 
 __all__ = ["ProcessHandle", "ProcessLauncher"]
 
@@ -60,6 +60,7 @@ class ProcessHandle:
 
 class ProcessLauncher:
     name = "process"
+    in_containers = False
 
     def unavailable_reason(self) -> str | None:
         return None
@@ -70,7 +71,8 @@ class ProcessLauncher:
             name=spec.name,
             run_dir=spec.cwd,
             log_path=spec.log_path,
-            die_with_owner=True,
+            die_with_owner=spec.die_with_owner,
             env=dict(spec.env) if spec.env else None,
+            on_exit=spec.on_exit,
         )
         return ProcessHandle(managed)

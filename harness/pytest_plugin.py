@@ -10,10 +10,14 @@ Fixtures (kazoo's harness style: one server per session, a fresh chroot per test
 * ``zk_server_factory``: ``make(**ZooKeeperServer kwargs) -> started server``; all closed afterwards.
 * ``zk_ensemble``: a fresh, started 3-member ensemble.
 
-Hooks: ``pytest_sessionstart`` runs the reaper (in every process, xdist workers included: it only
+Hooks: ``--launcher`` (:mod:`harness.launcher`); ``pytest_sessionstart`` runs the reaper
+(:func:`harness.launcher.reap_leftovers`, in every process, xdist workers included: it only
 touches runs whose owner is dead); a failing test gets the log tail of every ZooKeeper server it
 used (started during it, or the session server) in its report and, when allure is active, as
 allure attachments (the last ``$KZK_LOG_TAIL_BYTES``, default 16384, of each log).
+
+Fixtures and hooks only: what they do is in the harness's modules. The layer markers are
+declared once, in ``pyproject.toml``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import uuid
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
@@ -30,13 +33,19 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
-from harness.launcher import LAUNCHERS, launcher_from_env
+from harness.launcher import (
+    ENV,
+    LAUNCHERS,
+    LauncherError,
+    chosen_launcher_name,
+    launcher_from_env,
+    reap_leftovers,
+)
 from harness.zookeeper import (
     ZooKeeperEnsemble,
     ZooKeeperServer,
     add_start_listener,
     install_cleanup_hooks,
-    reap_orphans,
 )
 from harness.zookeeper.observer import observer_client
 
@@ -78,23 +87,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     install_cleanup_hooks()
     config.add_cleanup(add_start_listener(_note_started))
-    chosen = config.getoption("--launcher") or os.environ.get("KZK_LAUNCHER") or "process"
-    if chosen not in LAUNCHERS:
-        raise pytest.UsageError(f"unknown launcher {chosen!r}; valid launchers: {', '.join(LAUNCHERS)}")
+    try:
+        chosen = chosen_launcher_name(config.getoption("--launcher"))
+    except LauncherError as exc:
+        raise pytest.UsageError(str(exc)) from None
     # Every fixture (and every xdist worker, spawned after configure) reads the environment.
-    os.environ["KZK_LAUNCHER"] = chosen
+    os.environ[ENV] = chosen
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return f"kzk launcher: {os.environ.get('KZK_LAUNCHER', 'process')}"
-
-
-def _reap_containers() -> list[str]:
-    if os.environ.get("KZK_LAUNCHER", "process") != "docker" and shutil.which("docker") is None:
-        return []
-    from harness.containers.launcher import reap_orphan_containers  # noqa: PLC0415 - docker is optional
-
-    return [f"container {name}" for name in reap_orphan_containers()]
+    return f"kzk launcher: {os.environ.get(ENV, 'process')}"
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -103,7 +105,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if reason is not None:
         raise pytest.UsageError(f"the {launcher.name} launcher cannot run here: {reason}")
     try:
-        reaped = [*reap_orphans(), *_reap_containers()]
+        reaped = reap_leftovers()
     except OSError as exc:  # never fail a session over housekeeping
         log.warning("kzk-kit reaper could not run: %r", exc)
         return

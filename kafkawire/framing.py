@@ -125,24 +125,3 @@ async def read_frame(reader: asyncio.StreamReader, max_bytes: int = MAX_REQUEST_
         return await reader.readexactly(size)
     except asyncio.IncompleteReadError as exc:
         raise FrameError(f"truncated frame: {len(exc.partial)} of {size} bytes") from None
-
-
-class FrameSplitter:
-    """Incremental splitter of a byte stream into frame bodies (for proxies that see raw bytes)."""
-
-    def __init__(self, max_bytes: int = MAX_REQUEST_BYTES) -> None:
-        self._buf = bytearray()
-        self._max_bytes = max_bytes
-
-    def feed(self, data: bytes) -> list[bytes]:
-        self._buf += data
-        out: list[bytes] = []
-        while len(self._buf) >= 4:
-            size = SIZE.unpack_from(self._buf)[0]
-            if size < 0 or size > self._max_bytes:
-                raise ValueError(f"bad frame size {size}")
-            if len(self._buf) < 4 + size:
-                break
-            out.append(bytes(self._buf[4 : 4 + size]))
-            del self._buf[: 4 + size]
-        return out

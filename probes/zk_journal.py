@@ -1,9 +1,9 @@
 """ZooKeeper request journal: a transparent recording proxy on a node's ZooKeeper link (drivers ring).
 
-One :class:`ZkRecordingProxy` listens on loopback and forwards every byte, unchanged and in
-order, to its ``upstream`` (a ZooKeeper server — or whatever sits in front of it: a chaos proxy).
-On the side it decodes the client protocol with :mod:`probes.jute` and appends, to a
-:class:`ZkJournal`, one record per frame:
+One :class:`ZkRecordingProxy` is a :class:`~probes.tap.Tap`: it listens on loopback and forwards
+every byte, unchanged and in order, to its ``upstream`` (a ZooKeeper server — or whatever sits in
+front of it: a chaos proxy). Its observer decodes the client protocol with :mod:`probes.jute` and
+appends, to a :class:`ZkJournal`, one record per frame:
 
 ==================  ===========================================================================
 record              what it holds
@@ -23,19 +23,18 @@ session id (0 until the ``ConnectResponse`` names it; earlier records are then p
 stored relative to the journal's ``chroot`` (the client puts it in front of every path it sends).
 Records are journalled *before* the frame is forwarded, so whoever sees a frame's effect finds it
 recorded. Nothing alters traffic: pings, auth, SetWatches, closeSession and anything that is not
-the client protocol at all (a four-letter word) pass unchanged; decoding stops for a connection
-only if its framing is lost (recorded as a raw ``ZkRequest``), never the connection.
+the client protocol at all (a four-letter word) pass unchanged; decoding stops for one direction of
+a connection only if its framing is lost (recorded as a :class:`ZkRaw`), never the connection.
 
-Chaining: ``upstream`` may be changed at any time (new connections use it), ``listen_port`` may be
-fixed, so a fault proxy can go behind (upstream = the fault proxy) or in front (it forwards to
-:attr:`ZkRecordingProxy.port`). :meth:`ZkRecordingProxy.drop_connections` cuts every live
-connection (clients see a connection loss and reconnect). All proxies may share one
-:class:`ProxyLoop` (an asyncio loop in a daemon thread).
+Chaining (the tap's seams): ``upstream`` may be changed at any time (new connections use it),
+``listen_port`` may be fixed, so a fault proxy can go behind (upstream = the fault proxy) or in
+front (it forwards to :attr:`ZkRecordingProxy.port`). :meth:`ZkRecordingProxy.drop_connections`
+cuts every live connection (clients see a connection loss and reconnect). All proxies may share
+one :class:`~probes.tap.ProxyLoop` (an asyncio loop in a daemon thread).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import itertools
@@ -43,7 +42,7 @@ import json
 import struct
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -63,6 +62,7 @@ from probes.jute import (
     decode_request,
     request_header,
 )
+from probes.tap import Address, ProxyLoop, Side, Tap
 from probes.txnrecords import error_name
 
 __all__ = [
@@ -424,72 +424,25 @@ def _is_ping(r: ZkRecord) -> bool:
     return (isinstance(r, ZkRequest) and r.opcode == 11) or (isinstance(r, ZkReply) and r.xid == -2)
 
 
-class ProxyLoop:
-    """An asyncio loop in a daemon thread, shared by any number of proxies."""
-
-    def __init__(self, name: str = "zk-journal") -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, Any], timeout_s: float = 10.0) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=timeout_s)
-
-    def close(self) -> None:
-        if self.loop.is_running():
-            self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=5)
-        with contextlib.suppress(RuntimeError):
-            self.loop.close()
-
-
-class _Frames:
-    """Incremental splitter of int32-length-prefixed frames; raises once the framing is lost."""
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-
-    def feed(self, data: bytes) -> list[bytes]:
-        self._buf += data
-        out: list[bytes] = []
-        while len(self._buf) >= 4:
-            (size,) = struct.unpack_from(">i", self._buf)
-            if size < 0 or size > _MAX_FRAME:
-                raise JuteDecodeError(f"frame length {size} (bytes {bytes(self._buf[:8]).hex()})")
-            if len(self._buf) < 4 + size:
-                break
-            out.append(bytes(self._buf[4 : 4 + size]))
-            del self._buf[: 4 + size]
-        return out
-
-
 class _Connection:
-    """Decoding state of one proxied connection (touched only from the loop thread)."""
+    """The decoder of one proxied connection: the tap's observer (called from the loop thread only)."""
 
     def __init__(self, journal: ZkJournal, conn: int) -> None:
         self.journal, self.conn = journal, conn
         self.session = 0
         # xid → [(request seq, opcode, whether its reply body can be decoded)], oldest first
         self.pending: dict[int, list[tuple[int | None, int | None, bool]]] = {}
-        self.requests, self.replies = _Frames(), _Frames()
-        self.lost: set[str] = set()  # directions whose framing was lost
         self.connected = self.connect_sent = False
 
-    def on_client_bytes(self, data: bytes) -> None:
-        self._feed("client", self.requests, data, self._on_request)
+    def frame(self, side: Side, body: bytes) -> None:
+        if side == "client":
+            self._on_request(body)
+        else:
+            self._on_reply(body)
 
-    def on_server_bytes(self, data: bytes) -> None:
-        self._feed("server", self.replies, data, self._on_reply)
-
-    def _feed(self, side: str, frames: _Frames, data: bytes, handle: Callable[[bytes], None]) -> None:
-        if side in self.lost:
-            return
-        try:
-            for body in frames.feed(data):
-                handle(body)
-        except Exception as exc:  # framing lost (or a decoder bug): stop decoding, keep forwarding
-            self.lost.add(side)
-            self._undecodable(side, data, f"not decoded any further: {exc}")
+    def framing_lost(self, side: Side, chunk: bytes, error: Exception) -> None:
+        """A length no frame has, or a decoder bug: the chunk is kept raw; that side is no longer decoded."""
+        self._undecodable(side, chunk, f"not decoded any further: {error}")
 
     def _undecodable(self, side: str, data: bytes, error: str) -> None:
         raw = data[:_RAW_KEPT]
@@ -579,104 +532,30 @@ class _Connection:
         event = dataclasses.replace(event, path=_relative(event.path, self.journal.chroot))
         self.journal.append(lambda seq, t: ZkEvent(seq, t, self.conn, self.session, event))
 
-    def closed(self, by: str, reason: str = "") -> None:
+    def closed(self, by: str, reason: str) -> None:
         self.journal.append(lambda seq, t: ZkClosed(seq, t, self.conn, self.session, by, reason))
 
 
-class ZkRecordingProxy:
+class ZkRecordingProxy(Tap):
     """Listen on ``listen_host:listen_port`` (0 = any free port), forward to ``upstream``, record."""
 
     def __init__(
         self,
         journal: ZkJournal,
-        upstream: tuple[str, int],
+        upstream: Address,
         *,
         listen_host: str = "127.0.0.1",
         listen_port: int = 0,
         loop: ProxyLoop | None = None,
         connect_timeout_s: float = 5.0,
     ) -> None:
-        self.journal, self.upstream, self.connect_timeout_s = journal, upstream, connect_timeout_s
-        self._own_loop = loop is None
-        self._loop = loop or ProxyLoop()
-        self._server: asyncio.Server | None = None
-        self._live: set[asyncio.StreamWriter] = set()
-        self.host = listen_host
-        self.port: int = self._loop.run(self._start(listen_host, listen_port))
-
-    @property
-    def address(self) -> tuple[str, int]:
-        return self.host, self.port
-
-    async def _start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._handle, host, port)
-        return int(self._server.sockets[0].getsockname()[1])
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        state = _Connection(self.journal, self.journal.new_connection())
-        host, port = self.upstream
-        try:
-            up_reader, up_writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port), self.connect_timeout_s
-            )
-        except (OSError, TimeoutError) as exc:
-            state.closed("upstream-unreachable", f"{host}:{port}: {exc!r}")
-            writer.close()
-            return
-        self._live |= {writer, up_writer}
-        ended: list[str] = []
-        try:
-            await asyncio.gather(
-                self._pump(reader, up_writer, state.on_client_bytes, "client", ended),
-                self._pump(up_reader, writer, state.on_server_bytes, "server", ended),
-                return_exceptions=True,
-            )
-        finally:
-            self._live -= {writer, up_writer}
-            state.closed(ended[0] if ended else "proxy")
-
-    @staticmethod
-    async def _pump(
-        src: asyncio.StreamReader,
-        dst: asyncio.StreamWriter,
-        record: Callable[[bytes], None],
-        side: str,
-        ended: list[str],
-    ) -> None:
-        try:
-            while data := await src.read(65536):
-                record(data)  # journal first, forward second (see the module docstring)
-                dst.write(data)
-                await dst.drain()
-            ended.append(side)
-        except (OSError, asyncio.IncompleteReadError) as exc:
-            ended.append(f"{side} ({type(exc).__name__})")
-        finally:
-            dst.close()
-
-    def drop_connections(self) -> int:
-        """Close every live connection on both sides (a connection loss); returns how many ends."""
-
-        async def _drop() -> int:
-            writers = list(self._live)
-            for w in writers:
-                w.close()
-            return len(writers)
-
-        return int(self._loop.run(_drop()))
-
-    def close(self) -> None:
-        """Stop listening and cut every connection; idempotent."""
-
-        async def _close() -> None:
-            if self._server is not None:
-                self._server.close()
-                self._server = None
-            for w in list(self._live):
-                w.close()
-
-        if self._loop.loop.is_running():
-            with contextlib.suppress(Exception):
-                self._loop.run(_close())
-        if self._own_loop:
-            self._loop.close()
+        self.journal = journal
+        super().__init__(
+            lambda: _Connection(journal, journal.new_connection()),
+            upstream,
+            max_frame_bytes=_MAX_FRAME,
+            listen_host=listen_host,
+            listen_port=listen_port,
+            loop=loop,
+            connect_timeout_s=connect_timeout_s,
+        )

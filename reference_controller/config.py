@@ -270,6 +270,8 @@ class KafkaConfig:
     reference_isr_change_propagation_blackout_ms: int = 5000
     reference_isr_change_propagation_interval_ms: int = 60000
     unknown_keys: tuple[str, ...] = ()
+    # The properties as given (Kafka's `originals`: DescribeConfigs reports them as STATIC_BROKER_CONFIG)
+    originals: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     # --------------------------------------------------------------------------------------
     def listener(self, name: str) -> Listener:
@@ -326,7 +328,9 @@ class KafkaConfig:
             **_node_settings(r),
             unknown_keys=(),
         )
-        return _with_unknown(config, r.unknown())
+        return replace(
+            _with_unknown(config, r.unknown()), originals={k.strip(): v.strip() for k, v in props.items()}
+        )
 
 
 def _zookeeper_connect(r: _Reader) -> str:
@@ -460,7 +464,7 @@ def _with_unknown(config: KafkaConfig, unknown: tuple[str, ...]) -> KafkaConfig:
 
 # Keys Kafka knows that this implementation accepts and ignores (they do not change what the
 # controller does), so they are not reported as unknown.
-_KNOWN_IGNORED = frozenset(
+KNOWN_IGNORED_KEYS = frozenset(
     {
         "num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
         "socket.request.max.bytes", "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
@@ -527,4 +531,4 @@ class _Reader:
         return self._convert(key, default, convert)
 
     def unknown(self) -> tuple[str, ...]:
-        return tuple(sorted(k for k in self._props if k not in self._used and k not in _KNOWN_IGNORED))
+        return tuple(sorted(k for k in self._props if k not in self._used and k not in KNOWN_IGNORED_KEYS))

@@ -76,8 +76,9 @@ timeout 900 "$py" -m chaos run --scenario all --runs 12 --parallel 2 --seed 2026
   --out "$results/chaos-smoke"
 rc=$?
 records=$(cat "$results"/chaos-smoke/chaos-runs-*.jsonl 2>/dev/null | wc -l)
-if [ "$rc" = 1 ] && [ "${KZK_CHAOS_STRICT:-0}" != 1 ] && [ "$records" -ge 12 ]; then
-  echo "chaos smoke: invalid verdicts found (see the kept runs under $results/chaos-smoke): findings, not a harness failure"
+# exit 1 = some run invalid, 3 = none invalid but some could not be judged (unknown)
+if { [ "$rc" = 1 ] || [ "$rc" = 3 ]; } && [ "${KZK_CHAOS_STRICT:-0}" != 1 ] && [ "$records" -ge 12 ]; then
+  echo "chaos smoke: invalid or unknown verdicts found (see the kept runs under $results/chaos-smoke): findings, not a harness failure"
   rc=0
 fi
 [ "$records" -ge 12 ] || { echo "chaos smoke: $records run records, expected 12" >&2; [ "$rc" != 0 ] || rc=1; }

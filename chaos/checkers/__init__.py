@@ -1,27 +1,33 @@
 """Jepsen-style checkers of a chaos run (decisions ring: pure functions, no I/O).
 
-Every checker is ``check(history, txn_records, final_state) -> Verdict``:
+A checker judges ``(history, txn_records, final_state)``:
 
 - ``history``: the run's ops (:mod:`chaos.history`);
 - ``txn_records``: the transaction-log records of the run's chroot, chroot-relative
   (``ChrootView(chroot).filter(...)``), from before the run's cluster started to the final
   state — read *before* the runner deletes the chroot (its recursive delete would look like
-  unfenced controller writes) — or None when the log could not be read;
+  unfenced controller writes) — or None when the log could not be read. They are replayed once
+  into a typed :class:`~chaos.checkers.timeline.Timeline` (one path classifier,
+  :mod:`chaos.checkers.paths`) that every checker and quirk reads; a caller that already holds
+  one (the runner's quiescence wait) hands it in instead;
 - ``final_state``: :class:`FinalState` taken after heal and quiescence, or None when the cluster
   never healed.
 
-A checker answers ``unknown`` when the data it needs is missing, never a guess. The wall: this
-package imports ``probes`` types and :mod:`chaos.history`, never the implementation
-under test. Building a final state from a live cluster (I/O, through ports) is in
-:mod:`chaos.checkers.final_state`.
+Each checker computes its property naively; what Kafka 2.5.1 itself does that breaks it is
+declared as data in :mod:`chaos.checkers.quirks` and subtracted in one place
+(:mod:`chaos.checkers.judge`): a verdict lists those items under ``excused``. A checker answers
+``unknown`` when the data it needs is missing, never a guess. The wall: this package imports
+``probes`` types and :mod:`chaos.history`, never the implementation under test, and does no I/O
+(the final state's builders are in :mod:`chaos.final_state`).
 
 ========================================  =========  ==================================================
-checker                                   kind       property (issue 10 item 5)
+checker                                   kind       property
 ========================================  =========  ==================================================
 controller_epoch_increases                safety     ``/controller_epoch`` strictly increasing
 one_controller_per_epoch                  safety     one session writes fenced writes per epoch
 no_write_after_epoch_superseded           safety     no controller write lands after a newer election
-controller_writes_fenced                  safety     every controller-only write checks the epoch
+controller_writes_fenced                  safety     every controller-only write checks the epoch zk
+                                                     version its own controller's election wrote
 partition_states_valid                    safety     leader ∈ ISR ∪ {-1}, ISR ⊆ replicas, ISR ≠ ∅,
                                                      leader epoch non-decreasing per incarnation
 brokers_apply_requests_in_epoch_order     safety     no broker applies an older controller request
@@ -37,8 +43,9 @@ metadata_agrees_with_zookeeper            liveness   every live broker's Metadat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
+from chaos.checkers.cleanup import admin_znodes_cleaned, metadata_agrees_with_zookeeper
 from chaos.checkers.final_state import (
     BrokerMetadata,
     FinalState,
@@ -50,11 +57,11 @@ from chaos.checkers.final_state import (
     final_state_from_json,
     final_state_to_json,
 )
+from chaos.checkers.findings import RunInputs
+from chaos.checkers.judge import Checker, judge_all
 from chaos.checkers.liveness import (
-    admin_znodes_cleaned,
     controller_elected,
     deletions_completed,
-    metadata_agrees_with_zookeeper,
     partitions_have_leaders,
     reassignments_completed,
 )
@@ -67,7 +74,8 @@ from chaos.checkers.safety import (
     one_controller_per_epoch,
     partition_states_valid,
 )
-from chaos.checkers.verdict import Validity, Verdict, aggregate
+from chaos.checkers.timeline import Timeline
+from chaos.checkers.verdict import Validity, Verdict, aggregate, excused_counts, excused_items
 from chaos.history import Op
 from probes.txnrecords import TxnRecord
 
@@ -82,16 +90,19 @@ __all__ = [
     "PartitionState",
     "ReceivedRequest",
     "RequestPartition",
+    "RunInputs",
+    "Timeline",
     "TopicState",
     "Validity",
     "Verdict",
     "aggregate",
     "check_all",
+    "excused_counts",
+    "excused_items",
     "final_state_from_json",
     "final_state_to_json",
+    "judge_all",
 ]
-
-Checker = Callable[[Sequence[Op], Sequence[TxnRecord] | None, FinalState | None], Verdict]
 
 SAFETY_CHECKERS: tuple[Checker, ...] = (
     controller_epoch_increases,
@@ -115,18 +126,11 @@ ALL_CHECKERS: tuple[Checker, ...] = SAFETY_CHECKERS + LIVENESS_CHECKERS
 
 def check_all(
     history: Iterable[Op],
-    txn_records: Iterable[TxnRecord] | None,
+    txn_records: Iterable[TxnRecord] | Timeline | None,
     final_state: FinalState | None,
     checkers: Sequence[Checker] = ALL_CHECKERS,
 ) -> list[Verdict]:
-    """Every checker's verdict, in ``checkers`` order; a checker that raises is ``unknown``
-    (with the error) rather than a crash of the run — and that is a bug to fix in the checker."""
-    ops = tuple(history)
-    records = None if txn_records is None else tuple(txn_records)
-    verdicts = []
-    for checker in checkers:
-        try:
-            verdicts.append(checker(ops, records, final_state))
-        except Exception as exc:  # one broken checker must not hide the others
-            verdicts.append(Verdict.unknown(checker.__name__, f"checker failed: {type(exc).__name__}: {exc}"))
-    return verdicts
+    """Every checker's verdict, in ``checkers`` order, over one replay of the log; a checker that
+    raises is ``unknown`` (with the error) rather than a crash of the run — and that is a bug to
+    fix in the checker."""
+    return judge_all(checkers, RunInputs.of(history, txn_records, final_state))

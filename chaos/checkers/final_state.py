@@ -1,42 +1,21 @@
-"""The final state a chaos run hands to its checkers: data, JSON form, builders.
+"""The final state a chaos run hands to its checkers: data and its JSON form (decisions ring, pure).
 
-:class:`FinalState` is plain frozen data (decisions ring): the checkers (pure) read it. The runner
-builds it after the final phase (every fault healed, quiescence awaited) with the builders below
-(drivers ring: they read through the ports the caller hands in) from three channels:
-
-- ZooKeeper, through ``read_zookeeper_state`` (a chrooted ``KazooClient`` or anything with
-  ``get``/``get_children``): ``/controller``, ``/controller_epoch``, topics, partition states,
-  ``/admin/*``, ``/brokers/ids``;
-- each live broker's Metadata API view: ``fetch_broker_metadata`` (a Metadata request to that
-  broker alone), or ``metadata_from_view`` over the probes' ``ClusterView``;
-- the request journals of the controller→broker links: ``journals_from_requests`` turns the
-  probes' ``ControllerRequest`` items into per-broker :class:`ReceivedRequest` tuples.
-
-Then ``FinalState(**read_zookeeper_state(zk), metadata=..., journals=..., quiesced=...)``.
-Every field is documented on the class. Partitions are keyed by ``TopicPartition``.
+:class:`FinalState` is plain frozen data: the checkers read it. The runner builds it after the
+final phase (every fault healed, quiescence awaited) with the builders of
+:mod:`chaos.final_state` (drivers ring: ZooKeeper, each live broker's Metadata answer, the
+request journals). Every field is documented on the class. Partitions are keyed by
+``TopicPartition``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from probes.znode_types import TopicPartition
-from probes.znodes import (
-    ZkReadClient,
-    read_all_topics,
-    read_broker_ids,
-    read_controller,
-    read_controller_epoch,
-    read_delete_topics,
-    read_partition_states,
-    read_preferred_replica_election,
-    read_reassign_partitions,
-)
 
 __all__ = [
-    "CONTROLLER_REQUESTS",
     "BrokerMetadata",
     "FinalState",
     "MetadataPartition",
@@ -44,17 +23,9 @@ __all__ = [
     "ReceivedRequest",
     "RequestPartition",
     "TopicState",
-    "fetch_broker_metadata",
     "final_state_from_json",
     "final_state_to_json",
-    "journals_from_requests",
-    "metadata_from_view",
-    "read_zookeeper_state",
-    "received_request",
 ]
-
-#: The controller→broker requests a journal entry must be to count.
-CONTROLLER_REQUESTS = ("LeaderAndIsr", "UpdateMetadata", "StopReplica")
 
 
 @dataclass(frozen=True)
@@ -167,127 +138,6 @@ class FinalState:
     metadata: Mapping[int, BrokerMetadata | None] = field(default_factory=dict)
     journals: Mapping[int, tuple[ReceivedRequest, ...]] = field(default_factory=dict)
     quiesced: bool = True
-
-
-# ---- building it from a live cluster (drivers: the caller hands in the ports) -------------
-
-
-def read_zookeeper_state(zk: ZkReadClient) -> dict[str, Any]:
-    """The ZooKeeper fields of :class:`FinalState`, read through a (chrooted) client."""
-    controller = read_controller(zk)
-    epoch = read_controller_epoch(zk)
-    topics: dict[str, TopicState] = {}
-    states: dict[TopicPartition, PartitionState] = {}
-    for name, topic in read_all_topics(zk).items():
-        t = topic.data
-        topics[name] = TopicState(topic.stat.czxid, t.partitions, t.adding_replicas, t.removing_replicas)
-        for p, s in read_partition_states(zk, name).items():
-            d = s.data
-            states[TopicPartition(name, p)] = PartitionState(
-                d.leader, d.leader_epoch, d.isr, d.controller_epoch, s.stat.version, s.stat.czxid
-            )
-    reassign = read_reassign_partitions(zk)
-    preferred = read_preferred_replica_election(zk)
-    return {
-        "controller": None if controller is None else controller.data.broker_id,
-        "controller_epoch": None if epoch is None else epoch.data,
-        "controller_epoch_version": None if epoch is None else epoch.stat.version,
-        "topics": topics,
-        "partition_states": states,
-        "reassign_partitions": None if reassign is None else reassign.data.as_mapping(),
-        "preferred_replica_election": None if preferred is None else preferred.data.partitions,
-        "delete_topics": frozenset(read_delete_topics(zk)),
-        "live_brokers": frozenset(read_broker_ids(zk)),
-    }
-
-
-class _PartitionViewLike(Protocol):
-    @property
-    def leader(self) -> int: ...
-    @property
-    def replicas(self) -> tuple[int, ...]: ...
-    @property
-    def isr(self) -> tuple[int, ...]: ...
-    @property
-    def error(self) -> str | None: ...
-
-
-class _ClusterViewLike(Protocol):
-    @property
-    def topics(self) -> Mapping[str, Mapping[int, _PartitionViewLike]]: ...
-
-
-def metadata_from_view(view: _ClusterViewLike) -> BrokerMetadata:
-    """A :data:`BrokerMetadata` from the probes' ``ClusterView`` (``fetch_metadata``)."""
-    return {
-        topic: {
-            p: MetadataPartition(v.leader, tuple(v.replicas), tuple(v.isr), v.error) for p, v in parts.items()
-        }
-        for topic, parts in view.topics.items()
-    }
-
-
-def received_request(request: Any) -> ReceivedRequest:
-    """A :class:`ReceivedRequest` from a probes ``ControllerRequest`` (duck-typed: no kio import).
-
-    Optional ``response_time_s`` on the request (when the journal records it) becomes
-    ``answered_s``.
-    """
-    errors: Mapping[tuple[str, int], int] = request.partition_errors or {}
-    parts = tuple(
-        RequestPartition(p.topic, p.partition, p.leader, p.leader_epoch, errors.get((p.topic, p.partition)))
-        for p in request.partitions
-    )
-    return ReceivedRequest(
-        seq=request.seq,
-        source=request.source,
-        kind=request.api,
-        controller_epoch=request.controller_epoch,
-        broker_epoch=request.broker_epoch,
-        error_code=request.error_code,
-        partitions=parts,
-        delete_partitions=request.delete_partitions,
-        sent_s=request.time_s,
-        answered_s=getattr(request, "response_time_s", None),
-    )
-
-
-def journals_from_requests(requests: Iterable[Any]) -> dict[int, tuple[ReceivedRequest, ...]]:
-    """Per destination broker, its received controller requests in arrival order.
-
-    Exchanges that did not decode (``api`` not one of the three controller requests) are left
-    out: they carry no epochs.
-    """
-    out: dict[int, list[ReceivedRequest]] = {}
-    for r in requests:
-        if r.api in CONTROLLER_REQUESTS:
-            out.setdefault(r.dest, []).append(received_request(r))
-    return {b: tuple(sorted(rs, key=lambda x: x.seq)) for b, rs in out.items()}
-
-
-def fetch_broker_metadata(host: str, port: int, timeout_s: float = 10.0) -> BrokerMetadata:
-    """One broker's own Metadata view (a Metadata v1 request for all topics, to it alone).
-
-    A client library would pick any broker it knows; this asks exactly the broker at
-    ``host:port``. Raises ``OSError`` when the broker cannot be reached.
-    """
-    from kio.schema.metadata.v1.request import MetadataRequest  # noqa: PLC0415 - kio only when fetching
-
-    from probes.request_proxy import send_request  # noqa: PLC0415
-
-    response = send_request(host, port, MetadataRequest(topics=None), timeout_s=timeout_s)
-    view: dict[str, dict[int, MetadataPartition]] = {}
-    for topic in response.topics:
-        view[str(topic.name)] = {
-            int(p.partition_index): MetadataPartition(
-                int(p.leader_id),
-                tuple(int(r) for r in p.replica_nodes),
-                tuple(int(r) for r in p.isr_nodes),
-                None if int(p.error_code) == 0 else str(int(p.error_code)),
-            )
-            for p in topic.partitions
-        }
-    return view
 
 
 # ---- JSON form (run directories, replay, checked-in captures) ---------------------------------

@@ -1,10 +1,11 @@
 """Safety checkers: properties that must hold at every moment of a run (decisions ring, pure).
 
-Each takes ``(history, txn_records, final_state)`` — the run's ops, the transaction-log records of
-its chroot (chroot-relative paths; None when the log could not be read) and the
-:class:`~chaos.checkers.final_state.FinalState` (None when the cluster never healed) — and
-returns a :class:`~chaos.checkers.verdict.Verdict`. The wall: nothing here imports the
-implementation under test or does I/O.
+Each reads the run's :class:`~chaos.checkers.findings.RunInputs` — the history, the timeline of
+the chroot's transaction log (:mod:`chaos.checkers.timeline`; None when the log could not be
+read) and the final state (None when the cluster never healed) — and returns a naive
+:class:`~chaos.checkers.findings.Finding`; the quirk registry is applied afterwards
+(:mod:`chaos.checkers.judge`). The wall: nothing here imports the implementation under test or
+does I/O.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from chaos.checkers.final_state import FinalState
-from chaos.checkers.orphaned import orphaned_isrs
-from chaos.checkers.replay import StateWrite, epoch_check_version, replay
-from chaos.checkers.verdict import Verdict, op_evidence, record_evidence
-from chaos.history import Op, OpPair, pairs
-from probes.txnrecords import TxnRecord
+from chaos.checkers.final_state import PartitionState
+from chaos.checkers.findings import FINAL_ISR_OUTSIDE_REPLICAS, Finding, Findings, Item, RunInputs, tp_name
+from chaos.checkers.judge import checker
+from chaos.checkers.timeline import ControllerWrite, StateWritten
+from chaos.checkers.verdict import op_evidence, record_evidence
+from chaos.history import OpPair, pairs
+from probes.txnrecords import TxnOp, TxnRecord
 
 __all__ = [
     "acknowledged_creations_survive",
@@ -33,141 +35,179 @@ CREATE_FS = ("create_topic", "create_topic_admin")
 NO_LOG = "no transaction log of the run"
 
 
-def controller_epoch_increases(
-    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
-) -> Verdict:
+def _write(w: ControllerWrite) -> Item:
+    return Item("controller write", f"0x{w.zxid:x}")
+
+
+@checker("safety")
+def controller_epoch_increases(run: RunInputs) -> Finding:
     """``/controller_epoch`` is written with a strictly larger integer each time."""
-    name = "controller_epoch_increases"
-    if txn_records is None:
-        return Verdict.unknown(name, NO_LOG)
-    elections = replay(txn_records).elections
-    problems: list[str] = []
-    evidence: list[dict[str, Any]] = []
+    if run.timeline is None:
+        return Finding(unknown=NO_LOG)
+    elections = run.timeline.elections
+    found = Findings()
     for before, after in itertools.pairwise(elections):
-        if after.value is None or before.value is None or after.value <= before.value:
-            problems.append(f"/controller_epoch went from {before.value} to {after.value}")
-            evidence += [
+        if after.epoch is None or before.epoch is None or after.epoch <= before.epoch:
+            found.violation(
+                Item("controller epoch write", f"0x{after.zxid:x}"),
+                f"/controller_epoch went from {before.epoch} to {after.epoch}",
                 record_evidence(before.record, "earlier write"),
                 record_evidence(after.record, "later write"),
-            ]
-    if elections and elections[0].value is None:
-        problems.append("/controller_epoch written with a non-integer")
-        evidence.append(record_evidence(elections[0].record))
-    if problems:
-        return Verdict.invalid(name, problems, evidence)
-    values = [e.value for e in elections]
-    return Verdict.valid(name, f"{len(elections)} write(s) of /controller_epoch, values {values}")
+            )
+    if elections and elections[0].epoch is None:
+        first = elections[0]
+        found.violation(
+            Item("controller epoch write", f"0x{first.zxid:x}"),
+            "/controller_epoch written with a non-integer",
+            record_evidence(first.record),
+        )
+    values = [e.epoch for e in elections]
+    return found.done(f"{len(elections)} write(s) of /controller_epoch, values {values}")
 
 
-def one_controller_per_epoch(
-    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
-) -> Verdict:
+@checker("safety")
+def one_controller_per_epoch(run: RunInputs) -> Finding:
     """One session acts per controller epoch: the sessions that set ``/controller_epoch`` to a
     value and the sessions whose fenced writes checked a version holding that value are one.
 
     An epoch whose election is not in the log is keyed by its data version instead.
     """
-    name = "one_controller_per_epoch"
-    if txn_records is None:
-        return Verdict.unknown(name, NO_LOG)
-    log = replay(txn_records)
-    value_of = {e.version: e.value for e in log.elections if e.value is not None}
+    if run.timeline is None:
+        return Finding(unknown=NO_LOG)
+    log = run.timeline
+    value_of = {e.epoch_zk_version: e.epoch for e in log.elections if e.epoch is not None}
     actors: dict[str, dict[int, TxnRecord]] = {}  # epoch → session → its first record
     for e in log.elections:
-        if e.value is not None and e.version > 0:  # version 0 is the initial create of "0"
-            actors.setdefault(f"epoch {e.value}", {}).setdefault(e.record.session_id, e.record)
-    for record, _ in log.writes_of("fenced"):
-        version = _checked_version(record)
-        key = f"epoch {value_of[version]}" if version in value_of else f"epoch version {version}"
-        actors.setdefault(key, {}).setdefault(record.session_id, record)
-    problems, evidence = [], []
+        if e.epoch is not None and e.epoch_zk_version > 0:  # version 0 is the initial create of "0"
+            actors.setdefault(f"epoch {e.epoch}", {}).setdefault(e.session, e.record)
+    for w in log.controller_writes:
+        if w.role != "fenced" or w.checked_epoch_zk_version is None:
+            continue
+        v = w.checked_epoch_zk_version
+        key = f"epoch {value_of[v]}" if v in value_of else f"epoch version {v}"
+        actors.setdefault(key, {}).setdefault(w.session, w.record)
+    found = Findings()
     for key, sessions in actors.items():
         if len(sessions) > 1:
-            problems.append(
-                f"{len(sessions)} sessions acted under {key}: " + ", ".join(f"0x{s:x}" for s in sessions)
+            found.violation(
+                Item("controller epoch", key),
+                f"{len(sessions)} sessions acted under {key}: " + ", ".join(f"0x{s:x}" for s in sessions),
+                *(record_evidence(r, f"session 0x{s:x} under {key}") for s, r in sessions.items()),
             )
-            evidence += [record_evidence(r, f"session 0x{s:x} under {key}") for s, r in sessions.items()]
-    if problems:
-        return Verdict.invalid(name, problems, evidence)
-    return Verdict.valid(name, f"{len(actors)} epoch(s), one acting session each")
+    return found.done(f"{len(actors)} epoch(s), one acting session each")
 
 
-def _checked_version(record: TxnRecord) -> int:
-    version = epoch_check_version(record)
-    assert version is not None
-    return version
-
-
-def no_write_after_epoch_superseded(
-    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
-) -> Verdict:
+@checker("safety")
+def no_write_after_epoch_superseded(run: RunInputs) -> Finding:
     """No controller write lands once a newer election changed ``/controller_epoch``.
 
     A fenced multi must have checked the version current when it applied; a controller-only
     write outside a fenced multi must come from the session that owns the current epoch.
-    Broker ISR writes and admin writes are not controller writes (see ``replay``).
+    Broker ISR writes and admin writes are not controller writes (see the timeline).
     """
-    name = "no_write_after_epoch_superseded"
-    if txn_records is None:
-        return Verdict.unknown(name, NO_LOG)
-    log = replay(txn_records)
-    problems, evidence = [], []
-    for record, current in log.writes_of("fenced"):
-        checked = _checked_version(record)
-        if checked != current:
-            problems.append(
-                f"fenced write at zxid 0x{record.zxid:x} checked epoch version {checked}, current {current}"
-            )
-            evidence.append(
-                record_evidence(record, f"applied while /controller_epoch was at version {current}")
-            )
-    for record, current in log.writes_of("unfenced-controller"):
-        owner = None if current is None else log.epoch_owner.get(current)
-        if owner != record.session_id:
-            who = "no controller" if owner is None else f"session 0x{owner:x}"
-            problems.append(
-                f"unfenced controller write at zxid 0x{record.zxid:x} while {who} owned the epoch"
-            )
-            evidence.append(record_evidence(record, f"unfenced controller write; epoch version {current}"))
-    if problems:
-        return Verdict.invalid(name, problems, evidence)
-    fenced = sum(1 for _ in log.writes_of("fenced"))
-    return Verdict.valid(name, f"{fenced} fenced write(s), all under the epoch current when they applied")
+    if run.timeline is None:
+        return Finding(unknown=NO_LOG)
+    log = run.timeline
+    found = Findings()
+    fenced = 0
+    for w in log.controller_writes:
+        current = w.epoch_zk_version_before
+        if w.role == "fenced":
+            fenced += 1
+            if w.checked_epoch_zk_version != current:
+                found.violation(
+                    _write(w),
+                    f"fenced write at zxid 0x{w.zxid:x} checked epoch version "
+                    f"{w.checked_epoch_zk_version}, current {current}",
+                    record_evidence(w.record, f"applied while /controller_epoch was at version {current}"),
+                )
+        elif w.role == "unfenced":
+            owner = None if current is None else log.epoch_owner.get(current)
+            if owner != w.session:
+                who = "no controller" if owner is None else f"session 0x{owner:x}"
+                found.violation(
+                    _write(w),
+                    f"unfenced controller write at zxid 0x{w.zxid:x} while {who} owned the epoch",
+                    record_evidence(w.record, f"unfenced controller write; epoch version {current}"),
+                )
+    return found.done(f"{fenced} fenced write(s), all under the epoch current when they applied")
 
 
-def controller_writes_fenced(
-    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
-) -> Verdict:
-    """Every controller-only write is a multi that checks ``/controller_epoch`` (KAFKA-6082).
+@checker("safety")
+def controller_writes_fenced(run: RunInputs) -> Finding:
+    """Every controller-only write is a multi whose ``check /controller_epoch`` names the version
+    its own controller's election wrote (KAFKA-6082; a fence that cannot fail is no fence).
 
-    An unfenced one is harmless only until its writer is deposed: this catches the missing
-    fence even in runs where no fault happened to expose it. What counts as controller-only,
-    and what does not (leaders' ISR writes, admin writes), is in :mod:`chaos.checkers.replay`.
+    ZooKeeper logs the version ``/controller_epoch`` had when the multi applied (for a check that
+    asked for any version, -1, too): a write checking another version than the one its session's
+    latest election produced went through under someone else's epoch, which an exact check would
+    have stopped. An unfenced controller write is harmless only until its writer is deposed: this
+    catches the missing fence even in runs where no fault exposed it. What counts as
+    controller-only, and what does not (leaders' ISR writes, admin writes), is in
+    :mod:`chaos.checkers.paths`.
     """
-    name = "controller_writes_fenced"
-    if txn_records is None:
-        return Verdict.unknown(name, NO_LOG)
-    log = replay(txn_records)
-    unfenced = [record for record, _ in log.writes_of("unfenced-controller")]
-    if unfenced:
-        problems = [
-            f"unfenced controller write at zxid 0x{r.zxid:x} by session 0x{r.session_id:x}" for r in unfenced
-        ]
-        return Verdict.invalid(
-            name, problems, [record_evidence(r, "no /controller_epoch check") for r in unfenced]
+    if run.timeline is None:
+        return Finding(unknown=NO_LOG)
+    log = run.timeline
+    own: dict[int, int] = {}  # session → epoch zk version its latest election wrote
+    found = Findings()
+    fenced = 0
+    for w in log.controller_writes:
+        if w.role == "election":
+            for op in w.ops:
+                if (version := _epoch_version_written(op)) is not None:
+                    own[w.session] = version
+        elif w.role == "unfenced":
+            found.violation(
+                _write(w),
+                f"unfenced controller write at zxid 0x{w.zxid:x} by session 0x{w.session:x}",
+                record_evidence(w.record, "no /controller_epoch check"),
+            )
+        else:
+            fenced += 1
+            _judge_fence(w, own.get(w.session), log.epoch_owner, found)
+    return found.done(f"{fenced} controller write(s), all fenced with their own controller's epoch version")
+
+
+def _epoch_version_written(op: TxnOp) -> int | None:
+    if op.path != "/controller_epoch":
+        return None
+    if op.op.startswith("create"):
+        return 0
+    return op.version if op.op == "setData" else None
+
+
+def _judge_fence(w: ControllerWrite, expected: int | None, owner: dict[int, int], found: Findings) -> None:
+    checked = w.checked_epoch_zk_version
+    who = f"session 0x{w.session:x}"
+    if expected is not None and checked == expected:
+        return
+    if expected is not None:
+        found.violation(
+            _write(w),
+            f"write at zxid 0x{w.zxid:x} by {who} checked /controller_epoch version {checked}, "
+            f"but its controller's election wrote version {expected}",
+            record_evidence(w.record, f"fence names epoch version {checked}, not {expected}"),
         )
-    fenced = sum(1 for _ in log.writes_of("fenced"))
-    return Verdict.valid(name, f"{fenced} controller write(s), all fenced")
+    elif checked in owner:
+        found.violation(
+            _write(w),
+            f"write at zxid 0x{w.zxid:x} by {who}, which won no election, checked /controller_epoch "
+            f"version {checked} written by session 0x{owner[checked]:x}",
+            record_evidence(w.record, f"fence names another controller's epoch version {checked}"),
+        )
+    else:
+        found.gap(
+            _write(w),
+            f"write at zxid 0x{w.zxid:x}: the election that wrote epoch version {checked} is not in "
+            "the transaction log, so whose fence it is cannot be told",
+        )
 
 
-def partition_states_valid(
-    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
-) -> Verdict:
+@checker("safety")
+def partition_states_valid(run: RunInputs) -> Finding:
     """Every state znode: leader ∈ ISR ∪ {-1}, ISR ⊆ replicas and non-empty, and the leader
     epoch never decreases within one topic incarnation (the topic znode's czxid).
-
-    A final state whose ISR Kafka 2.5.1 itself left outside the replicas (a reassignment completed
-    after its leader election failed: :mod:`chaos.checkers.orphaned`) is excused from ISR ⊆ replicas.
 
     Two rules of every 2.5 leader election go with them: a new leader comes with a new leader
     epoch — indeed every controller write of a state bumps it (``LeaderAndIsr.newLeaderAndIsr``,
@@ -175,34 +215,38 @@ def partition_states_valid(
     of the ISR it replaces — every election strategy picks from the ISR while
     ``unclean.leader.election.enable`` is false (Kafka's default and the kit's profiles).
     """
-    name = "partition_states_valid"
-    if txn_records is None and final_state is None:
-        return Verdict.unknown(name, "neither a transaction log nor a final state")
-    problems: list[str] = []
-    evidence: list[dict[str, Any]] = []
-    writes = replay(txn_records).state_writes if txn_records is not None else []
+    if run.timeline is None and run.final_state is None:
+        return Finding(unknown="neither a transaction log nor a final state")
+    found = Findings()
+    writes = run.timeline.state_writes if run.timeline is not None else []
     for write in writes:
         for problem in _state_write_problems(write):
-            problems.append(f"{write.topic}-{write.partition} at zxid 0x{write.record.zxid:x}: {problem}")
-            evidence.append(record_evidence(write.record, problem))
-    orphaned = orphaned_isrs(txn_records) if txn_records is not None else {}
-    if final_state is not None:
-        for tp, state in sorted(final_state.partition_states.items()):
-            topic = final_state.topics.get(tp.topic)
-            replicas = None if topic is None else topic.replicas.get(tp.partition)
-            if orphaned.get(tp) == (state.leader, tuple(state.isr)):
-                replicas = None  # Kafka 2.5.1 leaves this ISR outside the replicas (orphaned.py)
-            for problem in _state_problems(state.leader, state.isr, replicas):
-                problems.append(f"final {tp.topic}-{tp.partition}: {problem}")
-                evidence.append(_final_state_evidence(tp.topic, tp.partition, state, replicas, problem))
-    if problems:
-        return Verdict.invalid(name, problems, evidence)
-    if txn_records is None:
-        return Verdict.unknown(name, f"final state fine but {NO_LOG}: intermediate states unchecked")
-    return Verdict.valid(name, f"{len(writes)} state write(s) checked")
+            item = Item("state write", f"{write.topic}-{write.partition} at 0x{write.zxid:x}")
+            text = f"{write.topic}-{write.partition} at zxid 0x{write.zxid:x}: {problem}"
+            found.violation(item, text, record_evidence(write.record, problem))
+    f = run.final_state
+    for tp, state in sorted(f.partition_states.items()) if f is not None else ():
+        topic = f.topics.get(tp.topic) if f is not None else None
+        replicas = None if topic is None else topic.replicas.get(tp.partition)
+        for problem in _state_problems(state.leader, state.isr, None):
+            evidence = _final_state_evidence(tp.topic, tp.partition, state, replicas, problem)
+            found.violation(
+                Item("final partition state", tp_name(tp)), f"final {tp_name(tp)}: {problem}", evidence
+            )
+        if replicas is not None and not set(state.isr) <= set(replicas):
+            problem = f"ISR {list(state.isr)} not within replicas {list(replicas)}"
+            evidence = _final_state_evidence(tp.topic, tp.partition, state, replicas, problem)
+            found.violation(
+                Item(FINAL_ISR_OUTSIDE_REPLICAS, tp_name(tp)), f"final {tp_name(tp)}: {problem}", evidence
+            )
+    if run.timeline is None:
+        found.gap(
+            Item("transaction log", "absent"), f"final state fine but {NO_LOG}: intermediate states unchecked"
+        )
+    return found.done(f"{len(writes)} state write(s) checked")
 
 
-def _state_write_problems(write: StateWrite) -> list[str]:
+def _state_write_problems(write: StateWritten) -> list[str]:
     if write.state is None:
         return [f"malformed state znode ({write.malformed})"]
     s, prev = write.state, write.previous
@@ -232,7 +276,7 @@ def _state_problems(leader: int, isr: Sequence[int], replicas: Sequence[int] | N
 
 
 def _final_state_evidence(
-    topic: str, partition: int, state: Any, replicas: Sequence[int] | None, note: str
+    topic: str, partition: int, state: PartitionState, replicas: Sequence[int] | None, note: str
 ) -> dict[str, Any]:
     return {
         "kind": "znode",
@@ -248,33 +292,30 @@ def _final_state_evidence(
 # ---- history -----------------------------------------------------------------------------------
 
 
-def acknowledged_creations_survive(
-    history: Sequence[Op], txn_records: Sequence[TxnRecord] | None, final_state: FinalState | None
-) -> Verdict:
+@checker("safety")
+def acknowledged_creations_survive(run: RunInputs) -> Finding:
     """A topic creation acknowledged ``ok`` still exists at the end, unless a deletion of that
     name was invoked after the creation was invoked (or was still running then)."""
-    name = "acknowledged_creations_survive"
-    if final_state is None:
-        return Verdict.unknown(name, "no final state")
-    all_pairs = pairs(history)
+    if run.final_state is None:
+        return Finding(unknown="no final state")
+    all_pairs = pairs(run.history)
     deletes = [p for p in all_pairs if p.invoke.f == "delete_topic"]
-    problems, evidence = [], []
+    found = Findings()
     acked = [p for p in all_pairs if p.invoke.f in CREATE_FS and p.outcome == "ok"]
     for create in acked:
         topic = create.invoke.value.get("topic")
-        if not isinstance(topic, str) or topic in final_state.topics:
+        if not isinstance(topic, str) or topic in run.final_state.topics:
             continue
         if any(_may_follow(d, create) for d in deletes if d.invoke.value.get("topic") == topic):
             continue
-        problems.append(f"topic {topic!r} was created (ok) but is gone and no deletion of it was asked")
         assert create.completion is not None
-        evidence += [
+        found.violation(
+            Item("acknowledged creation", topic),
+            f"topic {topic!r} was created (ok) but is gone and no deletion of it was asked",
             op_evidence(create.invoke),
             op_evidence(create.completion, "acknowledged; topic absent at the end"),
-        ]
-    if problems:
-        return Verdict.invalid(name, problems, evidence)
-    return Verdict.valid(name, f"{len(acked)} acknowledged creation(s) accounted for")
+        )
+    return found.done(f"{len(acked)} acknowledged creation(s) accounted for")
 
 
 def _may_follow(delete: OpPair, create: OpPair) -> bool:

@@ -1,9 +1,10 @@
 """JSON lines form of transaction-log records (decisions ring, pure codec).
 
 It keeps what the checkers read from a real ZooKeeper log (every ``TxnRecord`` field, data as
-base64): the runner writes a run's records as ``txn-records.jsonl`` so that ``python -m chaos
-check RUN_DIR`` can judge the run again later, and unit tests replay checked-in captures of real
-controllers' writes without a server.
+base64): the runner writes a run's records as ``txn-records.jsonl`` (:func:`records_jsonl`) so
+that ``python -m chaos check RUN_DIR`` can judge the run again later
+(:func:`chaos.run.judged.load_txn_records` reads them back, naming a bad line), and unit tests
+replay checked-in captures of real controllers' writes without a server.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from probes import Acl, TxnOp, TxnRecord
@@ -70,10 +70,6 @@ def record_from_json(obj: dict[str, Any]) -> TxnRecord:
     return TxnRecord(obj["zxid"], obj["session_id"], obj["cxid"], obj["time_ms"], op_from_json(obj["txn"]))
 
 
-def dump_records(records: Iterable[TxnRecord], path: Path) -> None:
-    path.write_text("".join(json.dumps(record_to_json(r)) + "\n" for r in records), encoding="utf-8")
-
-
-def load_records(path: Path) -> list[TxnRecord]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [record_from_json(json.loads(line)) for line in lines if line.strip()]
+def records_jsonl(records: Iterable[TxnRecord]) -> str:
+    """The records as JSON lines (one object per line, each line ending in a newline)."""
+    return "".join(json.dumps(record_to_json(r)) + "\n" for r in records)

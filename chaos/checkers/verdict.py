@@ -2,7 +2,9 @@
 
 A checker answers ``valid``, ``invalid`` (with the records, ops or znodes that break its
 property) or ``unknown`` (the data it needs is missing). Verdicts compose like Jepsen's
-(``checker.clj`` ``valid-priorities``): invalid beats unknown beats valid.
+(``checker.clj`` ``valid-priorities``): invalid beats unknown beats valid. ``excused`` names,
+per Kafka 2.5.1 quirk (:mod:`chaos.checkers.quirks`), the items the quirk explained and the
+verdict therefore does not count.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ __all__ = [
     "Validity",
     "Verdict",
     "aggregate",
+    "excused_counts",
+    "excused_items",
     "op_evidence",
     "record_evidence",
 ]
@@ -39,6 +43,7 @@ class Verdict:
     validity: Validity
     message: str
     evidence: tuple[Mapping[str, Any], ...] = field(default=())
+    excused: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def is_valid(self) -> bool:
@@ -54,18 +59,30 @@ class Verdict:
             "validity": self.validity,
             "message": self.message,
             "evidence": [dict(e) for e in self.evidence],
+            "excused": {quirk: list(items) for quirk, items in self.excused.items()},
         }
 
-    @classmethod
-    def valid(cls, checker: str, message: str) -> Verdict:
-        return cls(checker, "valid", message)
+    @property
+    def excused_counts(self) -> dict[str, int]:
+        """Quirk name → how many items it excused in this verdict."""
+        return {quirk: len(items) for quirk, items in self.excused.items()}
 
     @classmethod
-    def unknown(cls, checker: str, message: str) -> Verdict:
-        return cls(checker, "unknown", message)
+    def valid(cls, checker: str, message: str, excused: Mapping[str, tuple[str, ...]] = {}) -> Verdict:
+        return cls(checker, "valid", message, (), dict(excused))
 
     @classmethod
-    def invalid(cls, checker: str, problems: Sequence[str], evidence: Iterable[Mapping[str, Any]]) -> Verdict:
+    def unknown(cls, checker: str, message: str, excused: Mapping[str, tuple[str, ...]] = {}) -> Verdict:
+        return cls(checker, "unknown", message, (), dict(excused))
+
+    @classmethod
+    def invalid(
+        cls,
+        checker: str,
+        problems: Sequence[str],
+        evidence: Iterable[Mapping[str, Any]],
+        excused: Mapping[str, tuple[str, ...]] = {},
+    ) -> Verdict:
         """``problems``: one line per violation; the message joins the first few."""
         items = tuple(evidence)
         shown = "; ".join(problems[:5])
@@ -73,14 +90,27 @@ class Verdict:
         dropped = (
             f" [evidence truncated to {MAX_EVIDENCE} of {len(items)}]" if len(items) > MAX_EVIDENCE else ""
         )
-        return cls(
-            checker, "invalid", f"{len(problems)} violation(s): {shown}{more}{dropped}", items[:MAX_EVIDENCE]
-        )
+        message = f"{len(problems)} violation(s): {shown}{more}{dropped}"
+        return cls(checker, "invalid", message, items[:MAX_EVIDENCE], dict(excused))
 
 
 def aggregate(verdicts: Iterable[Verdict]) -> Validity:
     """invalid if any is invalid, else unknown if any is unknown, else valid (also for none)."""
     return max((v.validity for v in verdicts), key=_PRIORITY.__getitem__, default="valid")
+
+
+def excused_items(verdicts: Iterable[Verdict]) -> dict[str, list[str]]:
+    """Quirk name → every item it excused across ``verdicts`` (each once, sorted)."""
+    out: dict[str, set[str]] = {}
+    for v in verdicts:
+        for quirk, items in v.excused.items():
+            out.setdefault(quirk, set()).update(items)
+    return {quirk: sorted(items) for quirk, items in sorted(out.items())}
+
+
+def excused_counts(verdicts: Iterable[Verdict]) -> dict[str, int]:
+    """Quirk name → how many distinct items it excused across ``verdicts`` (for run records)."""
+    return {quirk: len(items) for quirk, items in excused_items(verdicts).items()}
 
 
 def record_evidence(record: TxnRecord, note: str = "") -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Reap what a killed runner left (ring: drivers).
 
-Everything a runner starts is owned the way :mod:`harness.zookeeper.reaper` expects: worker
+Everything a runner starts is owned the way :mod:`harness.reaper` expects: worker
 processes own their ZooKeeper JVMs, Toxiproxy server and nodes through pid files with start
 times, and their temp dirs live in their owner's ``kzk-run-*`` run root. A SIGKILLed runner takes
 its workers with it (pdeathsig), and their children follow (pdeathsig from the workers' spawner

@@ -3,7 +3,7 @@
 ``python -m chaos.run.worker --slot N --slots P --target T`` reads one JSON task per line on
 stdin and answers one JSON result per line on stdout (the only thing written there: anything
 else that prints goes to stderr). Everything it starts — the ZooKeeper JVM(s), the Toxiproxy
-server, the nodes — is owned through :mod:`harness.zookeeper.process` (pid files, pdeathsig),
+server, the nodes — is owned through :mod:`harness.process` (pid files, pdeathsig),
 and the worker itself dies with the runner (pdeathsig), so a SIGKILLed runner leaves nothing
 that :func:`chaos.run.reap.reap` cannot remove. A worker that cannot set up (no Java, no
 ZooKeeper, no Toxiproxy) answers every task with an ``unknown`` run and the reason.

@@ -4,14 +4,17 @@
 
 1. ``TOXIPROXY_URL`` is set: that server, after checking that ``GET /version`` answers
    (:class:`ToxiproxyUnavailable` with the reason otherwise). Nothing is started or stopped.
-2. ``toxiproxy-server`` is on ``PATH``: it is started on a free port of ``host``.
-3. Otherwise ``python -m chaos.toxiproxy --port 0 --port-file F`` is started; the port is read
-   from ``F`` (written only once the API listens, so there is no free-port race).
+2. ``toxiproxy-server`` is on ``PATH``: it is started on a ``toxiproxy-api`` port of the port
+   plan (:mod:`harness.ports`), claimed host-wide until the server stops (the binary must be told
+   its port before it binds it).
+3. Otherwise ``python -m chaos.toxiproxy --port 0 --port-file F`` is started: the kernel chooses
+   the port, read from ``F`` (written only once the API listens, so there is no free-port race).
 
-A started server runs through :func:`harness.zookeeper.process.spawn_jvm` — the project's way to
-own a process: its own session, ``PR_SET_PDEATHSIG=SIGKILL`` (it dies with its owner), a pid file
-with its start time and owner for :func:`harness.zookeeper.reaper.reap_orphans`, and the
-owner's ``atexit``/signal clean-up. Our server also carries the reaper's ``-Dkzk.run.root=<root>``
+A started server runs through the process launcher (:mod:`harness.launcher`; Toxiproxy has no
+image, so it is a local process whatever launcher runs the nodes) — the project's way to own a
+process: its own session, ``PR_SET_PDEATHSIG=SIGKILL`` (it dies with its owner), a pid file with
+its start time and owner for :func:`harness.reaper.reap_orphans`, and the owner's
+``atexit``/signal clean-up. Our server also carries the reaper's ``-Dkzk.run.root=<root>``
 marker in its argv (it ignores it), so a server started just before its pid file was written is
 found too, as JVMs are. It is stopped (SIGTERM, then SIGKILL) when the context exits.
 ``KZK_TOXIPROXY_SEED`` passes ``--seed`` to our server (toxicity rolls, jitter, slicer cuts).
@@ -24,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
+import signal
 import sys
 import time
 import urllib.parse
@@ -34,7 +37,8 @@ from pathlib import Path
 
 import toxiproxy
 
-from harness.zookeeper import process, reaper
+from harness import ports, process, reaper
+from harness.launcher import Handle, LaunchSpec, launcher_named
 
 READY_DEADLINE_S = 20.0
 BINARY = "toxiproxy-server"
@@ -68,30 +72,23 @@ def _check_url(url: str) -> str:
     return url
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
 def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def _spawn(argv: list[str], run_dir: Path, name: str) -> process.ManagedJvm:
-    return process.spawn_jvm(
-        argv, name=name, run_dir=run_dir, log_path=run_dir / "toxiproxy.log", die_with_owner=True
-    )
+def _spawn(argv: list[str], run_dir: Path, name: str) -> Handle:
+    spec = LaunchSpec(role="toxiproxy", name=name, argv=argv, cwd=run_dir, log_path=run_dir / "toxiproxy.log")
+    return launcher_named("process").spawn(spec)
 
 
-def _await_port(jvm: process.ManagedJvm, host: str, port_file: Path | None, port: int | None) -> str:
+def _await_port(server: Handle, name: str, host: str, port_file: Path | None, port: int | None) -> str:
     """Wait until the server answers ``/version``; its URL. Raises ToxiproxyUnavailable."""
     deadline = time.monotonic() + READY_DEADLINE_S
     last_error = "no answer yet"
     while time.monotonic() < deadline:
-        code = jvm.exit_code()
+        code = server.poll()
         if code is not None:
-            raise ToxiproxyUnavailable(f"{jvm.name} exited with status {code} before answering: {last_error}")
+            raise ToxiproxyUnavailable(f"{name} exited with status {code} before answering: {last_error}")
         if port is None and port_file is not None and port_file.exists():
             text = port_file.read_text().strip()
             port = int(text) if text.isdigit() else None
@@ -104,7 +101,7 @@ def _await_port(jvm: process.ManagedJvm, host: str, port_file: Path | None, port
                 last_error = str(exc)
         time.sleep(0.02)
     raise ToxiproxyUnavailable(
-        f"{jvm.name} did not answer GET /version within {READY_DEADLINE_S:.0f}s: {last_error}"
+        f"{name} did not answer GET /version within {READY_DEADLINE_S:.0f}s: {last_error}"
     )
 
 
@@ -114,12 +111,15 @@ def _log_tail(run_dir: Path, lines: int = 20) -> str:
     return ""
 
 
-def _spawn_server(host: str, run_dir: Path) -> tuple[process.ManagedJvm, Path | None, int | None]:
-    """Start the real binary (on a port picked now) or ours (port announced in a file)."""
+def _spawn_server(
+    host: str, run_dir: Path, stack: contextlib.ExitStack
+) -> tuple[Handle, str, Path | None, int | None]:
+    """Start the real binary (on a claimed port, released when ``stack`` closes) or ours (port
+    chosen by the kernel, announced in a file)."""
     binary = shutil.which(BINARY)
     if binary is not None:
-        port = _free_port(host)
-        return _spawn([binary, "-host", host, "-port", str(port)], run_dir, BINARY), None, port
+        port = stack.enter_context(ports.claim(ports.TOXIPROXY_API)).ports[0]
+        return _spawn([binary, "-host", host, "-port", str(port)], run_dir, BINARY), BINARY, None, port
     port_file = run_dir / "api.port"
     marker = f"{reaper.RUN_ROOT_MARKER}{process.owner_session().run_root}"  # for the reaper's sweep
     argv = [sys.executable, "-m", "chaos.toxiproxy", marker, "--host", host, "--port", "0"]
@@ -127,7 +127,7 @@ def _spawn_server(host: str, run_dir: Path) -> tuple[process.ManagedJvm, Path | 
     seed = os.environ.get(SEED_ENV)
     if seed:
         argv += ["--seed", seed]
-    return _spawn(argv, run_dir, "chaos.toxiproxy"), port_file, None
+    return _spawn(argv, run_dir, "chaos.toxiproxy"), "chaos.toxiproxy", port_file, None
 
 
 def client_for(url: str) -> toxiproxy.Toxiproxy:
@@ -152,16 +152,25 @@ def toxiproxy_server(host: str = "127.0.0.1") -> Iterator[str]:
         yield _check_url(given)
         return
     run_dir = process.new_run_dir("toxiproxy")
-    jvm: process.ManagedJvm | None = None
-    try:
-        jvm, port_file, port = _spawn_server(host, run_dir)
+    with contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, run_dir, ignore_errors=True)
+        server, name, port_file, port = _spawn_server(host, run_dir, stack)
+        stack.callback(_stop, server)
         try:
-            url = _await_port(jvm, host, port_file, port)
+            url = _await_port(server, name, host, port_file, port)
         except ToxiproxyUnavailable as exc:
             tail = _log_tail(run_dir)
             raise ToxiproxyUnavailable(f"{exc}\n--- {run_dir / 'toxiproxy.log'} (tail) ---\n{tail}") from None
         yield url
-    finally:
-        if jvm is not None and jvm.exit_code() is None:
-            jvm.terminate(grace_s=5.0)
-        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _stop(server: Handle, grace_s: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL after ``grace_s``."""
+    if server.poll() is None:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(grace_s)
+        except TimeoutError:
+            server.send_signal(signal.SIGKILL)
+            server.wait(30.0)
+    server.remove()

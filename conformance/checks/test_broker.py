@@ -20,6 +20,7 @@ from conformance.scenarios import (
     wait_cluster_known,
     wait_state,
 )
+from conformance.topology import TWO_SESSIONS
 from records import phases
 
 pytestmark = pytest.mark.conformance
@@ -141,6 +142,7 @@ def test_leader_failure_with_surviving_controller_bumps_epoch_once(
 
 
 @pytest.mark.behaviour("BROKER-3", "FAILOVER-2", "FAILOVER-3")
+@pytest.mark.combined_only(TWO_SESSIONS)
 def test_leader_that_was_controller_costs_two_epochs(
     cluster_factory: ClusterFactory, phase_metrics: PhaseMetrics
 ) -> None:

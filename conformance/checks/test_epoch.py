@@ -17,9 +17,8 @@ pytestmark = pytest.mark.conformance
 
 
 def _session_of(cluster: Cluster, bid: int) -> int:
-    stat = cluster.zk.exists(f"/brokers/ids/{bid}")
-    assert stat is not None, f"broker {bid} not registered: {cluster.summary()}"
-    return int(stat.ephemeralOwner)
+    """The session of node ``bid``'s controller (its broker's, unless the target is split)."""
+    return cluster.controller_session(bid)
 
 
 def _move(cluster: Cluster, how: str, old: int) -> None:

@@ -23,9 +23,8 @@ pytestmark = pytest.mark.conformance
 
 
 def _watches_of(cluster: Cluster, bid: int) -> frozenset[str]:
-    stat = cluster.zk.exists(f"/brokers/ids/{bid}")
-    assert stat is not None
-    return read_watches(cluster.four_letter).of_session(int(stat.ephemeralOwner), cluster.chroot)
+    """The watches of node ``bid``'s controller session (its broker's, unless the target is split)."""
+    return read_watches(cluster.four_letter).of_session(cluster.controller_session(bid), cluster.chroot)
 
 
 @pytest.mark.behaviour("LISTEN-2", "LISTEN-4")

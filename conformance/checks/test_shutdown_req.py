@@ -22,6 +22,7 @@ from conformance.scenarios import (
     wait_state,
     wait_told_gone,
 )
+from conformance.topology import NO_CONTROLLER_ENDPOINT
 from probes.request_proxy import send_request
 
 pytestmark = pytest.mark.conformance
@@ -38,6 +39,7 @@ def _closed_at(cluster: Cluster, session: int) -> int:
 
 
 @pytest.mark.behaviour("SHUTDOWN-1", "SHUTDOWN-2", "SHUTDOWN-3", "ELECT-4", "RSM-5")
+@pytest.mark.combined_only(NO_CONTROLLER_ENDPOINT)
 def test_controlled_shutdown_moves_leadership_first(cluster_factory: ClusterFactory) -> None:
     """Graceful stop of broker 1 (controller 3): ``cs-0`` (1 leads) gets the controlled-shutdown
     election, ``cs-1`` (1 follows) its ISR removal — each exactly one write, both *before* broker
@@ -77,6 +79,7 @@ def test_controlled_shutdown_moves_leadership_first(cluster_factory: ClusterFact
 
 
 @pytest.mark.behaviour("SHUTDOWN-1", "ELECT-4", "RSM-5")
+@pytest.mark.combined_only(NO_CONTROLLER_ENDPOINT)
 def test_controlled_shutdown_answers_the_partitions_it_could_not_move(
     cluster_factory: ClusterFactory,
 ) -> None:
@@ -132,6 +135,7 @@ def test_controlled_shutdown_answers_the_partitions_it_could_not_move(
 
 
 @pytest.mark.behaviour("SHUTDOWN-1")
+@pytest.mark.combined_only(NO_CONTROLLER_ENDPOINT)
 def test_controlled_shutdown_request_errors(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory()
     # the controller must know every broker first, or it answers BROKER_NOT_AVAILABLE (8)

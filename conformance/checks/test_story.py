@@ -31,6 +31,7 @@ from conformance.scenarios import (
     wait_state,
     wait_told_gone,
 )
+from conformance.topology import NO_CONTROLLER_ENDPOINT
 from probes.state_change_log import invalid_transitions
 
 pytestmark = pytest.mark.conformance
@@ -96,6 +97,7 @@ def _lai(
 
 @pytest.mark.behaviour("SHUTDOWN-3", "SHUTDOWN-1", "ELECT-4", "PREFERRED-1", "ELECT-3", "REBALANCE-1")
 @pytest.mark.parametrize("election", ["preferred-znode", "auto-rebalance"])
+@pytest.mark.combined_only(NO_CONTROLLER_ENDPOINT)
 def test_graceful_stop_restart_rejoin_and_preferred_leader_back(
     cluster_factory: ClusterFactory, election: str
 ) -> None:
@@ -320,6 +322,7 @@ def test_topic_unclean_config_honoured_after_failover_and_default_is_clean(
 
 
 @pytest.mark.behaviour("ELECT-6", "SHUTDOWN-1", "SHUTDOWN-3", "REBALANCE-1", "DELETE-1")
+@pytest.mark.combined_only(NO_CONTROLLER_ENDPOINT)
 def test_kafka_defaults_when_safety_keys_are_absent(cluster_factory: ClusterFactory) -> None:
     """``controlled.shutdown.enable`` (true): a graceful stop moves leadership before the session
     ends; ``auto.leader.rebalance.enable`` (true): the preferred leader gets its leadership back

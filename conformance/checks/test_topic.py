@@ -26,6 +26,7 @@ from conformance.scenarios import (
     wait_online,
     writes,
 )
+from conformance.topology import NO_CONTROLLER_BROKER
 from probes.logdirs import scan_log_dirs
 from probes.request_proxy import send_request
 from records import phases
@@ -101,6 +102,7 @@ def _record_online(cluster: Cluster, metrics: PhaseMetrics, topic: str, partitio
 
 
 @pytest.mark.behaviour("TOPIC-1", "TOPIC-2", "TOPIC-4", "PSM-2")
+@pytest.mark.combined_only(NO_CONTROLLER_BROKER)
 def test_create_topics_through_a_client(cluster: Cluster, phase_metrics: PhaseMetrics) -> None:
     cluster.wait_controller()
     client = admin.admin_client(cluster)
@@ -128,6 +130,7 @@ def test_create_topics_through_a_client(cluster: Cluster, phase_metrics: PhaseMe
 
 
 @pytest.mark.behaviour("TOPIC-4")
+@pytest.mark.combined_only(NO_CONTROLLER_BROKER)
 def test_create_topics_errors(cluster: Cluster) -> None:
     cid = cluster.wait_controller()
     client = admin.admin_client(cluster)
@@ -182,6 +185,7 @@ def test_hand_written_topic_znode_is_created_like_an_admin_topic(
 
 
 @pytest.mark.behaviour("TOPIC-5")
+@pytest.mark.combined_only(NO_CONTROLLER_BROKER)
 def test_adding_partitions_creates_only_new_ones(cluster: Cluster) -> None:
     cluster.wait_controller()
     create_topic(cluster, "grow", {0: [1, 2]})
@@ -198,6 +202,7 @@ def test_adding_partitions_creates_only_new_ones(cluster: Cluster) -> None:
 
 
 @pytest.mark.behaviour("TOPIC-6")
+@pytest.mark.combined_only(NO_CONTROLLER_BROKER)
 def test_default_placement_and_unregistered_replica(cluster: Cluster) -> None:
     cluster.wait_controller()
     client = admin.admin_client(cluster)
@@ -306,6 +311,7 @@ def test_topic_znode_deleted_by_hand_is_only_forgotten(cluster: Cluster) -> None
 
 
 @pytest.mark.behaviour("TOPIC-8")
+@pytest.mark.combined_only(NO_CONTROLLER_BROKER)
 def test_create_topics_defaults_from_the_controller(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory(overrides={"num.partitions": "3", "default.replication.factor": "2"})
     cluster.wait_controller()

@@ -57,9 +57,8 @@ def _journal(cluster: Cluster, bid: int) -> ZkJournal:
 
 
 def _session(cluster: Cluster, bid: int) -> int:
-    stat = cluster.zk.exists(f"/brokers/ids/{bid}")
-    assert stat is not None, f"broker {bid} is not registered: {cluster.summary()}"
-    return int(stat.ephemeralOwner)
+    """The session of node ``bid``'s controller (its broker's, unless the target is split)."""
+    return cluster.controller_session(bid)
 
 
 def _armed(j: ZkJournal, req: ZkRequest) -> bool:

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -31,9 +32,9 @@ os.environ.setdefault("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
 import docker.errors
 from testcontainers.core.container import DockerContainer
 
+from harness import reaper
 from harness.containers import images
-from harness.launcher import Handle, LauncherError, LaunchSpec
-from harness.zookeeper import reaper
+from harness.launching import Handle, LauncherError, LaunchSpec
 
 __all__ = [
     "ENTRYPOINT",
@@ -63,9 +64,12 @@ def _docker(*args: str, timeout_s: float = 60.0) -> subprocess.CompletedProcess[
 class DockerHandle:
     """A container started by :class:`DockerLauncher`."""
 
-    def __init__(self, container: DockerContainer, name: str) -> None:
+    def __init__(
+        self, container: DockerContainer, name: str, on_exit: Callable[[], None] | None = None
+    ) -> None:
         self.container = container
         self.name = name
+        self.on_exit = on_exit
         self.paused = False
         self._exit: int | None = None
         self._removed = False
@@ -145,6 +149,9 @@ class DockerHandle:
         _docker("rm", "--force", "--volumes", self.name)
         with _LOCK:
             _LIVE.pop(self.name, None)
+        on_exit, self.on_exit = self.on_exit, None
+        if on_exit is not None:
+            on_exit()
 
 
 def _owner_labels() -> dict[str, str]:
@@ -187,12 +194,15 @@ def _install_hooks() -> None:
 
 class DockerLauncher:
     name = "docker"
+    in_containers = True
 
     def unavailable_reason(self) -> str | None:
         return images.docker_available()
 
     def image_for(self, role: str) -> str:
         """The image of ``role``: the user's (``KZK_<ROLE>_IMAGE``) or the kit's, built if missing."""
+        if role not in IMAGE_ENV:
+            raise LauncherError(f"the kit has no image for a {role} server; it runs as a local process")
         named = os.environ.get(IMAGE_ENV[role])
         key = f"{role}={named or ''}"  # a changed KZK_<ROLE>_IMAGE is looked up again
         with _LOCK:
@@ -212,7 +222,7 @@ class DockerLauncher:
     def image_of(self, spec: LaunchSpec) -> str:
         """``KZK_<ROLE>_IMAGE``, else the spec's own image (a target's ``[container] image``),
         else the kit's image of the role (built when missing)."""
-        if spec.image and not os.environ.get(IMAGE_ENV[spec.role]):
+        if spec.image and not os.environ.get(IMAGE_ENV.get(spec.role, "")):
             with _LOCK:
                 cached = _IMAGES.get(spec.image)
             if cached is None:
@@ -236,7 +246,7 @@ class DockerLauncher:
         for mount in options.pop("mounts"):
             container.with_volume_mapping(mount, mount, "rw")
         container.with_kwargs(**options)
-        handle = DockerHandle(container, name)
+        handle = DockerHandle(container, name, spec.on_exit)
         with _LOCK:
             _LIVE[name] = handle
         try:

@@ -1,14 +1,18 @@
-"""A real-ZooKeeper harness: standalone servers and ensembles as local JVMs (ring: drivers / test tooling).
+"""A real-ZooKeeper harness: standalone servers and ensembles (ring: drivers / test tooling).
 
-Servers come from ``$ZOOKEEPER_HOME`` or Debian's ``zookeeper`` package, bind only 127.0.0.1, and
-never outlive their owner: see :mod:`harness.zookeeper.process` (clean-up on exit, signals and
-owner death) and :mod:`harness.zookeeper.reaper` (pid files and the reaper of orphaned runs).
+Servers come from ``$ZOOKEEPER_HOME`` or Debian's ``zookeeper`` package, start through the
+launcher seam (:mod:`harness.launcher`: local JVMs, or containers), bind only 127.0.0.1 on ports
+of the port plan (:mod:`harness.ports`), and never outlive their owner: see
+:mod:`harness.process` (clean-up on exit, signals and owner death) and :mod:`harness.reaper`
+(pid files and the reaper of orphaned runs).
 
 Environment knobs: ``ZOOKEEPER_HOME``; ``KZK_DEBIAN_JAVA_DIR`` (default ``/usr/share/java``);
 ``KZK_RUNTIME_DIR`` (pid files); ``KZK_JVM_DIE_WITH_OWNER=0`` (no pdeathsig); ``KZK_JVM_CDS=0`` (no
 class-data-sharing archive); ``KZK_CACHE_DIR`` (where that archive lives).
 """
 
+from harness.process import cleanup_owned, install_cleanup_hooks
+from harness.reaper import Reaped, reap_orphans, runtime_dir
 from harness.zookeeper.config import QuorumMember
 from harness.zookeeper.ensemble import ZooKeeperEnsemble
 from harness.zookeeper.errors import (
@@ -21,9 +25,6 @@ from harness.zookeeper.errors import (
     ZooKeeperStartError,
 )
 from harness.zookeeper.jars import ZooKeeperInstall, find_java, find_zookeeper
-from harness.zookeeper.ports import pick_free_port, pick_free_ports
-from harness.zookeeper.process import cleanup_owned, install_cleanup_hooks
-from harness.zookeeper.reaper import Reaped, reap_orphans, runtime_dir
 from harness.zookeeper.server import ZooKeeperServer, add_start_listener
 from probes.fourlw import four_letter, parse_mode
 
@@ -47,8 +48,6 @@ __all__ = [
     "four_letter",
     "install_cleanup_hooks",
     "parse_mode",
-    "pick_free_port",
-    "pick_free_ports",
     "reap_orphans",
     "runtime_dir",
 ]

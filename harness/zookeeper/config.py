@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.zookeeper.ports import LOOPBACK
+from harness.ports import LOOPBACK
 
 
 @dataclass(frozen=True)

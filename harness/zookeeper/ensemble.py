@@ -1,11 +1,13 @@
 """A ZooKeeper ensemble of local JVMs (``QuorumPeerMain``) on loopback ports (ring: drivers).
 
 Member ``i`` (0-based) has ``myid = i + 1``, its own run dir, a client port, and a peer and an
-election port listed in every member's ``server.<myid>=127.0.0.1:<peer>:<election>`` line. All
-3 x size ports are picked at once, below the kernel's ephemeral range and claimed host-wide
-(:mod:`harness.port_claims`) until :meth:`ZooKeeperEnsemble.close`; if a member still cannot bind
-one (a process outside this kit took it), every member is stopped, all ports are picked anew and
-the ensemble starts again.
+election port listed in every member's ``server.<myid>=127.0.0.1:<peer>:<election>`` line. Every
+port is one of the port plan's ``zookeeper`` ports (:mod:`harness.ports`), below the kernel's
+ephemeral range and claimed host-wide until :meth:`ZooKeeperEnsemble.close` (each member claims
+its client port, the ensemble the 2 x size quorum ports): a killed member restarts on the same
+ports, which nobody else is handed meanwhile. If a member still cannot bind one (a process
+outside this kit took it), every member is stopped, all ports are claimed anew and the ensemble
+starts again.
 
 Faults: ``stop_member`` (SIGTERM), ``kill_member`` (SIGKILL), ``pause_member``/``resume_member``
 (SIGSTOP/SIGCONT), ``stop_leader``/``kill_leader``; ``start_member`` restarts a member on its data
@@ -14,19 +16,17 @@ dir and ports and waits until it has joined (``leader`` or ``follower``).
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Self
 
+from harness import ports
 from harness.launcher import Launcher, launcher_from_env
-from harness.port_claims import claim_ports
 from harness.zookeeper.config import QuorumMember
 from harness.zookeeper.errors import PortInUse, QuorumError, ZooKeeperStartError
 from harness.zookeeper.jars import ZooKeeperInstall, find_zookeeper
-from harness.zookeeper.ports import log_shows_bind_failure
-from harness.zookeeper.server import ZooKeeperServer
+from harness.zookeeper.server import ZooKeeperServer, log_shows_bind_failure
 
 SERVING_MODES = ("leader", "follower")
 
@@ -59,37 +59,45 @@ class ZooKeeperEnsemble:
         self.sync_limit = sync_limit
         install = install or find_zookeeper()
         launcher = launcher or launcher_from_env()
-        self.members = [
-            ZooKeeperServer(
-                name=f"{name}-{i + 1}",
-                tick_time_ms=tick_time_ms,
-                min_session_timeout_ms=min_session_timeout_ms,
-                max_session_timeout_ms=max_session_timeout_ms,
-                snap_count=snap_count,
-                pre_alloc_size_kb=pre_alloc_size_kb,
-                extra_cfg=extra_cfg,
-                heap_mb=heap_mb,
-                die_with_owner=die_with_owner,
-                install=install,
-                quorum=QuorumMember(i + 1, ()),
-                launcher=launcher,
-            )
-            for i in range(size)
-        ]
-        self._claims: list[socket.socket] = []
-        self._assign_fresh_ports()
+        self._claims = ports.claim(ports.ZOOKEEPER, 2 * size)
+        self.members: list[ZooKeeperServer] = []
+        try:
+            for i in range(size):
+                self.members.append(
+                    ZooKeeperServer(
+                        name=f"{name}-{i + 1}",
+                        tick_time_ms=tick_time_ms,
+                        min_session_timeout_ms=min_session_timeout_ms,
+                        max_session_timeout_ms=max_session_timeout_ms,
+                        snap_count=snap_count,
+                        pre_alloc_size_kb=pre_alloc_size_kb,
+                        extra_cfg=extra_cfg,
+                        heap_mb=heap_mb,
+                        die_with_owner=die_with_owner,
+                        install=install,
+                        quorum=self._quorum(i),
+                        launcher=launcher,
+                    )
+                )
+        except BaseException:  # a bad setting: no claim or run dir outlives the refusal
+            self.close()
+            raise
 
-    def _assign_fresh_ports(self) -> None:
-        """Claim 3 x size ports host-wide for the ensemble's life (harness.port_claims): a killed
-        member restarts on the same ports, which nobody else can be handed meanwhile."""
-        self._release_ports()
-        claimed = claim_ports(3 * len(self.members))
-        self._claims = [claim for _, claim in claimed]
-        ports = [port for port, _ in claimed]
-        peers = tuple((i + 1, ports[3 * i + 1], ports[3 * i + 2]) for i in range(len(self.members)))
+    def _quorum(self, i: int) -> QuorumMember:
+        """Member ``i``'s membership: every member's (myid, peer port, election port) from the
+        ensemble's claims."""
+        quorum_ports = self._claims.ports
+        peers = tuple(
+            (n + 1, quorum_ports[2 * n], quorum_ports[2 * n + 1]) for n in range(len(quorum_ports) // 2)
+        )
+        return QuorumMember(i + 1, peers, self.init_limit, self.sync_limit)
+
+    def _move_to_fresh_ports(self) -> None:
+        """Claim new quorum ports, then give the old ones up; every member claims a new client port."""
+        old, self._claims = self._claims, ports.claim(ports.ZOOKEEPER, 2 * len(self.members))
+        old.close()
         for i, member in enumerate(self.members):
-            quorum = QuorumMember(i + 1, peers, self.init_limit, self.sync_limit)
-            member.assign_ports(ports[3 * i], quorum)
+            member.move_to_new_ports(self._quorum(i))
 
     # --- addresses and state --------------------------------------------------------------------
 
@@ -146,7 +154,7 @@ class ZooKeeperEnsemble:
                     raise
                 for member in self.members:
                     member.kill()
-                self._assign_fresh_ports()
+                self._move_to_fresh_ports()
             else:
                 return self
         raise AssertionError("unreachable")  # pragma: no cover
@@ -183,12 +191,7 @@ class ZooKeeperEnsemble:
         self.stop()
         for member in self.members:
             member.close()
-        self._release_ports()
-
-    def _release_ports(self) -> None:
-        for claim in self._claims:
-            claim.close()
-        self._claims = []
+        self._claims.close()
 
     # --- faults ---------------------------------------------------------------------------------
 

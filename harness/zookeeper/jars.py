@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import subprocess
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -114,6 +115,30 @@ class ZooKeeperInstall:
             props.write_text(_LOG4J_PROPERTIES)
             return [f"-Dlog4j.configuration=file:{props}", "-Dzookeeper.root.logger=INFO,CONSOLE"]
         return []
+
+    def version(self) -> str | None:
+        """ZooKeeper's own version string (``org.apache.zookeeper.Version``), ``None`` when the JVM
+        cannot tell (e.g. ``3.8.0-<commit>, built on <date>`` → ``3.8.0``)."""
+        try:
+            out = subprocess.run(
+                [
+                    str(self.java),
+                    "-cp",
+                    os.pathsep.join(map(str, self.classpath)),
+                    "org.apache.zookeeper.Version",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        first = (out.stdout.strip().splitlines() or [""])[0]
+        return first.split("-", 1)[0].split(",", 1)[0].strip() or None if out.returncode == 0 else None
+
+
+_VERSION_MAIN = "org.apache.zookeeper.Version"
 
 
 def find_zookeeper(

@@ -10,11 +10,19 @@ Run dir layout::
     <run dir>/data/                dataDir (and myid for ensemble members)
     <run dir>/data/version-2/      transaction logs (log.<zxid>) and snapshots
 
-Port policy: without an explicit ``port`` a free one is picked; if the JVM then fails to bind it
-(another process took it in between), or an explicit ``port`` is taken, another port is picked
-(``port_fallback=True``, the default) or :class:`PortInUse` is raised. Once started, the port is
-fixed: ``restart()`` and ``start()`` after ``stop()`` reuse it, and raise :class:`PortInUse` if it
-was taken meanwhile, because clients hold the old connect string.
+The JVM starts through the launcher seam (:mod:`harness.launcher`): a local process by default,
+a container with ``launcher=`` or ``KZK_LAUNCHER=docker`` — the same command, with the host's
+class-data-sharing archive only for a local JVM.
+
+Port policy: without an explicit ``port`` one of the port plan's ``zookeeper`` ports is claimed
+host-wide (:mod:`harness.ports`) and held until :meth:`ZooKeeperServer.close`, so a stopped or
+killed server restarts on it and nobody else is handed it meanwhile. If the JVM then fails to
+bind it (a process outside the kit took it), or an explicit ``port`` is in use or claimed by
+another live process, another port is claimed (``port_fallback=True``, the default) or
+:class:`PortInUse` is raised. Once started, the port is fixed: ``restart()`` and ``start()`` after
+``stop()`` reuse it, and raise :class:`PortInUse` if it was taken meanwhile, because clients hold
+the old connect string. Ensemble members take their client port the same way; the ensemble claims
+the quorum and election ports (:mod:`harness.zookeeper.ensemble`).
 """
 
 from __future__ import annotations
@@ -29,14 +37,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from harness import ports, process
 from harness.launcher import Handle, Launcher, LaunchSpec, launcher_from_env
-from harness.process_launcher import ProcessHandle
-from harness.zookeeper import process
+from harness.ports import LOOPBACK
+from harness.reaper import RUN_ROOT_MARKER
 from harness.zookeeper.config import QuorumMember, validate_cfg, validate_settings
 from harness.zookeeper.errors import FourLetterWordError, PortInUse, ZooKeeperStartError
-from harness.zookeeper.jars import ZooKeeperInstall, cds_flags, find_zookeeper
-from harness.zookeeper.ports import LOOPBACK, is_port_free, log_shows_bind_failure, pick_free_port
-from harness.zookeeper.reaper import RUN_ROOT_MARKER
+from harness.zookeeper.jars import ZooKeeperInstall, cds_flags, find_zookeeper, promote_cds_archive
 from probes import fourlw
 
 log = logging.getLogger(__name__)
@@ -45,6 +52,12 @@ STANDALONE_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 DEFAULT_LOG_TAIL_BYTES = 16384
 _START_LISTENERS: list[Callable[[ZooKeeperServer], None]] = []
+_BIND_FAILURE_MARKERS = ("java.net.BindException", "Address already in use")
+
+
+def log_shows_bind_failure(log_text: str) -> bool:
+    """Whether a ZooKeeper log says a listener could not bind its port."""
+    return any(marker in log_text for marker in _BIND_FAILURE_MARKERS)
 
 
 def add_start_listener(listener: Callable[[ZooKeeperServer], None]) -> Callable[[], None]:
@@ -84,7 +97,13 @@ class ZooKeeperServer:
         self.install = install or find_zookeeper()
         self.name = name
         self.requested_port = port
-        self._port = port or pick_free_port()
+        #: The host-wide claim on the client port (None: an explicit port another process holds).
+        self._claim: ports.Claim | None = None
+        self._port = 0
+        if port:
+            self._claim, self._port = ports.claim_port(port), port
+        else:
+            self._claim_new_port()
         self._port_may_change = port_fallback
         self.tick_time_ms = tick_time_ms
         self.min_session_timeout_ms = min_session_timeout_ms
@@ -175,7 +194,7 @@ class ZooKeeperServer:
     # --- life cycle -----------------------------------------------------------------------------
 
     def start(self, timeout_s: float = 30.0) -> Self:
-        """Start the JVM and wait until it serves; pick another port if the current one is taken."""
+        """Start the JVM and wait until it serves; claim another port if the current one is taken."""
         if self.is_running():
             return self
         for listener in list(_START_LISTENERS):
@@ -188,17 +207,26 @@ class ZooKeeperServer:
             except PortInUse:
                 if attempt == attempts:
                     raise
-                old, self._port = self._port, pick_free_port()
+                old = self._port
+                self._claim_new_port()
                 log.warning("%s: port %d is in use, retrying on %d", self.name, old, self._port)
             else:
                 return self
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def assign_ports(self, port: int, quorum: QuorumMember | None = None) -> None:
-        """Move a server that has never served to new ports (ensembles re-pick after a bind failure)."""
+    def _claim_new_port(self) -> None:
+        """Claim a fresh ``zookeeper`` port, then give the old one up (so it is not handed back)."""
+        old, self._claim = self._claim, ports.claim(ports.ZOOKEEPER)[0]
+        self._port = self._claim.port
+        if old is not None:
+            old.close()
+
+    def move_to_new_ports(self, quorum: QuorumMember | None = None) -> None:
+        """Claim a new client port (and take ``quorum``'s ports) before the first successful
+        start: ensembles move every member after a bind failure."""
         if self.is_running() or self._served_once:
             raise ZooKeeperStartError(f"{self.name}: ports can change only before the first successful start")
-        self._port = port
+        self._claim_new_port()
         if quorum is not None:
             self.quorum = quorum
 
@@ -206,62 +234,54 @@ class ZooKeeperServer:
         """Start the JVM without waiting for it (ensembles wait for all members together)."""
         if self.is_running():
             return
-        if not is_port_free(self._port):
+        if self._claim is None:
+            self._port_in_use(f"port {self._port} is claimed by another live process of the kit")
+        if not ports.bindable(self._port):
             self._port_in_use(f"port {self._port} is already in use on {LOOPBACK}")
         self.cfg_path.write_text("".join(f"{k}={v}\n" for k, v in self.cfg().items()))
         if self.quorum is not None:
             (self.data_dir / "myid").write_text(f"{self.quorum.my_id}\n")
-        root = process.owner_session().run_root
-        flags = [f"{RUN_ROOT_MARKER}{root}", f"-Dkzk.name={self.name}", *self.jvm_flags]
         self._launched_at = time.monotonic()
         self._paused = False
-        if self.launcher.name == "process":
-            self._launch_process(flags)
-        else:
-            self._launch_container(flags)
+        spec = self.launch_spec()
+        argv = spec.container_argv if self.launcher.in_containers and spec.container_argv else spec.argv
+        self._mark_log(
+            f"starting {self.name} on {self.connect_string} ({self.launcher.name}): {' '.join(argv)}"
+        )
+        self._jvm = self.launcher.spawn(spec)
 
-    def _launch_process(self, flags: list[str]) -> None:
+    def launch_spec(self) -> LaunchSpec:
+        """The JVM command for the host (with the class-data-sharing archive) and for a container
+        (``java`` from the image's PATH, the jars at their Debian paths or the host's
+        ``ZOOKEEPER_HOME`` mounted, no host archive)."""
+        root = process.owner_session().run_root
+        flags = [f"{RUN_ROOT_MARKER}{root}", f"-Dkzk.name={self.name}", *self.jvm_flags]
         cds, pending = cds_flags(self.install, self.main_class)
-        argv = self.install.jvm_command(
+        command = self.install.jvm_command
+        argv = command(
             self.main_class,
             self.cfg_path,
             run_dir=self.run_dir,
             heap_mb=self.heap_mb,
             extra_flags=[*cds, *flags],
         )
-        self._mark_log(f"starting {self.name} on {self.connect_string}: {' '.join(argv)}")
-        jvm = process.spawn_jvm(
-            argv,
-            name=self.name,
-            run_dir=self.run_dir,
-            log_path=self.log_file,
-            die_with_owner=self.die_with_owner,
-        )
-        jvm.pending_cds = pending
-        self._jvm = ProcessHandle(jvm)
-
-    def _launch_container(self, flags: list[str]) -> None:
-        """The same JVM command in the ZooKeeper image: ``java`` from the image's PATH, the jars at
-        their Debian paths (or the host's ``ZOOKEEPER_HOME``, mounted), no host CDS archive."""
-        argv = self.install.jvm_command(
+        inside = command(
             self.main_class, self.cfg_path, run_dir=self.run_dir, heap_mb=self.heap_mb, extra_flags=flags
         )
-        argv[0] = "java"
+        inside[0] = "java"
         jar_dirs = sorted(
             {p.parent for p in self.install.classpath if not str(p).startswith("/usr/share/java")}
         )
-        self._mark_log(
-            f"starting {self.name} on {self.connect_string} ({self.launcher.name}): {' '.join(argv)}"
-        )
-        self._jvm = self.launcher.spawn(
-            LaunchSpec(
-                role="zookeeper",
-                name=self.name,
-                argv=argv,
-                cwd=self.run_dir,
-                log_path=self.log_file,
-                mounts=[self.run_dir, *jar_dirs],
-            )
+        return LaunchSpec(
+            role="zookeeper",
+            name=self.name,
+            argv=argv,
+            cwd=self.run_dir,
+            log_path=self.log_file,
+            mounts=[self.run_dir, *jar_dirs],
+            container_argv=inside,
+            die_with_owner=self.die_with_owner,
+            on_exit=None if pending is None else lambda: promote_cds_archive(pending),
         )
 
     def wait_ready(self, timeout_s: float = 30.0, modes: Sequence[str] | None = None) -> str:
@@ -378,6 +398,8 @@ class ZooKeeperServer:
         if self._closed_log_tail is None:
             self._closed_log_tail = self.log_tail(64 * 1024)
         shutil.rmtree(self.run_dir, ignore_errors=True)
+        if self._claim is not None:
+            self._claim.close()
 
     def is_running(self) -> bool:
         """Whether the JVM process exists (a paused JVM is running)."""

@@ -19,6 +19,7 @@ from typing import assert_never
 
 from reference_controller.config import KafkaConfig
 from reference_controller.controller import (
+    api_reassignment,
     brokers,
     election,
     leader_elections,
@@ -28,8 +29,10 @@ from reference_controller.controller import (
 )
 from reference_controller.controller import reassignment as reassign
 from reference_controller.controller.context import ControllerContext
+from reference_controller.controller.dynamic_config import DynamicBrokerConfigView
 from reference_controller.controller.effects import AddBroker, Effect, RemoveBroker, Resigned, ScheduleEvent
 from reference_controller.controller.events import (
+    ApiPartitionReassignment,
     AutoPreferredReplicaLeaderElection,
     BrokerChange,
     BrokerModifications,
@@ -39,6 +42,7 @@ from reference_controller.controller.events import (
     Expire,
     IsrChangeNotification,
     LeaderAndIsrResponseReceived,
+    ListPartitionReassignments,
     LogDirEventNotification,
     PartitionModifications,
     PartitionReassignmentIsrChange,
@@ -95,7 +99,7 @@ class KafkaController:
             self.batch,
             self.state_change_log,
             self.emit,
-            lambda: self.config.unclean_leader_election_enable,
+            self.unclean_leader_election_enable,
         )
         self.topic_deletion_manager = TopicDeletionManager(
             self.broker_id,
@@ -120,6 +124,9 @@ class KafkaController:
         # and wins again in one Reelect event opens fresh channels after that, in order).
         # Unset (the unit harnesses), channel changes are returned in order like other effects.
         self.channel_now: Callable[[AddBroker | RemoveBroker | Resigned], None] | None = None
+        # Set by the driver that applies `/config/brokers/...` changes (ELECT-9); unset, the
+        # controller uses server.properties (the unit harnesses).
+        self.dynamic_config: DynamicBrokerConfigView | None = None
 
     # ---- public API -----------------------------------------------------------------------
     @property
@@ -150,6 +157,12 @@ class KafkaController:
             self.log.exception("Error processing event %s", event)
         effects, self._effects = self._effects, []
         return effects
+
+    def unclean_leader_election_enable(self) -> bool:
+        """The broker default elections merge topic configs with (dynamic when wired, §13.4.4)."""
+        if self.dynamic_config is not None:
+            return self.dynamic_config.unclean_leader_election_enable()
+        return self.config.unclean_leader_election_enable
 
     # ---- services for the handler modules --------------------------------------------------
     def emit(self, effects: list[Effect]) -> None:
@@ -252,6 +265,10 @@ class KafkaController:
                 leader_elections.process_auto_preferred_replica_leader_election(self)
             case ControlledShutdown():
                 shutdown.process_controlled_shutdown(self, event)
+            case ApiPartitionReassignment():
+                api_reassignment.process_api_partition_reassignment(self, event)
+            case ListPartitionReassignments():
+                api_reassignment.process_list_partition_reassignments(self, event)
             case LeaderAndIsrResponseReceived():
                 notifications.process_leader_and_isr_response(self, event)
             case UpdateMetadataResponseReceived():

@@ -12,6 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from kafkawire.api_error import ApiError
+from reference_controller.zkdata import ReplicaAssignment
+
 TopicPartition = tuple[str, int]
 
 
@@ -124,12 +127,16 @@ class UncleanLeaderElectionEnable:
 
 
 # ---- elections and timers -----------------------------------------------------------------
+# Per partition, Kafka's Either[ApiError, Int]: the error, or the leader the election chose.
+ElectionResults = dict[TopicPartition, ApiError | int]
+
+
 @dataclass(frozen=True)
 class ReplicaLeaderElection:
     partitions: frozenset[TopicPartition] | None
     election_type: ElectionType
     trigger: ElectionTrigger
-    reply: Callable[[dict[TopicPartition, int]], None] | None = field(default=None, compare=False)
+    reply: Callable[[ElectionResults], None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -149,6 +156,25 @@ class ControlledShutdown:
     broker_id: int
     broker_epoch: int
     reply: Callable[[ControlledShutdownResult], None] = field(compare=False)
+
+
+# ---- admin API (KIP-455) ------------------------------------------------------------------
+@dataclass(frozen=True)
+class ApiPartitionReassignment:
+    """AlterPartitionReassignments: per partition a target (None = cancel), in request order, one
+    entry per partition (the last one named wins). `reply` gets the per-partition results, or one
+    top-level error (NOT_CONTROLLER)."""
+
+    reassignments: tuple[tuple[TopicPartition, tuple[int, ...] | None], ...]
+    reply: Callable[[dict[TopicPartition, ApiError] | ApiError], None] = field(compare=False)
+
+
+@dataclass(frozen=True)
+class ListPartitionReassignments:
+    """ListPartitionReassignments: the named partitions (None = every one being reassigned)."""
+
+    partitions: frozenset[TopicPartition] | None
+    reply: Callable[[dict[TopicPartition, ReplicaAssignment] | ApiError], None] = field(compare=False)
 
 
 # ---- responses from brokers ---------------------------------------------------------------
@@ -180,5 +206,6 @@ ControllerEvent = (
     | TopicDeletion | LogDirEventNotification | IsrChangeNotification | ZkPartitionReassignment
     | PartitionReassignmentIsrChange | TopicUncleanLeaderElectionEnable | UncleanLeaderElectionEnable
     | ReplicaLeaderElection | AutoPreferredReplicaLeaderElection | ControlledShutdown
+    | ApiPartitionReassignment | ListPartitionReassignments
     | LeaderAndIsrResponseReceived | UpdateMetadataResponseReceived | TopicDeletionStopReplicaResponseReceived
 )  # fmt: skip

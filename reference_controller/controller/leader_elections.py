@@ -12,17 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kafkawire.api_error import ApiError
 from kafkawire.errors import Errors
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
 from reference_controller.controller.common import PREFERRED_REPLICA_ELECTION_HANDLER, tps
 from reference_controller.controller.context import TopicPartition, tp_str
+from reference_controller.controller.decisions import admin as admin_decisions
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions import rebalance
+from reference_controller.controller.decisions.admin import PARTITION_DOES_NOT_EXIST
 from reference_controller.controller.decisions.states import PartitionState
 from reference_controller.controller.effects import ScheduleEvent
 from reference_controller.controller.events import (
     AutoPreferredReplicaLeaderElection,
+    ElectionResults,
     ElectionTrigger,
     ElectionType,
     ReplicaLeaderElection,
@@ -30,7 +34,7 @@ from reference_controller.controller.events import (
 from reference_controller.controller.handle import ControllerHandle
 from reference_controller.controller.ports import ControllerMovedError
 from reference_controller.controller.state_change_log import StateChangeFailedException
-from reference_controller.zkdata import NO_LEADER, LeaderAndIsr
+from reference_controller.zkdata import LeaderAndIsr
 
 Outcome = LeaderAndIsr | Exception
 
@@ -38,24 +42,22 @@ Outcome = LeaderAndIsr | Exception
 def process_replica_leader_election(ctl: ControllerHandle, event: ReplicaLeaderElection) -> None:
     if not ctl.is_active:
         if event.reply is not None:
-            event.reply(dict.fromkeys(event.partitions or (), Errors.NOT_CONTROLLER))
+            event.reply(dict.fromkeys(event.partitions or (), ApiError(Errors.NOT_CONTROLLER, None)))
         return
     admin = event.trigger == ElectionTrigger.ADMIN_CLIENT_TRIGGERED
     if not (admin or ctl.register_node_handler(PREFERRED_REPLICA_ELECTION_HANDLER, check_exists=True)):
-        if event.reply is not None:
-            event.reply({})
-        return
+        return  # Kafka calls back only when it elects (a ZK-triggered event has no caller waiting)
     partitions = (
         event.partitions if event.partitions is not None else zkc.get_preferred_replica_election(ctl.zk)
     )
-    codes = _elect(ctl, list(partitions), event.election_type, event.trigger)
+    results = _elect(ctl, list(partitions), event.election_type, event.trigger)
     if event.reply is not None:
-        event.reply(codes)
+        event.reply(results)
 
 
 def _elect(
     ctl: ControllerHandle, partitions: list[TopicPartition], kind: ElectionType, trigger: ElectionTrigger
-) -> dict[TopicPartition, int]:
+) -> ElectionResults:
     ctx = ctl.context
     known_set = set(ctx.all_partitions())
     known = [tp for tp in partitions if tp in known_set]
@@ -79,28 +81,41 @@ def _elect(
         )
     live = [tp for tp in known if tp not in deleting]
     electable = [tp for tp in live if _needs_election(ctl, tp, kind)]
-    codes: dict[TopicPartition, int] = {}
+    results: ElectionResults = {}
     for tp, outcome in on_replica_election(ctl, electable, kind, trigger).items():
-        if isinstance(outcome, StateChangeFailedException):
-            codes[tp] = (
-                Errors.PREFERRED_LEADER_NOT_AVAILABLE
-                if kind == ElectionType.PREFERRED
-                else Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
-            )
-        else:
-            codes[tp] = Errors.UNKNOWN_SERVER_ERROR if isinstance(outcome, Exception) else 0
-    codes.update(dict.fromkeys((tp for tp in live if tp not in electable), Errors.ELECTION_NOT_NEEDED))
-    codes.update(dict.fromkeys(deleting, Errors.INVALID_TOPIC_EXCEPTION))
-    codes.update(dict.fromkeys(unknown, Errors.UNKNOWN_TOPIC_OR_PARTITION))
-    return codes
+        results[tp] = _election_result(outcome, kind)
+    not_needed = ApiError.of(Errors.ELECTION_NOT_NEEDED)
+    results.update(dict.fromkeys((tp for tp in live if tp not in electable), not_needed))
+    being_deleted = ApiError(Errors.INVALID_TOPIC_EXCEPTION, "The topic is being deleted")
+    results.update(dict.fromkeys(deleting, being_deleted))
+    missing = ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, PARTITION_DOES_NOT_EXIST)
+    results.update(dict.fromkeys(unknown, missing))
+    return results
+
+
+def _election_result(outcome: Outcome, kind: ElectionType) -> ApiError | int:
+    """Kafka's mapping of `onReplicaElection`'s outcome (L1761-1774): the new leader; a failed state
+    change is PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE with its message; any
+    other exception `ApiError.fromThrowable` (UNKNOWN_SERVER_ERROR here)."""
+    if isinstance(outcome, LeaderAndIsr):
+        return outcome.leader
+    if isinstance(outcome, StateChangeFailedException):
+        error = (
+            Errors.PREFERRED_LEADER_NOT_AVAILABLE
+            if kind == ElectionType.PREFERRED
+            else Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        )
+        return ApiError(error, str(outcome))
+    return ApiError.from_exception(Errors.UNKNOWN_SERVER_ERROR, str(outcome) or None)
 
 
 def _needs_election(ctl: ControllerHandle, tp: TopicPartition, kind: ElectionType) -> bool:
-    info = ctl.context.partition_leadership_info.get(tp)
-    leader = info.leader_and_isr.leader if info is not None else NO_LEADER
+    """`partitionLeadershipInfo(partition)` is a Map.apply in Kafka: a partition with an assignment
+    but no leadership (never a state znode) throws, and the whole event fails unanswered (§13.3.6)."""
+    leader = ctl.context.partition_leadership_info[tp].leader_and_isr.leader
     if kind == ElectionType.PREFERRED:
-        return leader != ctl.context.partition_replica_assignment(tp)[0]
-    return leader == NO_LEADER or leader not in ctl.context.live_broker_ids
+        return admin_decisions.needs_preferred_election(leader, ctl.context.partition_replica_assignment(tp))
+    return admin_decisions.needs_unclean_election(leader, ctl.context.live_broker_ids)
 
 
 def on_replica_election(

@@ -8,7 +8,8 @@ shape of Kafka's own `--version` (``2.5.1 (reference_controller 0.1.0)``).
 
 CONFIG is a Kafka-style `server.properties`; `--override` (repeatable) replaces a key, as Kafka's
 `kafka-server-start.sh config --override k=v`. Logs go to `$LOG_DIR` (default `./logs`):
-`server.log`, `state-change.log`, `controller-requests.jsonl`.
+`server.log`, `state-change.log`, `controller-requests.jsonl`. An unknown key is ignored (as
+Kafka does) with a warning in server.log and on stderr naming the closest known key.
 
 Exit codes: 0 after SIGTERM/SIGINT (controlled shutdown first when enabled); 2 for a bad command
 line or configuration (the message names the key: a value of the wrong type or out of Kafka's
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import difflib
 import gc
 import importlib.metadata
 import logging
@@ -30,7 +33,7 @@ import signal
 import sys
 from pathlib import Path
 
-from reference_controller.config import KafkaConfig
+from reference_controller.config import KNOWN_IGNORED_KEYS, KafkaConfig
 from reference_controller.errors import ConfigError
 from reference_controller.logutil import configure_node_logging
 from reference_controller.node.server import KafkaNode, NodeHalted, StartupError
@@ -77,6 +80,25 @@ def check_log_dirs(config: KafkaConfig) -> None:
             raise ConfigError(
                 "log.dirs", f"{d} is not writable by this process; make it writable or choose another"
             )
+
+
+def _known_keys() -> list[str]:
+    """Keys the node reads (KafkaConfig's field names are Kafka's keys with `.` → `_`) and the
+    Kafka keys it accepts and ignores: the candidates a misspelt key is matched against."""
+    fields = [f.name.replace("_", ".") for f in dataclasses.fields(KafkaConfig) if f.name != "unknown_keys"]
+    return sorted({*fields, *KNOWN_IGNORED_KEYS})
+
+
+def warn_unknown_keys(config: KafkaConfig, who: str) -> None:
+    """Kafka's warning for each unknown key in server.log, and on stderr too, with the closest
+    known key: a misspelt key is otherwise silently ignored (its default applies)."""
+    for key in config.unknown_keys:
+        logging.getLogger("kafka.server.KafkaConfig").warning(
+            f"The configuration '{key}' was supplied but isn't a known config."
+        )
+        close = difflib.get_close_matches(key, _known_keys(), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        print(f"{who}: warning: unknown config key {key!r} is ignored{hint}", file=sys.stderr)
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
@@ -130,10 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     log_dir = Path(os.environ.get("LOG_DIR", "./logs"))
     configure_node_logging(log_dir)
-    for key in config.unknown_keys:
-        logging.getLogger("kafka.server.KafkaConfig").warning(
-            f"The configuration '{key}' was supplied but isn't a known config."
-        )
+    warn_unknown_keys(config, "reference node")
     log.info(f"Starting reference node broker.id={config.broker_id} (pid {os.getpid()})")
     # Young-generation collections every 100k allocations instead of 700: a failover of 100k
     # partitions allocates millions of short-lived objects (bench/README.md: 7.1 s -> 4.8 s).

@@ -2,9 +2,12 @@
 
 Advertised versions are exactly Kafka 2.5's for the APIs implemented: ApiVersions 0-3, Metadata
 0-9, CreateTopics 0-5, DeleteTopics 0-4, CreatePartitions 0-2, Fetch 0-11, LeaderAndIsr 0-4,
-UpdateMetadata 0-6, StopReplica 0-2, ControlledShutdown 0-3. Controller-facing handlers apply
-broker-epoch fencing (§7.4) first, then the ReplicaManager (§7.3), and journal every request.
-The admin APIs live in `apis_admin.py`.
+UpdateMetadata 0-6, StopReplica 0-2, ControlledShutdown 0-3, DescribeConfigs 0-2, AlterConfigs 0-1,
+ElectLeaders 0-2, IncrementalAlterConfigs 0-1, AlterPartitionReassignments 0,
+ListPartitionReassignments 0 (spec §13.0). Controller-facing handlers apply broker-epoch fencing
+(§7.4) first, then the ReplicaManager (§7.3), and journal every request. The admin APIs live in
+`apis_admin.py` (topics), `apis_reassign.py` (the KIP-455 controller APIs and ElectLeaders),
+`apis_configs.py` and `apis_describe_configs.py` (configs).
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from kio.index import load_response_schema
 from kafkawire.errors import Errors
 from kafkawire.framing import build
 from reference_controller.node import apis_admin
+from reference_controller.node.apis_configs import AlterConfigs, IncrementalAlterConfigs
+from reference_controller.node.apis_describe_configs import DescribeConfigs
+from reference_controller.node.apis_reassign import ControllerApis
 from reference_controller.node.context import NodeContext
 from reference_controller.node.journal import journal_brokers
 from reference_controller.node.metadata_cache import brokers_from_request, partition_states_from_request
@@ -29,13 +35,30 @@ log = logging.getLogger("kafka.server.KafkaApis")
 
 FETCH, METADATA, LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, CONTROLLED_SHUTDOWN = 1, 3, 4, 5, 6, 7
 API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 18, 19, 20, 37
+DESCRIBE_CONFIGS, ALTER_CONFIGS, ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 43, 44
+ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     FETCH: (0, 11), METADATA: (0, 9), LEADER_AND_ISR: (0, 4), STOP_REPLICA: (0, 2), UPDATE_METADATA: (0, 6),
     CONTROLLED_SHUTDOWN: (0, 3), API_VERSIONS: (0, 3), CREATE_TOPICS: (0, 5), DELETE_TOPICS: (0, 4),
-    CREATE_PARTITIONS: (0, 2),
+    CREATE_PARTITIONS: (0, 2), DESCRIBE_CONFIGS: (0, 2), ALTER_CONFIGS: (0, 1), ELECT_LEADERS: (0, 2),
+    INCREMENTAL_ALTER_CONFIGS: (0, 1), ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    LIST_PARTITION_REASSIGNMENTS: (0, 0),
 }  # fmt: skip
 
 MAX_FETCH_WAIT_MS = 5000
+
+
+def admin_api_handlers(node: NodeContext) -> dict[int, Any]:
+    """The admin APIs of spec §13: configs (any broker) and the controller's KIP-455/460 APIs."""
+    controller_apis = ControllerApis(node)
+    return {
+        DESCRIBE_CONFIGS: DescribeConfigs(node).handle,
+        ALTER_CONFIGS: AlterConfigs(node).handle,
+        INCREMENTAL_ALTER_CONFIGS: IncrementalAlterConfigs(node).handle,
+        ELECT_LEADERS: controller_apis.elect_leaders,
+        ALTER_PARTITION_REASSIGNMENTS: controller_apis.alter_partition_reassignments,
+        LIST_PARTITION_REASSIGNMENTS: controller_apis.list_partition_reassignments,
+    }
 
 
 class KafkaApis:
@@ -48,6 +71,7 @@ class KafkaApis:
             CREATE_TOPICS: apis_admin.CreateTopics(node).handle,
             DELETE_TOPICS: apis_admin.DeleteTopics(node).handle,
             CREATE_PARTITIONS: apis_admin.CreatePartitions(node).handle,
+            **admin_api_handlers(node),
         }  # fmt: skip
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:

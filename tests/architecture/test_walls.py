@@ -110,6 +110,21 @@ WALLS = (
         "chaos/checkers",
         ("reference_controller",),
     ),
+    Wall(
+        "chaos checkers are pure: no ZooKeeper client, sockets, servers or clusters (the final state "
+        "is built in chaos/final_state.py)",
+        "chaos/checkers",
+        (
+            "kazoo",
+            "socket",
+            "harness",
+            "cluster",
+            "confluent_kafka",
+            "kio",
+            "chaos.links",
+            "chaos.final_state",
+        ),
+    ),
     Wall("chaos history is pure data", "chaos/history.py", ("reference_controller",)),
 )
 
@@ -212,4 +227,19 @@ def test_the_checker_sees_a_planted_violation(tmp_path: Path) -> None:
         "reference_controller/controller/planted.py:3 imports "
         "reference_controller.controller.driver.zk_driver "
         "(forbidden: reference_controller.controller.driver)",
+    ]
+
+
+def test_the_pure_checker_wall_sees_io_in_the_checkers(tmp_path: Path) -> None:
+    pkg = tmp_path / "chaos" / "checkers"
+    pkg.mkdir(parents=True)
+    (pkg / "planted.py").write_text(
+        "import socket\nfrom kazoo.client import KazooClient\nfrom chaos import final_state\n"
+    )
+    found = violations(next(w for w in WALLS if w.name.startswith("chaos checkers are pure")), root=tmp_path)
+    assert found == [
+        "chaos/checkers/planted.py:1 imports socket (forbidden: socket)",
+        "chaos/checkers/planted.py:2 imports kazoo.client (forbidden: kazoo)",
+        "chaos/checkers/planted.py:2 imports kazoo.client.KazooClient (forbidden: kazoo)",
+        "chaos/checkers/planted.py:3 imports chaos.final_state (forbidden: chaos.final_state)",
     ]

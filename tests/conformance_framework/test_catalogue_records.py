@@ -25,8 +25,8 @@ pytestmark = pytest.mark.unit
 
 def test_catalogue_ids_are_unique_and_areas_known() -> None:
     ids = [b.id for b in catalogue.CATALOGUE]
-    assert len(ids) == len(set(ids)) == 90
-    assert {"SHUTDOWN-3", "ELECT-6"} <= set(ids)
+    assert len(ids) == len(set(ids)) == 107  # behaviours.md (90) and behaviours-admin-api.md (17)
+    assert {"SHUTDOWN-3", "ELECT-6", "ADMIN-1", "REASSIGN-22"} <= set(ids)
     assert {b.area for b in catalogue.CATALOGUE} == set(catalogue.AREAS)
 
 

@@ -44,6 +44,26 @@ def certificate(results: Path) -> dict[str, Any]:
     return data
 
 
+def write_target(tmp_path: Path, command: str = "", extra: str = "") -> Path:
+    """A target file running the reference node (or ``command``, a TOML array)."""
+    path = tmp_path / "target.toml"
+    path.write_text(
+        f"""name = "test-target"
+command = {command or '["{python}", "-m", "reference_controller.node", "{config}"]'}
+cwd = "{{repo_root}}"
+{extra}
+[env]
+LOG_DIR = "{{log_dir}}"
+
+[logs]
+state_change = "{{log_dir}}/state-change.log"
+server = "{{log_dir}}/server.log"
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
 def no_spec_env(tmp_path: Path) -> dict[str, str]:
     """Point the catalogue meta-check at an empty dir: it skips, so only the gate is under test."""
     empty = tmp_path / "no-spec"
@@ -136,7 +156,8 @@ def test_one_id_that_passes_is_conformant_and_the_selection_is_recorded(tmp_path
     assert cert["verdicts"][CHEAP_ID]["verdict"] == "pass"
     assert cert["selection"] == {
         "target": "reference",
-        "target_source": str(REPO_ROOT / "conformance" / "target_defs" / "reference.toml"),
+        "target_source": str(REPO_ROOT / "cluster" / "target_defs" / "reference.toml"),
+        "topology": "combined",
         "profile": "2.5",
         "areas": [],
         "ids": [CHEAP_ID],
@@ -144,8 +165,13 @@ def test_one_id_that_passes_is_conformant_and_the_selection_is_recorded(tmp_path
         "launcher_given": False,
         "pytest_args": [],
         "behaviour_ids": [CHEAP_ID],
+        "not_applicable": {},
     }
     assert "checks were all skipped" in cert["conformant_rule"]
+    assert cert["preflight"]["ok"] is True
+    assert cert["target_error"] is None
+    assert "[  1/1 IDs, " in out.stdout  # progress by behaviour ID
+    assert "conformant: yes" in out.stdout
 
 
 @pytest.mark.integration
@@ -162,37 +188,17 @@ def test_selected_id_without_an_executed_check_is_never_conformant(tmp_path: Pat
 
 @pytest.mark.integration
 def test_skipped_only_ids_are_not_conformant(tmp_path: Path) -> None:
-    # The kafka target without $KAFKA_HOME skips every check with the reason.
-    env = {k: v for k, v in os.environ.items() if k != "KAFKA_HOME"}
+    # A target that cannot run here, with the preflight skipped: every check is skipped with the reason.
+    target = write_target(tmp_path, extra='requires_env = ["KZK_TEST_SURELY_UNSET"]')
     results = tmp_path / "r"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "conformance",
-            "--target",
-            "kafka",
-            "--ids",
-            CHEAP_ID,
-            "-n",
-            "0",
-            "--results-dir",
-            str(results),
-        ],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    out = run_cli("--target", str(target), "--ids", CHEAP_ID, "-n", "0", "--skip-preflight", results=results)
     cert = certificate(results)
     assert out.returncode == 1, out
     assert cert["conformant"] is False
     assert cert["verdicts"][CHEAP_ID]["verdict"] == "skipped"
-    assert any("KAFKA_HOME" in r for r in cert["verdicts"][CHEAP_ID]["reasons"])
+    assert any("KZK_TEST_SURELY_UNSET" in r for r in cert["verdicts"][CHEAP_ID]["reasons"])
     assert f"no executed check (every check skipped): {CHEAP_ID}" in cert["not_conformant_because"]
-    assert cert["selection"]["target"] == "kafka"
+    assert cert["preflight"] is None
 
 
 @pytest.mark.integration
@@ -251,3 +257,121 @@ def test_fixtures_cli_top_level_help_lists_what_each_subcommand_does() -> None:
     text = " ".join(out.stdout.split())
     assert "zk-smoke start a real ZooKeeper" in text
     assert "reap kill the processes and remove the run dirs" in text
+
+
+# --- bad input: exit 2 with the reason, never a traceback, nothing run ------------------------------
+
+
+def refused(out: subprocess.CompletedProcess[str], says: str, results: Path) -> None:
+    assert out.returncode == 2, out
+    assert says in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert "preflight" not in out.stdout
+    assert not (results / "certificate.json").exists()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("option", "what"), [("--areas", "areas"), ("--ids", "behaviour IDs")])
+@pytest.mark.parametrize("value", ["", " ", ","])
+def test_an_option_given_empty_is_refused_not_read_as_everything(
+    tmp_path: Path, option: str, what: str, value: str
+) -> None:
+    out = run_cli(option, value, results=tmp_path / "r")
+    refused(out, f"{option} is empty ({value!r}): give a comma list of {what}", tmp_path / "r")
+
+
+@pytest.mark.unit
+def test_a_results_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    file = tmp_path / "results"
+    file.write_text("not a directory\n", encoding="utf-8")
+    out = run_cli("--ids", CHEAP_ID, results=file)
+    refused(out, f"--results-dir {file}: is a file, not a directory", tmp_path)
+    assert file.read_text(encoding="utf-8") == "not a directory\n"
+
+
+@pytest.mark.unit
+def test_a_results_dir_that_cannot_be_written_is_refused(tmp_path: Path) -> None:
+    unwritable = Path("/proc/kzk-results")  # procfs: no one may create it, root included
+    out = run_cli("--ids", CHEAP_ID, results=unwritable)
+    refused(out, f"--results-dir {unwritable}: cannot write there", tmp_path)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b'name = "x"\ncommand = ["run", "{config}"\n', "is not valid TOML"),
+        (b'name = "x"\ncommand = ["r", "{config}"]\ndeadline_scale = "x"\n', "deadline_scale must be"),
+        (b'name = "x"\ncommand = ["run", "{config}"]\nstart_timeout = 3\n', "unknown key 'start_timeout'"),
+        (b'name = "x"\ncommand = ["run", "{conf}"]\n', "unknown template field {conf}"),
+        (b'name = "x"\ncommand = ["run"]\n', "command must pass the generated server.properties as {config}"),
+        (
+            b'name = "x"\ncommand = ["{python}", "{config}"]\n[controller]\ncount = 2\n',
+            "unknown key 'count' in [controller]",
+        ),
+        (b"\xff\xfe binary", "is not UTF-8 text"),
+    ],
+)
+def test_a_malformed_target_file_is_refused_with_the_key(tmp_path: Path, content: bytes, says: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_bytes(content)
+    out = run_cli("--target", str(path), "--ids", CHEAP_ID, results=tmp_path / "r")
+    refused(out, says, tmp_path / "r")
+    assert str(path) in out.stderr
+
+
+@pytest.mark.unit
+def test_a_missing_target_file_says_the_file_does_not_exist(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    out = run_cli("--target", str(missing), "--ids", CHEAP_ID, results=tmp_path / "r")
+    refused(out, f"target file {missing}: the file does not exist", tmp_path / "r")
+    assert "or give a .toml path" not in out.stderr
+
+
+@pytest.mark.unit
+def test_an_unreadable_target_file_is_refused(tmp_path: Path) -> None:
+    out = run_cli("--target", str(tmp_path), "--ids", CHEAP_ID, results=tmp_path / "r")
+    refused(out, f"target file {tmp_path}: is a directory, not a TOML file", tmp_path / "r")
+
+
+# --- target errors ----------------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_a_failing_preflight_stops_the_run_with_a_target_error(tmp_path: Path) -> None:
+    target = write_target(tmp_path, command='["/opt/nowhere/kafka-server-start.sh", "{config}"]')
+    results = tmp_path / "r"
+    out = run_cli("--target", str(target), "--areas", "EPOCH", results=results)
+    assert out.returncode == 1, out
+    cert = certificate(results)
+    assert {v["verdict"] for v in cert["verdicts"].values()} == {"target error"}
+    assert cert["target_error"]["where"] == "preflight"
+    says = "command not found: /opt/nowhere/kafka-server-start.sh does not exist"
+    assert says in cert["target_error"]["problem"]
+    assert cert["pytest_exit_code"] is None
+    assert not (results / "pytest.log").exists()
+    assert "conformant: NO (target error)" in out.stdout
+    assert "FAIL" not in out.stdout.split("target error:")[-1]  # no per-check failures
+
+
+@pytest.mark.integration
+def test_a_node_that_dies_during_a_check_is_a_target_error_not_a_failure(tmp_path: Path) -> None:
+    broken = Path(__file__).resolve().parent / "broken_nodes.py"
+    command = f'["{{python}}", "{broken}", "die-on-leader-and-isr", "2", "{{config}}"]'
+    target = write_target(tmp_path, command=command)
+    results = tmp_path / "r"
+    # LOGDIR-1's check creates a topic with a replica on node 2, which dies at its LeaderAndIsr
+    out = run_cli("--target", str(target), "--ids", "LOGDIR-1", "-n", "0", results=results)
+    assert out.returncode == 1, out
+    cert = certificate(results)
+    assert cert["verdicts"]["LOGDIR-1"]["verdict"] == "target error", cert["verdicts"]["LOGDIR-1"]
+    assert cert["target_error"]["where"] == "checks"
+    (problem,) = cert["target_error"]["problems"]
+    assert problem.startswith("target error: node 2 exited with code 7 while the check ran")
+    assert "dying on purpose at its first LeaderAndIsr" in problem
+    assert any(line.startswith("not conformant: target error") for line in out.stdout.splitlines())
+    evidence = list((results / "evidence").glob("*.txt"))
+    assert len(evidence) == 1
+    text = evidence[0].read_text(encoding="utf-8")
+    assert text.startswith("TARGET ERROR: conformance/checks/test_logdir.py::")
+    assert "broken node 2: dying on purpose at its first LeaderAndIsr" in text  # the node's own stderr

@@ -8,11 +8,15 @@ from pathlib import Path
 import pytest
 
 from cluster.nodeconfig import Interpose, NodeSpec, listener_names, render_properties, server_properties
+from cluster.target_schema import TARGET_KEYS, keys_markdown
 from cluster.targets import (
+    BUILTIN_DIR,
     KAFKA_DEFAULTS_SUFFIX,
+    REPO_ROOT,
     SAFETY_DEFAULTS,
     SPEED_PROFILE,
     TargetError,
+    builtin_targets,
     load_target,
     parse_target,
     profile_properties,
@@ -95,12 +99,60 @@ def test_render_properties_escapes() -> None:
 def test_parse_target_rejects_bad_definitions() -> None:
     with pytest.raises(TargetError, match="config"):
         parse_target({"name": "x", "command": ["run"]})
-    with pytest.raises(TargetError, match="unknown keys"):
+    with pytest.raises(TargetError, match="unknown key 'bogus'"):
         parse_target({"name": "x", "command": ["run", "{config}"], "bogus": 1})
-    with pytest.raises(TargetError, match="no target"):
+    with pytest.raises(TargetError, match="no target 'no-such-target'"):
         load_target("no-such-target")
     with pytest.raises(TargetError, match="profile"):
         profile_properties("0.8")
+    with pytest.raises(TargetError, match=r"unknown key 'stat_change' in \[logs\]"):
+        parse_target({"name": "x", "command": ["r", "{config}"], "logs": {"stat_change": "x"}})
+    with pytest.raises(TargetError, match="stop_timeout_s must be a number > 0, got True"):
+        parse_target({"name": "x", "command": ["r", "{config}"], "stop_timeout_s": True})
+
+
+def test_a_misspelt_builtin_name_gets_a_suggestion() -> None:
+    with pytest.raises(TargetError, match="no target 'refrence' \\(did you mean 'reference'\\?\\)"):
+        load_target("refrence")
+
+
+def test_the_template_is_a_valid_target_that_mentions_every_key() -> None:
+    path = BUILTIN_DIR / "TEMPLATE.toml"
+    template = load_target(str(path))
+    assert template.name == "my-broker"
+    assert "TEMPLATE" not in builtin_targets()
+    text = path.read_text(encoding="utf-8")
+    for key in TARGET_KEYS:
+        name = key.key.split()[-1]
+        section = name.strip("[]")
+        wanted = (
+            [f"[{section}]", f"{section} =", f"[controller.{section}]"]
+            if name.startswith("[") or " " in key.key
+            else [f"{name} ="]
+        )
+        assert any(w in text for w in wanted), f"TEMPLATE.toml does not show {key.key}"
+
+
+def test_the_split_target_pairs_a_controller_process_with_each_broker(tmp_path: Path) -> None:
+    split = load_target("reference-split")
+    assert split.topology == "split"
+    assert split.extra_properties["reference.controller.enable"] == "false"
+    assert split.controller is not None
+    argv = split.render_command(tmp_path / "controller.properties", tmp_path, "controller")
+    assert argv[1:3] == ["-m", "reference_controller.controller_node"]
+    assert split.render_env(tmp_path, "controller")["LOG_DIR"] == str(tmp_path / "controller-logs")
+    assert (
+        split.log_path("state_change", tmp_path, "controller")
+        == tmp_path / "controller-logs" / "state-change.log"
+    )
+    assert load_target("reference").topology == "combined"
+
+
+def test_keys_markdown_lists_every_key_and_template_field() -> None:
+    table = keys_markdown()
+    for key in TARGET_KEYS:
+        assert f"| `{key.key}` |" in table
+    assert "| `{target_dir}` |" in table
 
 
 def test_kafka_defaults_profile_omits_every_safety_key() -> None:
@@ -147,3 +199,12 @@ def test_a_failing_version_command_records_no_version() -> None:
 
 def _kit_version() -> str:
     return importlib.metadata.version("kafka-zk-controller-kit")
+
+
+def test_the_readme_key_table_is_generated_from_the_schema() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    begin = readme.index("<!-- target-keys:begin")
+    body = readme[readme.index("\n", begin) + 1 : readme.index("<!-- target-keys:end -->")]
+    assert body.strip() == keys_markdown().strip(), (
+        "README.md's target-keys table is stale: replace it with python -m conformance doctor --keys"
+    )

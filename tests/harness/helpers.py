@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.zookeeper.reaper import kill_process_group, proc_start_time
+from harness.reaper import kill_process_group, proc_start_time
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -121,8 +121,9 @@ def start_owner(sandbox: Sandbox, *, die_with_owner: bool) -> OwnedServer:
 
 
 def run_pytest(test_file: Path, sandbox: Sandbox, *args: str, **env: str) -> subprocess.Popen[str]:
-    """Start a separate ``pytest`` run of ``test_file`` with this project's plugin loaded."""
-    plugins = ["-p", "harness.pytest_plugin", "-p", "no:cacheprovider"]
+    """Start a separate ``pytest`` run of ``test_file``; the harness plugin loads through its
+    ``pytest11`` entry point, as in any project that installs the kit."""
+    plugins = ["-p", "no:cacheprovider"]
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", *plugins, "-q", *args, str(test_file)],
         cwd=test_file.parent,

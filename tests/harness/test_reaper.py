@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.zookeeper import four_letter, reap_orphans
-from harness.zookeeper.reaper import (
+from harness.reaper import (
     RUN_ROOT_MARKER,
     RUN_ROOT_PREFIX,
     kill_process_group,
     proc_start_time,
     write_record,
 )
+from harness.zookeeper import four_letter, reap_orphans
 from tests.harness.helpers import (
     OwnedServer,
     Sandbox,

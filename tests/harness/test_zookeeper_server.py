@@ -15,6 +15,7 @@ import pytest
 from kazoo.client import KazooClient, KazooState
 
 from harness.pytest_plugin import ServerFactory
+from harness.reaper import proc_start_time
 from harness.zookeeper import (
     PortInUse,
     ZooKeeperNotFound,
@@ -23,7 +24,6 @@ from harness.zookeeper import (
     runtime_dir,
 )
 from harness.zookeeper.jars import DEBIAN_JAVA_DIR
-from harness.zookeeper.reaper import proc_start_time
 from tests.harness.helpers import (
     REPO_ROOT,
     Sandbox,
@@ -262,7 +262,7 @@ def test_a_port_taken_between_check_and_bind_is_retried_from_the_jvm_log(
 ) -> None:
     # Simulate losing the race: the pre-check passes once, so the JVM itself hits BindException.
     answers = iter([True])
-    monkeypatch.setattr("harness.zookeeper.server.is_port_free", lambda port: next(answers, True))
+    monkeypatch.setattr("harness.ports.bindable", lambda port: next(answers, True))
     server = zk_server_factory(port=occupied_port)
     assert server.port != occupied_port
     assert "java.net.BindException" in server.log_tail(200_000)

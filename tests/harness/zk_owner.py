@@ -10,8 +10,8 @@ import json
 import sys
 import time
 
+from harness.process import live_jvms, owner_session
 from harness.zookeeper import ZooKeeperServer
-from harness.zookeeper.process import live_jvms, owner_session
 
 
 def main() -> None:

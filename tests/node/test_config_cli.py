@@ -130,3 +130,19 @@ def test_a_latin_1_config_file_still_reads_like_java_properties(factory: NodeFac
     result = run_cli(config)
     assert result.returncode == 1, result.stderr  # past validation: ZooKeeper is unreachable
     assert NOWHERE in result.stderr
+
+
+def test_a_misspelt_key_is_warned_on_stderr_with_the_closest_known_key(factory: NodeFactory) -> None:
+    """Kafka only logs an unknown key; the node says it on the console too, so a typo (its default
+    silently applying) is seen by whoever starts it."""
+    config = factory.write_config(
+        1, {"zookeeper.connection.timeout.ms": "500", "delete.topic.enabel": "false"}
+    )
+    result = run_cli(config)
+    assert result.returncode == 1, result.stderr  # past validation: only ZooKeeper is missing
+    assert (
+        "reference node: warning: unknown config key 'delete.topic.enabel' is ignored"
+        " (did you mean 'delete.topic.enable'?)"
+    ) in result.stderr
+    server_log = (config.parent / "logs" / "server.log").read_text(encoding="utf-8")
+    assert "The configuration 'delete.topic.enabel' was supplied but isn't a known config." in server_log

@@ -78,7 +78,8 @@ def test_closing_the_cluster_stops_every_zookeeper_proxy(one_node: Cluster) -> N
     one_node.close()
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
         pass
-    assert not one_node.zk_loop or not one_node.zk_loop.loop.is_running()
+    assert one_node.proxy_loop is not None
+    assert not one_node.proxy_loop.loop.is_running()
 
 
 @pytest.mark.integration

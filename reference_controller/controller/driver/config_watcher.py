@@ -1,4 +1,5 @@
-"""`ConfigWatcher`: topic config changes ⇒ `TopicUncleanLeaderElectionEnable` (ring: drivers).
+"""`ConfigWatcher`: topic config changes ⇒ `TopicUncleanLeaderElectionEnable`, broker config
+changes ⇒ the dynamic unclean default and `UncleanLeaderElectionEnable` (ring: drivers).
 
 Every Kafka broker watches the children of `/config/changes` (DynamicConfigManager +
 ZkNodeChangeNotificationListener, spec §2.3 and §6.11). For each notification
@@ -12,6 +13,12 @@ at -1 and `init()` queues a first `processNotifications`, ZkNodeChangeNotificati
 L56-69, L86-104), each notification once. Parsing follows ConfigChangedNotificationHandler
 (DynamicConfigManager.scala@2.5.1 L95-150): `version` 1 or 2 only; bad input is logged with the
 notification's path and skipped, and processing goes on with the next one.
+
+Broker entities (`brokers/<default>`, `brokers/<id>`; BrokerConfigHandler, ConfigHandler.scala@2.5.1
+L193-200, spec §13.4.4): with a `DynamicBrokerConfig`, the `<default>` or this broker's own id
+re-reads `/config/brokers/<name>` and replaces that layer; when the effective
+`unclean.leader.election.enable` turns from false to true, `UncleanLeaderElectionEnable` is
+enqueued (processed only by the active controller). Another broker's id changes nothing.
 
 Purging (ZkNodeChangeNotificationListener.scala@2.5.1 L79-95, L125-136): each pass that finds
 children logs "Processing notification(s) to /config/changes", takes `now` (wall clock, ms) before
@@ -38,12 +45,23 @@ from typing import Any
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
-from reference_controller.controller.events import ControllerEvent, TopicUncleanLeaderElectionEnable
+from reference_controller.controller.driver.dynamic_broker_config import (
+    DEFAULT_ENTITY,
+    DynamicBrokerConfig,
+    MalformedEntityConfig,
+    decode_entity_config,
+)
+from reference_controller.controller.events import (
+    ControllerEvent,
+    TopicUncleanLeaderElectionEnable,
+    UncleanLeaderElectionEnable,
+)
 from reference_controller.zkdata import CONFIG_CHANGES, config_topic_path
 
 log = logging.getLogger("kafka.common.ZkNodeChangeNotificationListener")
 
 CHANGE_PREFIX = "config_change_"
+BROKER_CONFIGS = "/config/brokers"
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # ZkNodeChangeNotificationListener's default changeExpirationMs
 UNCLEAN_KEY = "unclean.leader.election.enable"
 
@@ -52,12 +70,16 @@ class BadNotification(ValueError):
     """A notification Kafka's ConfigChangedNotificationHandler rejects (it logs it and goes on)."""
 
 
-def notified_topic(data: bytes | None) -> str | None:
-    """The topic a config-change notification names; None for another entity type.
+ENTITY_TYPES = ("topics", "clients", "users", "brokers")  # DynamicConfigManager's configHandlers
+
+
+def notified_entity(data: bytes | None) -> tuple[str, str]:
+    """(entity type, entity name) a config-change notification names.
 
     Raises `BadNotification` where Kafka's handler fails: not JSON (Kafka's `Json.parseBytes` gives
     None: nothing is processed), not an object, a `version` other than 1 or 2, a v1 without
-    `entity_type` clients/topics or `entity_name`, a v2 without `entity_path` "<type>/<name>"."""
+    `entity_type` clients/topics or `entity_name`, a v2 without `entity_path` "<type>/<name>" of a
+    known type (topics, clients, users, brokers)."""
     try:
         obj = json.loads((data or b"").decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -72,18 +94,24 @@ def notified_topic(data: bytes | None) -> str | None:
                                   "'clients' or 'topics'")  # fmt: skip
         if not isinstance(name, str):
             raise BadNotification("Version 1 config change notification does not specify 'entity_name'")
-        return name if entity_type == "topics" else None
+        return str(entity_type), name
     if version == 2 and not isinstance(version, bool):
         path = obj.get("entity_path")
         if not isinstance(path, str):
             raise BadNotification("Version 2 config change notification must specify 'entity_path'")
         entity_type, slash, name = path.partition("/")
-        if not slash:
+        if not slash or entity_type not in ENTITY_TYPES:
             raise BadNotification("Version 2 config change notification must have 'entity_path' starting "
-                                  "with an entity type")  # fmt: skip
-        return name if entity_type == "topics" else None
+                                  "with one of " + ", ".join(f"'{t}'/" for t in ENTITY_TYPES))  # fmt: skip
+        return entity_type, name
     raise BadNotification(f"Config change notification has unsupported version '{version}', "
                           "supported versions are 1 and 2.")  # fmt: skip
+
+
+def notified_topic(data: bytes | None) -> str | None:
+    """The topic a config-change notification names; None for another entity type."""
+    entity_type, name = notified_entity(data)
+    return name if entity_type == "topics" else None
 
 
 def unclean_enabled(data: bytes | None) -> bool:
@@ -118,8 +146,10 @@ class ConfigWatcher:
         *,
         change_expiration_ms: int = CHANGE_EXPIRATION_MS,
         clock_ms: Callable[[], float] = lambda: time.time() * 1000,
+        dynamic_config: DynamicBrokerConfig | None = None,
     ) -> None:
         self._zk = zk
+        self._dynamic_config = dynamic_config
         self._enqueue = enqueue
         self._is_active = is_active
         self._change_expiration_ms = change_expiration_ms
@@ -191,15 +221,12 @@ class ConfigWatcher:
                 log.warning("read null data from %s", path)
             else:
                 try:
-                    topic = notified_topic(data)
-                except BadNotification as exc:
+                    self._process_entity(*notified_entity(data))
+                except (BadNotification, MalformedEntityConfig) as exc:
                     log.error(  # noqa: TRY400 -- Kafka's error(msg, e); our own exception, no trace
                         "error processing change notification %s from %s: %s",
                         data.decode("utf-8", "replace"), path, exc,
                     )  # fmt: skip
-                    topic = None
-                if topic is not None:
-                    self._process_topic(topic)
             self._last_executed = sequence_of(name)
 
     def _purge_obsolete_notifications(self, now_ms: float, children: list[str]) -> None:
@@ -216,6 +243,30 @@ class ConfigWatcher:
                 with contextlib.suppress(NoNodeError):
                     self._zk.delete(path, recursive=True)
 
+    def _process_entity(self, entity_type: str, name: str) -> None:
+        if entity_type == "topics":
+            self._process_topic(name)
+        elif entity_type == "brokers" and self._dynamic_config is not None:
+            self._process_broker(name)
+
+    def _process_broker(self, name: str) -> None:
+        """BrokerConfigHandler: `<default>` or this broker's id; another id changes nothing here, a
+        name that is neither fails like Kafka's `brokerId.trim.toInt` (logged, skipped)."""
+        dynamic = self._dynamic_config
+        assert dynamic is not None
+        if name != DEFAULT_ENTITY:
+            try:
+                broker_id = int(name.strip())
+            except ValueError:
+                raise BadNotification(f'For input string: "{name}"') from None
+            if broker_id != dynamic.broker_id:
+                return
+        props = load_broker_entity_config(self._zk, name)
+        log.info("Processing override for entityPath: brokers/%s with config: %s", name, props)
+        turned_on = dynamic.update_default(props) if name == DEFAULT_ENTITY else dynamic.update_broker(props)
+        if turned_on:
+            self._enqueue(UncleanLeaderElectionEnable())
+
     def _process_topic(self, topic: str) -> None:
         try:
             data, _ = self._zk.get(config_topic_path(topic))
@@ -224,3 +275,24 @@ class ConfigWatcher:
         if unclean_enabled(data) and self._is_active():
             log.info("Unclean leader election enabled for topic %s", topic)
             self._enqueue(TopicUncleanLeaderElectionEnable(topic))
+
+
+def load_broker_entity_config(zk: Any, name: str) -> dict[str, str]:
+    """`fetchEntityConfig("brokers", name)`: `/config/brokers/<name>`, empty when missing."""
+    try:
+        data, _ = zk.get(f"{BROKER_CONFIGS}/{name}")
+    except NoNodeError:
+        return {}
+    return decode_entity_config(data)
+
+
+def initialize_dynamic_config(zk: Any, dynamic: DynamicBrokerConfig) -> None:
+    """`DynamicBrokerConfig.initialize` at start-up: the cluster default, then this broker's own
+    configs, before the controller starts. A config znode that cannot be decoded is logged and
+    skipped (Kafka would fail to start)."""
+    layers = ((DEFAULT_ENTITY, dynamic.update_default), (str(dynamic.broker_id), dynamic.update_broker))
+    for name, update in layers:
+        try:
+            update(load_broker_entity_config(zk, name))
+        except MalformedEntityConfig as exc:
+            log.error("Dynamic configs of brokers/%s could not be applied: %s", name, exc)  # noqa: TRY400

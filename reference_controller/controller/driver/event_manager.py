@@ -14,9 +14,10 @@ the returned effects in order:
 
 `clear_and_put(event)` (Expire, ShutdownEventThread) pre-empts every queued event — API events get
 their pre-emption answer (ControlledShutdown ⇒ STALE_CONTROLLER_EPOCH (11), Kafka's
-ControllerMovedException; ReplicaLeaderElection ⇒ NOT_CONTROLLER (41) per partition) — clears the
-queue and puts `event`. An exception from the core or from an effect is logged and never kills the
-thread. `ShutdownEventThread` is processed (the core resigns) and then ends the thread.
+ControllerMovedException; ReplicaLeaderElection ⇒ NOT_CONTROLLER (41) per partition; the two
+reassignment API events get none, as in 2.5.1) — clears the queue and puts `event`. An exception
+from the core or from an effect is logged and never kills the thread. `ShutdownEventThread` is
+processed (the core resigns) and then ends the thread.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
+from kafkawire.api_error import ApiError
 from kafkawire.errors import Errors
 from reference_controller.controller.effects import (
     AddBroker,
@@ -69,7 +71,9 @@ def preempt(event: ControllerEvent) -> None:
     if isinstance(event, ControlledShutdown):
         event.reply(ControlledShutdownResult(Errors.STALE_CONTROLLER_EPOCH))
     elif isinstance(event, ReplicaLeaderElection) and event.reply is not None:
-        event.reply(dict.fromkeys(event.partitions or (), Errors.NOT_CONTROLLER))
+        event.reply(dict.fromkeys(event.partitions or (), ApiError(Errors.NOT_CONTROLLER, None)))
+    # ApiPartitionReassignment and ListPartitionReassignments have no pre-emption in 2.5.1: they are
+    # dropped unanswered (KAFKA-10193 added one in 2.7.0).
 
 
 class ControllerEventManager:

@@ -11,7 +11,14 @@ calls this API:
 - `on_broker_registered(broker_epoch)` after re-registering `/brokers/ids/<id>` on a new session
   ⇒ `RegisterBrokerAndReelect` (the LOST listener has already put `Expire` first);
 - `is_active()`;
-- `controlled_shutdown(broker_id, broker_epoch, timeout_s)` for the ControlledShutdown API.
+- `controlled_shutdown(broker_id, broker_epoch, timeout_s)` for the ControlledShutdown API;
+- `alter_partition_reassignments`, `list_partition_reassignments`, `elect_leaders` for the admin
+  APIs (KafkaController.scala@2.5.1 L1686-1702): each only enqueues its event; the event thread
+  calls `reply` — or never, where Kafka 2.5.1 never answers (§13.0).
+
+The broker's dynamic `unclean.leader.election.enable` (`/config/brokers/<default>` and
+`/config/brokers/<id>`) is loaded before `Startup` is enqueued, as KafkaServer initialises its
+dynamic config before the controller starts, and kept current by the `/config/changes` watcher.
 """
 
 from __future__ import annotations
@@ -22,25 +29,34 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from kafkawire.api_error import ApiError
 from kafkawire.errors import Errors
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.core import KafkaController
 from reference_controller.controller.driver.channel import ControllerChannelManager
-from reference_controller.controller.driver.config_watcher import ConfigWatcher
+from reference_controller.controller.driver.config_watcher import ConfigWatcher, initialize_dynamic_config
+from reference_controller.controller.driver.dynamic_broker_config import DynamicBrokerConfig
 from reference_controller.controller.driver.event_manager import ControllerEventManager
 from reference_controller.controller.driver.scheduler import ControllerScheduler
 from reference_controller.controller.driver.zk_driver import KazooZkPort
 from reference_controller.controller.effects import AddBroker, BrokerRequest, Effect, RemoveBroker, Resigned
 from reference_controller.controller.events import (
+    ApiPartitionReassignment,
     ControlledShutdown,
     ControlledShutdownResult,
     ControllerEvent,
+    ElectionResults,
+    ElectionTrigger,
+    ElectionType,
+    ListPartitionReassignments,
     RegisterBrokerAndReelect,
+    ReplicaLeaderElection,
     ShutdownEventThread,
     Startup,
+    TopicPartition,
 )
 from reference_controller.controller.ports import Clock, ZkPort
-from reference_controller.zkdata import BrokerInfo
+from reference_controller.zkdata import BrokerInfo, ReplicaAssignment
 
 log = logging.getLogger("kafka.controller.KafkaController")
 
@@ -99,6 +115,7 @@ class ControllerService:
         self.channel: Channel | None = None
         self.scheduler: ControllerScheduler | None = None
         self.config_watcher: ConfigWatcher | None = None
+        self.dynamic_config = DynamicBrokerConfig(config.broker_id, config.unclean_leader_election_enable)
 
     # ---- life cycle -----------------------------------------------------------------------------
     def startup(self) -> None:
@@ -115,9 +132,13 @@ class ControllerService:
             self.core = self._core_factory(self.config, self.port, self.clock, self.broker_epoch)
             if isinstance(self.core, KafkaController):
                 self.core.channel_now = self._channel_now  # channels change inside the event, as Kafka
+                self.core.dynamic_config = self.dynamic_config
             self.channel = self._channel_factory(self.config, events.put)
             self.scheduler = ControllerScheduler(events.put)
-            self.config_watcher = ConfigWatcher(self.zk, events.put, self.is_active)
+            initialize_dynamic_config(self.zk, self.dynamic_config)
+            self.config_watcher = ConfigWatcher(
+                self.zk, events.put, self.is_active, dynamic_config=self.dynamic_config
+            )
             events.put(Startup())
             events.start()
             self.config_watcher.start()
@@ -169,6 +190,36 @@ class ControllerService:
         if not done.wait(timeout_s):
             return ControlledShutdownResult(Errors.STALE_CONTROLLER_EPOCH)
         return answer[0]
+
+    def alter_partition_reassignments(
+        self,
+        reassignments: dict[TopicPartition, tuple[int, ...] | None],
+        reply: Callable[[dict[TopicPartition, ApiError] | ApiError], None],
+    ) -> None:
+        self._put_api_event(ApiPartitionReassignment(tuple(reassignments.items()), reply))
+
+    def list_partition_reassignments(
+        self,
+        partitions: frozenset[TopicPartition] | None,
+        reply: Callable[[dict[TopicPartition, ReplicaAssignment] | ApiError], None],
+    ) -> None:
+        self._put_api_event(ListPartitionReassignments(partitions, reply))
+
+    def elect_leaders(
+        self,
+        partitions: frozenset[TopicPartition],
+        election_type: ElectionType,
+        reply: Callable[[ElectionResults], None],
+    ) -> None:
+        self._put_api_event(
+            ReplicaLeaderElection(partitions, election_type, ElectionTrigger.ADMIN_CLIENT_TRIGGERED, reply)
+        )
+
+    def _put_api_event(self, event: ControllerEvent) -> None:
+        """Enqueue an API event; once the event thread has stopped, nothing would ever answer it,
+        so it is dropped (the request goes unanswered, as one dropped by a queue clear)."""
+        if self.events is not None and not self._stopped:
+            self.events.put(event)
 
     # ---- the event thread's view ------------------------------------------------------------------
     def _process(self, event: ControllerEvent) -> list[Effect]:

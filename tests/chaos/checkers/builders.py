@@ -1,7 +1,7 @@
 """Hand-made transaction logs, histories and final states for the checker tests (test helper).
 
 :class:`Log` writes records the way ZooKeeper 3.8 logs a 2.5 controller's writes (compare the
-real capture in ``data/failover/records.jsonl``): an election is
+real capture in ``data/failover/txn-records.jsonl``): an election is
 ``multi[create /controller; setData /controller_epoch]``, a controller write is
 ``multi[check /controller_epoch version=v; op]``, a leader's ISR change a plain ``setData``.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from chaos.checkers import (
@@ -21,7 +22,8 @@ from chaos.checkers import (
     RequestPartition,
     TopicState,
 )
-from chaos.history import History, OpType
+from chaos.history import History, Op, OpType
+from chaos.run.judged import load_judged_run
 from probes import TopicPartition, TxnOp, TxnRecord
 
 SESSION_A = 0x1000_0000_0000_0A
@@ -182,6 +184,14 @@ def request(
     """``partitions``: (topic, partition, leader_epoch, per-partition error code)."""
     parts = tuple(RequestPartition(t, p, 1, e, err) for t, p, e, err in partitions)
     return ReceivedRequest(seq, source, kind, controller_epoch, broker_epoch, error, parts, delete)
+
+
+def load_capture(directory: Path) -> tuple[tuple[Op, ...], list[TxnRecord], FinalState]:
+    """A checked-in capture (a run directory under ``data/``), verified against its manifest."""
+    run = load_judged_run(directory)
+    assert run.txn_records is not None, directory
+    assert run.final_state is not None, directory
+    return run.history, run.txn_records, run.final_state
 
 
 def history_of(*ops: tuple[str, str, Mapping[str, Any], OpType]) -> History:

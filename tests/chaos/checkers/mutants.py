@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import os
 import shutil
 import signal
@@ -24,9 +23,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from chaos.checkers import check_all, final_state_from_json
-from chaos.checkers.txnjson import load_records
-from chaos.history import History
+from chaos.run.judged import judge_run_dir
 from conformance.mutate import Mutant, apply_patch, copy_tree, load_mutants, node_env, scratch_parent
 
 
@@ -66,10 +63,10 @@ def judge(mutant: Mutant, scratch: Path, timeout_s: float) -> tuple[str, list[st
         problem = _run_scenario(tree, out, timeout_s)
         if problem is not None:
             return f"no capture: {problem}", [], time.monotonic() - began
-        history = History.load(out / "history.jsonl")
-        state = final_state_from_json(json.loads((out / "final_state.json").read_text()))
-        verdicts = check_all(history, load_records(out / "records.jsonl"), state)
-        flagged = [f"{v.checker}: {v.message[:160]}" for v in verdicts if v.is_invalid]
+        judged = judge_run_dir(out)
+        if judged.reason is not None:
+            return f"no judgeable capture: {judged.reason}", [], time.monotonic() - began
+        flagged = [f"{v.checker}: {v.message[:160]}" for v in judged.verdicts if v.is_invalid]
         return "ok", flagged, time.monotonic() - began
     finally:
         shutil.rmtree(work, ignore_errors=True)

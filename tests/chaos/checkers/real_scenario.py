@@ -23,9 +23,10 @@ from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 from kio.schema.metadata.v1.request import MetadataRequest
 
 from chaos.checkers import FinalState, final_state_to_json
-from chaos.checkers.final_state import fetch_broker_metadata, journals_from_requests, read_zookeeper_state
-from chaos.checkers.txnjson import dump_records
+from chaos.checkers.txnjson import records_jsonl
+from chaos.final_state import fetch_broker_metadata, journals_from_requests, read_zookeeper_state
 from chaos.history import History
+from chaos.run.manifest import write_manifest
 from cluster import admin
 from cluster.cluster import Cluster, wait_for
 from cluster.targets import load_target
@@ -43,11 +44,13 @@ class Capture:
     final_state: FinalState
 
     def dump(self, directory: Path) -> None:
+        """The judged files of a run directory (``python -m chaos check`` reads it), then its manifest."""
         directory.mkdir(parents=True, exist_ok=True)
         self.history.dump(directory / "history.jsonl")
-        dump_records(self.records, directory / "records.jsonl")
+        (directory / "txn-records.jsonl").write_text(records_jsonl(self.records), encoding="utf-8")
         text = json.dumps(final_state_to_json(self.final_state), indent=1, sort_keys=True)
-        (directory / "final_state.json").write_text(text + "\n", encoding="utf-8")
+        (directory / "final-state.json").write_text(text + "\n", encoding="utf-8")
+        write_manifest(directory)
 
 
 @dataclass

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
 import pytest
 
 from chaos.checkers import (
     ALL_CHECKERS,
-    FinalState,
+    Checker,
+    RunInputs,
     Verdict,
     aggregate,
     check_all,
     final_state_from_json,
     final_state_to_json,
 )
+from chaos.checkers.findings import Finding
 from chaos.checkers.verdict import MAX_EVIDENCE
-from chaos.history import Op
-from probes import TxnRecord
 from tests.chaos.checkers.builders import SESSION_A, SESSION_B, Log, create, final_state, history_of, request
 
 pytestmark = [pytest.mark.unit, pytest.mark.chaos]
@@ -40,16 +39,15 @@ def test_aggregate_is_invalid_then_unknown_then_valid(validities: list[str], exp
 
 def test_check_all_runs_every_checker_once_in_order() -> None:
     verdicts = check_all([], None, None)
-    assert [v.checker for v in verdicts] == [c.__name__ for c in ALL_CHECKERS]
+    assert [v.checker for v in verdicts] == [c.name for c in ALL_CHECKERS]
     assert aggregate(verdicts) == "unknown"
 
 
 def test_a_checker_that_raises_is_unknown_and_the_others_still_run() -> None:
-    def broken(
-        history: Sequence[Op], records: Sequence[TxnRecord] | None, state: FinalState | None
-    ) -> Verdict:
+    def boom(run: RunInputs) -> Finding:
         raise KeyError("boom")
 
+    broken = Checker("broken", "safety", boom)
     verdicts = check_all([], [], final_state(), checkers=(broken, *ALL_CHECKERS[:1]))
     assert verdicts[0].validity == "unknown"
     assert "KeyError" in verdicts[0].message

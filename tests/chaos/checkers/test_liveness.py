@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 
 from chaos.checkers import MetadataPartition, TopicState
+from chaos.checkers.cleanup import admin_znodes_cleaned, metadata_agrees_with_zookeeper
 from chaos.checkers.liveness import (
-    admin_znodes_cleaned,
     controller_elected,
     deletions_completed,
-    metadata_agrees_with_zookeeper,
     partitions_have_leaders,
     reassign_targets,
     reassignments_completed,
@@ -43,7 +42,7 @@ ALL = (
 )
 
 
-@pytest.mark.parametrize("checker", ALL, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("checker", ALL, ids=lambda c: c.name)
 def test_no_final_state_means_unknown(checker: object) -> None:
     assert callable(checker)
     v = checker([], None, None)
@@ -51,7 +50,7 @@ def test_no_final_state_means_unknown(checker: object) -> None:
     assert "never healed" in v.message
 
 
-@pytest.mark.parametrize("checker", ALL, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("checker", ALL, ids=lambda c: c.name)
 def test_a_healthy_final_state_is_valid(checker: object) -> None:
     assert callable(checker)
     state = final_state({"t": {0: [1, 2], 1: [2, 3]}}, {("t", 0): (1, 2, [1, 2]), ("t", 1): (3, 4, [3])})
@@ -215,7 +214,9 @@ def test_a_deletion_request_kafka_drops_for_a_topic_not_yet_known_is_excused() -
     log, czxid = _dropped_request_log(partitions_first=False)
     state = final_state({"t": {0: [1, 2]}}, {("t", 0): (1, 0, [1, 2])})
     state = dataclasses.replace(state, topics={"t": dataclasses.replace(state.topics["t"], czxid=czxid)})
-    assert deletions_completed(h.ops, log.records, state).validity == "valid"
+    v = deletions_completed(h.ops, log.records, state)
+    assert v.validity == "valid"
+    assert v.excused == {"deletion_request_dropped_before_topic_known": ("acknowledged deletion not done t",)}
     # the controller knew t (its partitions existed) and still dropped the request: invalid
     known, czxid = _dropped_request_log(partitions_first=True)
     state = dataclasses.replace(state, topics={"t": dataclasses.replace(state.topics["t"], czxid=czxid)})
@@ -265,7 +266,9 @@ def test_a_deletion_halt_left_by_an_earlier_topic_of_the_name_is_kafkas_behaviou
     state = final_state({"t": {0: [2]}}, {("t", 0): (2, 0, [2])}, live=(1, 2), delete_topics=frozenset({"t"}))
     state = dataclasses.replace(state, topics={"t": dataclasses.replace(state.topics["t"], czxid=czxid)})
     assert deletions_completed(h.ops, log.records, state).validity == "valid"
-    assert admin_znodes_cleaned(h.ops, log.records, state).validity == "valid"
+    v = admin_znodes_cleaned(h.ops, log.records, state)
+    assert v.validity == "valid"
+    assert v.excused == {"deletion_halt_outlives_topic": ("deletion request left t",)}
     for variant in ({"back_before_deletion": True}, {"election": True}, {"resume": True}):
         log = _halt_left_behind(**variant)
         czxid = next(r.zxid for r in reversed(log.records) if r.txn.path == "/brokers/topics/t")
@@ -302,7 +305,14 @@ def test_a_reassignment_kafka_gave_up_after_writing_the_topic_znode_is_excused_u
         state,
         topics={"t": dataclasses.replace(state.topics["t"], adding={0: (2, 3)}, removing={0: (1,)})},
     )
-    assert reassignments_completed(h.ops, _abandoned_log().records, mid_state).validity == "valid"
+    v = reassignments_completed(h.ops, _abandoned_log().records, mid_state)
+    assert v.validity == "valid"
+    assert v.excused == {
+        "reassignment_abandoned_without_state": (
+            "partition still reassigning t-0",
+            "reassignment target not reached t-0",
+        )
+    }
     # a failover resumes it: still mid-reassignment afterwards is a violation
     v = reassignments_completed(h.ops, _abandoned_log(failover=True).records, mid_state)
     assert v.validity == "invalid"
@@ -336,7 +346,9 @@ def _leaderless_log(*, then: str | None = None) -> Log:
 
 def test_a_partition_kafka_leaves_leaderless_after_its_reassignment_is_excused_until_it_would_elect() -> None:
     state = final_state({"t": {0: [2]}}, {("t", 0): (-1, 3, [2])})
-    assert partitions_have_leaders([], _leaderless_log().records, state).validity == "valid"
+    v = partitions_have_leaders([], _leaderless_log().records, state)
+    assert v.validity == "valid"
+    assert v.excused == {"leaderless_after_reassignment": ("leaderless partition t-0",)}
     assert partitions_have_leaders([], None, state).validity == "invalid"
     for then in ("broker failure", "failover"):  # either makes Kafka elect leaderless partitions
         v = partitions_have_leaders([], _leaderless_log(then=then).records, state)
@@ -365,7 +377,9 @@ def test_a_deletion_halted_by_a_failed_replica_deletion_waits_for_a_replicas_bro
     state = final_state(
         {"t": {0: [1, 3]}}, {("t", 0): (1, 0, [1])}, delete_topics=frozenset({"t"}), journals={3: (failed,)}
     )
-    assert deletions_completed(h.ops, log_with_registration_at(1990.0), state).validity == "valid"
+    v = deletions_completed(h.ops, log_with_registration_at(1990.0), state)
+    assert v.validity == "valid"
+    assert v.excused == {"deletion_halted_by_failed_replica_deletion": ("acknowledged deletion not done t",)}
     assert admin_znodes_cleaned(h.ops, log_with_registration_at(1990.0), state).validity == "valid"
     assert admin_znodes_cleaned(h.ops, log_with_registration_at(2010.0), state).validity == "invalid"
     no_failure = dataclasses.replace(state, journals={})
@@ -388,7 +402,9 @@ def test_deleting_a_topic_with_a_given_up_reassignment_stalls_as_in_kafka_until_
     h = history_of(("client-0", "delete_topic", {"topic": "t"}, "ok"))
     state = final_state({"t": {0: [2, 3, 1]}}, {("t", 0): (2, 1, [2, 3, 1])}, delete_topics=frozenset({"t"}))
     assert admin_znodes_cleaned(h.ops, _abandoned_log().records, state).validity == "valid"
-    assert deletions_completed(h.ops, _abandoned_log().records, state).validity == "valid"
+    v = deletions_completed(h.ops, _abandoned_log().records, state)
+    assert v.validity == "valid"
+    assert v.excused == {"deletion_stalled_by_abandoned_reassignment": ("acknowledged deletion not done t",)}
     assert admin_znodes_cleaned(h.ops, _abandoned_log(failover=True).records, state).validity == "invalid"
 
 
@@ -513,7 +529,11 @@ def test_a_deleted_topic_kept_by_a_broker_that_was_away_during_the_deletion_is_k
         {"t": {0: [1, 2]}}, {("t", 0): (1, 3, [1, 2])}, metadata=views(b1=GOOD, b2=stale, b3=GOOD)
     )
     away = _deleted_while_broker_2_away(away=True).records
-    assert metadata_agrees_with_zookeeper([], away, state).validity == "valid"
+    v = metadata_agrees_with_zookeeper([], away, state)
+    assert v.validity == "valid"
+    assert v.excused == {
+        "deleted_topic_kept_by_absent_broker": ("topic shown but not in ZooKeeper broker 2: old",)
+    }
     # a broker that stayed registered must have dropped the topic
     stayed = _deleted_while_broker_2_away(away=False).records
     v = metadata_agrees_with_zookeeper([], stayed, state)

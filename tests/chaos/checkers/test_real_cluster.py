@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from chaos.checkers import aggregate, check_all
-from chaos.checkers.safety import no_write_after_epoch_superseded
-from cluster.cluster import Cluster
+from chaos.checkers.safety import controller_writes_fenced, no_write_after_epoch_superseded
+from cluster.cluster import Cluster, wait_for
 from cluster.targets import load_target
 from harness.zookeeper import ZooKeeperServer
 from probes import TxnRecord
@@ -82,3 +82,23 @@ def test_every_checker_finds_a_real_controller_failover_valid(cluster: Cluster) 
     verdict = no_write_after_epoch_superseded(capture.history.ops, [*capture.records, stale], state)
     assert verdict.validity == "invalid"
     assert verdict.evidence[0]["zxid"] == f"0x{stale.zxid:x}"
+
+    # a fence that cannot fail: a multi whose check asks for any version (-1), by a session that
+    # never won an election, goes through on the real ZooKeeper, which logs the current version
+    t = cluster.zk.transaction()
+    t.check("/controller_epoch", -1)
+    t.create("/brokers/topics/t3/partitions/9", b"")
+    results = t.commit()
+    assert not any(isinstance(r, Exception) for r in results), results
+    session = cluster.zk.client_id[0]
+    impostor = wait_for(
+        lambda: next((r for r in cluster.history() if r.session_id == session and r.op == "multi"), None),
+        cluster.deadline(10),
+        "the impostor's multi in the transaction log",
+    )
+    assert (impostor.ops[0].op, impostor.ops[0].path) == ("check", "/controller_epoch")
+    assert impostor.ops[0].version == state.controller_epoch_version
+    fence = controller_writes_fenced(capture.history.ops, cluster.history(), state)
+    assert fence.validity == "invalid", fence.message
+    assert [e["zxid"] for e in fence.evidence] == [f"0x{impostor.zxid:x}"]
+    assert controller_writes_fenced(capture.history.ops, capture.records, state).is_valid

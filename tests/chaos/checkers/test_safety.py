@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from chaos.checkers import check_all, final_state_from_json
+from chaos.checkers import check_all
 from chaos.checkers.final_state import FinalState
+from chaos.checkers.journal import CONCURRENT_WINDOW_S
 from chaos.checkers.liveness import partitions_have_leaders
-from chaos.checkers.requests import CONCURRENT_WINDOW_S, brokers_apply_requests_in_epoch_order
+from chaos.checkers.requests import brokers_apply_requests_in_epoch_order
 from chaos.checkers.safety import (
     acknowledged_creations_survive,
     controller_epoch_increases,
@@ -26,8 +27,7 @@ from chaos.checkers.safety import (
     one_controller_per_epoch,
     partition_states_valid,
 )
-from chaos.checkers.txnjson import load_records
-from chaos.history import History
+from chaos.history import History, Op
 from probes import TxnOp, TxnRecord
 from tests.chaos.checkers.builders import (
     ADMIN,
@@ -38,6 +38,7 @@ from tests.chaos.checkers.builders import (
     delete,
     final_state,
     history_of,
+    load_capture,
     request,
     set_data,
     state_data,
@@ -50,9 +51,8 @@ pytestmark = [pytest.mark.unit, pytest.mark.chaos]
 CAPTURE = Path(__file__).parent / "data" / "failover"
 
 
-def real_capture() -> tuple[History, list[TxnRecord], FinalState]:
-    state = final_state_from_json(json.loads((CAPTURE / "final_state.json").read_text()))
-    return History.load(CAPTURE / "history.jsonl"), load_records(CAPTURE / "records.jsonl"), state
+def real_capture() -> tuple[tuple[Op, ...], list[TxnRecord], FinalState]:
+    return load_capture(CAPTURE)
 
 
 def zxids(evidence: object) -> set[str]:
@@ -240,6 +240,54 @@ def test_an_unfenced_controller_write_is_invalid_even_by_the_current_controller(
     assert no_write_after_epoch_superseded([], log.records, None).validity == "valid"  # not deposed
 
 
+def test_a_write_checking_a_newer_controllers_epoch_version_is_not_fenced() -> None:
+    """A deposed controller whose check asked for any version (-1): ZooKeeper logs the version
+    current when the multi applied (B's), not the one A's election wrote."""
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.fenced(SESSION_A, create("/brokers/topics/t/partitions"))
+    log.elect(SESSION_B, 2)
+    stale = log.fenced(SESSION_A, create("/brokers/topics/u/partitions"))  # check version=2
+    v = controller_writes_fenced([], log.records, None)
+    assert v.validity == "invalid"
+    assert "checked /controller_epoch version 2, but its controller's election wrote version 1" in v.message
+    assert zxids(v.evidence) == {hexz(stale)}
+    # the old comparison with the version current at apply time can never fail on a real log
+    assert no_write_after_epoch_superseded([], log.records, None).validity == "valid"
+
+
+def test_a_write_by_a_session_that_won_no_election_is_not_fenced() -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    intruder = log.fenced(SESSION_B, create("/brokers/topics/t/partitions"))
+    v = controller_writes_fenced([], log.records, None)
+    assert v.validity == "invalid"
+    assert f"session 0x{SESSION_B:x}, which won no election" in v.message
+    assert zxids(v.evidence) == {hexz(intruder)}
+
+
+def test_a_re_elected_controller_is_fenced_by_its_latest_election() -> None:
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.elect(SESSION_B, 2)
+    log.fenced(SESSION_B, create("/brokers/topics/t/partitions"))
+    log.elect(SESSION_A, 1)  # epoch 3, version 3
+    log.fenced(SESSION_A, create("/brokers/topics/u/partitions"))
+    assert controller_writes_fenced([], log.records, None).validity == "valid"
+    stale = log.fenced(SESSION_A, delete("/admin/delete_topics/u"), version=1)  # its old epoch's
+    v = controller_writes_fenced([], log.records, None)
+    assert v.validity == "invalid"
+    assert zxids(v.evidence) == {hexz(stale)}
+
+
+def test_a_fence_whose_election_is_not_in_the_log_is_unknown() -> None:
+    log = Log(epoch=4, epoch_version=4)  # the log starts after the election
+    log.fenced(SESSION_A, create("/brokers/topics/t/partitions"))
+    v = controller_writes_fenced([], log.records, None)
+    assert v.validity == "unknown"
+    assert "the election that wrote epoch version 4 is not in the transaction log" in v.message
+
+
 def test_leader_isr_writes_and_admin_writes_need_no_fence() -> None:
     log = Log()
     log.elect(SESSION_A, 1)
@@ -263,7 +311,7 @@ def test_the_real_capture_with_an_injected_stale_leader_change_is_invalid() -> N
         records[-1].time_ms,
         set_data(state_path("t1", 1), state_data(3, 9, [3], controller_epoch=1), 9),
     )
-    v = no_write_after_epoch_superseded(history.ops, [*records, stale], state)
+    v = no_write_after_epoch_superseded(history, [*records, stale], state)
     assert v.validity == "invalid"
     assert zxids(v.evidence) == {hexz(stale)}
 
@@ -401,7 +449,11 @@ def _reassignment_log(removal_leader: int) -> Log:
 
 def test_an_isr_kafka_leaves_outside_the_replicas_after_a_failed_reassignment_election_is_excused() -> None:
     state = final_state({"t": {0: [1]}}, {("t", 0): (-1, 3, [3])})
-    assert partition_states_valid([], _reassignment_log(-1).records, state).validity == "valid"
+    v = partition_states_valid([], _reassignment_log(-1).records, state)
+    assert v.validity == "valid"
+    assert v.excused == {
+        "isr_orphaned_by_failed_reassignment_election": ("final ISR outside the replicas t-0",)
+    }
     assert partitions_have_leaders([], _reassignment_log(-1).records, state).validity == "valid"
     # without the log nothing shows it is Kafka's path: invalid
     assert partition_states_valid([], None, state).validity == "invalid"
@@ -470,7 +522,11 @@ def test_an_unanswered_stop_replica_delete_may_have_deleted_the_partition() -> N
         request(1, "StopReplica", 2, [("t0", 0, 0, 0)], source=3, error=None, delete=True),
         request(2, "LeaderAndIsr", 3, [("t0", 0, 7, 0)], source=1),
     )
-    assert brokers_apply_requests_in_epoch_order([], None, state).validity == "valid"
+    v = brokers_apply_requests_in_epoch_order([], None, state)
+    assert v.validity == "valid"
+    assert v.excused == {
+        "unanswered_stop_replica_may_have_deleted": ("leader epoch not newer broker 2 request #2 t0-0",)
+    }
     # … but an unanswered StopReplica *without* delete proves nothing either way: still invalid
     kept = journals(
         request(0, "LeaderAndIsr", 2, [("t0", 0, 7, 0)], source=3),
@@ -534,7 +590,7 @@ def test_the_real_capture_with_a_replayed_old_request_is_invalid() -> None:
     old = next(r for r in journal if r.controller_epoch == 1 and r.kind == "UpdateMetadata")
     replayed = dataclasses.replace(old, seq=10_000, sent_s=None, answered_s=None)
     mutated = dataclasses.replace(state, journals={**state.journals, broker: (*journal, replayed)})
-    v = brokers_apply_requests_in_epoch_order(history.ops, records, mutated)
+    v = brokers_apply_requests_in_epoch_order(history, records, mutated)
     assert v.validity == "invalid"
     assert 10_000 in {e["seq"] for e in v.evidence}
 

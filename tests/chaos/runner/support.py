@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.zookeeper.reaper import proc_start_time
+from harness.reaper import proc_start_time
 
 
 def chaos(*args: str, timeout_s: float = 900.0) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.zookeeper.reaper import runtime_dir
+from harness.reaper import runtime_dir
 from tests.chaos.runner.support import alive, chaos, cmdline, descendants
 
 pytestmark = pytest.mark.chaos

@@ -18,7 +18,7 @@ from cluster.cluster import wait_for
 from cluster.nodeconfig import split_zookeeper_connect
 from cluster.targets import load_target
 from harness.launcher import launcher_named
-from harness.port_claims import claim_port
+from harness.ports import CHAOS_LINK, claim_port
 from harness.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.chaos
@@ -44,7 +44,7 @@ def cluster(
     root = KazooClient(hosts=zk.connect_string)
     root.start()
     root.ensure_path(chroot)
-    ports = PortPool(range(19000, 20000))
+    ports = PortPool.for_slot(0, 1)
     made = ChaosCluster(
         load_target("reference"),
         fabric=LinkFabric(use_toxiproxy(toxiproxy_url), prefix=f"{request.node.name[:20]}_", ports=ports),
@@ -139,7 +139,7 @@ def test_proxies_listen_on_claimed_pool_ports_that_a_disabled_proxy_keeps(cluste
     this run's (claimed, below the ephemeral range) so that nobody else is handed them meanwhile
     and enabling the proxy binds the same port again."""
     ports = {name: _port(cluster, name) for name in cluster.fabric.names()}
-    assert all(port in range(19000, 20000) for port in ports.values()), ports
+    assert all(port in CHAOS_LINK.ports for port in ports.values()), ports
     proxy = cluster.fabric["CLIENT_1"]
     proxy.disable()
     try:
@@ -149,4 +149,8 @@ def test_proxies_listen_on_claimed_pool_ports_that_a_disabled_proxy_keeps(cluste
     with socket.create_connection(("127.0.0.1", ports["CLIENT_1"]), timeout=5.0):
         pass
     cluster.fabric.destroy_all()
-    assert all(claim_port(port) is not None for port in ports.values()), "ports kept after destroy_all"
+    claims = [claim_port(port) for port in ports.values()]
+    assert all(claims), "ports kept after destroy_all"
+    for claim in claims:
+        assert claim is not None
+        claim.close()

@@ -10,6 +10,7 @@ import pytest
 
 from chaos.generator import Schedule
 from chaos.history import History
+from chaos.run.manifest import write_manifest
 from chaos.scenarios import SCENARIOS
 from records.run_record import METRICS, read_records
 from tests.chaos.runner.support import chaos
@@ -115,8 +116,9 @@ def test_check_judges_kept_runs_again_from_their_files(campaign: tuple[Path, int
     done = chaos("check", *map(str, dirs))
     recorded = {str(d): json.loads((d / "verdict.json").read_text())["verdict"] for d in dirs}
     verdict_lines = [line.split() for line in done.stdout.splitlines() if not line.startswith(" ")]
-    judged = {words[1]: words[0] for words in verdict_lines}
+    judged = {words[1]: words[0] for words in verdict_lines[:-1]}
     assert judged == recorded, done.stdout + done.stderr
+    assert verdict_lines[-1][:2] == [str(len(dirs)), "run(s):"]
     assert done.returncode == (1 if "invalid" in recorded.values() else 0)
     for d in dirs:
         assert (d / "txn-records.jsonl").stat().st_size > 0
@@ -128,6 +130,10 @@ def test_check_judges_kept_runs_again_from_their_files(campaign: tuple[Path, int
     partition = next(iter(state["partition_states"].values()))
     partition["isr"] = []  # an empty ISR breaks partition_states_valid
     (tampered / "final-state.json").write_text(json.dumps(state))
+    done = chaos("check", str(tampered))
+    assert done.returncode == 3, done.stdout + done.stderr  # altered evidence is never judged
+    assert done.stdout.startswith(f"unknown  {tampered}\n  reason: final-state.json: ")
+    write_manifest(tampered)  # vouch for the tampered files: now they are judged
     done = chaos("check", str(tampered), "--evidence")
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith(f"invalid  {tampered} (recorded: ")

@@ -22,7 +22,7 @@ def test_nodes_that_never_start_make_the_run_unknown_with_the_reason(tmp_path: P
     out = tmp_path / "out"
     done = chaos("run", "--runs", "1", "--seed", "5", "--parallel", "1", "--scenario", "process",
                  "--target", str(target), "--out", str(out), "--no-progress")  # fmt: skip
-    assert done.returncode == 0, done.stderr  # unknown is not invalid
+    assert done.returncode == 3, done.stderr  # unknown: not invalid, and never a pass
     [record] = list(read_records(sorted(out.glob("chaos-runs-*.jsonl"))))
     assert record["outcome"] == "error"
     assert record["target"] == "broken"

@@ -20,7 +20,8 @@ import requests
 
 from chaos.toxiproxy.launch import client_for, toxiproxy_server
 from chaos.toxiproxy.proxy import Proxy, ProxyCollection
-from harness.zookeeper import process
+from harness import process
+from harness.ports import TOXIPROXY_API, claim_port
 from tests.chaos.toxiproxy.support import TcpServer, wait_for
 
 pytestmark = pytest.mark.chaos
@@ -113,7 +114,13 @@ def test_launcher_prefers_toxiproxy_server_on_path(
         assert [j.name for j in started] == ["toxiproxy-server"]
         assert requests.get(f"{url}/version", timeout=10).ok
         assert url == f"http://127.0.0.1:{url.rsplit(':', 1)[1]}"
+        port = int(url.rsplit(":", 1)[1])
+        assert port in TOXIPROXY_API.ports, "the binary is told a port of the port plan"
+        assert claim_port(port) is None, "claimed host-wide while the server runs"
     assert started[0].exit_code() is not None
+    released = claim_port(port)
+    assert released is not None, "given up when the server stopped"
+    released.close()
 
 
 def _busy_client(listen: str, until: float, seed: int) -> None:

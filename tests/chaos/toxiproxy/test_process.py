@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from chaos.toxiproxy.launch import ToxiproxyUnavailable, client_for, toxiproxy_server
-from harness.zookeeper import process, reaper
+from harness import process, reaper
 from tests.chaos.toxiproxy.support import TcpServer, connect, round_trip_s, wait_for
 
 pytestmark = pytest.mark.chaos
@@ -166,7 +166,7 @@ def test_server_dies_with_a_killed_owner(monkeypatch: pytest.MonkeyPatch) -> Non
         """
         import sys, time
         from chaos.toxiproxy.launch import toxiproxy_server
-        from harness.zookeeper import process
+        from harness import process
         with toxiproxy_server() as url:
             print(process.live_jvms()[0].pid, flush=True)
             time.sleep(600)

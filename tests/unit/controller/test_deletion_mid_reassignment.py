@@ -8,7 +8,7 @@ Kafka 2.5.1 does not halt a *first* deletion request for such a topic: ``process
 ``ControllerContext.removeTopic`` (L276-283) leave ``/admin/reassign_partitions`` alone, so the
 entry stays — also when the name is created again — until a new controller's failover finds the
 partition unknown and removes it (``processZkPartitionReassignment`` L1527-1551). The chaos
-checker ``admin_znodes_cleaned`` excuses exactly this (``chaos.checkers.stranded``).
+checker ``admin_znodes_cleaned`` excuses exactly this (quirk ``reassignment_stranded_by_deletion``).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
+from kafkawire.api_error import ApiError
 from reference_controller.controller.driver.event_manager import ControllerEventManager
 from reference_controller.controller.driver.scheduler import ControllerScheduler
 from reference_controller.controller.effects import (
@@ -27,6 +28,7 @@ from reference_controller.controller.events import (
     ControlledShutdown,
     ControlledShutdownResult,
     ControllerEvent,
+    ElectionResults,
     ElectionTrigger,
     ElectionType,
     Expire,
@@ -106,7 +108,7 @@ def test_clear_and_put_preempts_queued_api_events_with_their_answers() -> None:
     manager.put(BrokerChange())
     assert core.entered.wait(5)
     shutdown_answers: list[ControlledShutdownResult] = []
-    election_answers: list[dict[tuple[str, int], int]] = []
+    election_answers: list[ElectionResults] = []
     manager.put(ControlledShutdown(3, 77, shutdown_answers.append))
     manager.put(
         ReplicaLeaderElection(
@@ -117,7 +119,7 @@ def test_clear_and_put_preempts_queued_api_events_with_their_answers() -> None:
     manager.put(TopicChange())
     manager.clear_and_put(Expire())
     assert shutdown_answers == [ControlledShutdownResult(11)]
-    assert election_answers == [{("t", 0): 41, ("t", 1): 41}]
+    assert election_answers == [{("t", 0): ApiError(41, None), ("t", 1): ApiError(41, None)}]
     manager.put(ShutdownEventThread())
     core.release.set()
     manager.join(5)

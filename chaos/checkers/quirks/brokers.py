@@ -1,0 +1,90 @@
+"""Recognisers of Kafka 2.5.1's quirks seen on the brokers' side: a deleted topic left in a
+broker's metadata cache, and a StopReplica(delete) that may have applied unanswered
+(decisions ring, pure). See :mod:`chaos.checkers.quirks.registry` for the why."""
+
+from __future__ import annotations
+
+from chaos.checkers.final_state import ReceivedRequest
+from chaos.checkers.findings import RunInputs, shown_item, stale_item
+from chaos.checkers.journal import APPLIED_KINDS, life, stale_leader_epochs, told_of_deletion
+from chaos.checkers.quirks.recognition import Recognition
+from chaos.checkers.timeline import (
+    BrokerDeregistered,
+    BrokerRegistered,
+    DeletionRequested,
+    Timeline,
+    TopicDeleted,
+)
+
+__all__ = ["absent_during_deletion", "missed_deletion", "unanswered_stop_replica"]
+
+
+def absent_during_deletion(timeline: Timeline) -> dict[str, frozenset[int]]:
+    """Topic (its last deletion) → brokers whose registration was missing, or created anew, at any
+    point from the deletion request to the topic znode's deletion."""
+    registered: set[int] = set()
+    seen: set[int] = set()
+    watching: dict[str, set[int]] = {}  # topic with a pending deletion request → brokers absent since
+    out: dict[str, frozenset[int]] = {}
+    for e in timeline.events:
+        if isinstance(e, BrokerDeregistered | BrokerRegistered):
+            if isinstance(e, BrokerRegistered):
+                registered.add(e.broker)
+                seen.add(e.broker)
+            else:
+                registered.discard(e.broker)
+            for absent in watching.values():
+                absent.add(e.broker)  # away, or (re)registered meanwhile: may have missed the news
+        elif isinstance(e, DeletionRequested):
+            watching.setdefault(e.topic, seen - registered)
+        elif isinstance(e, TopicDeleted):
+            out[e.topic] = frozenset(watching.pop(e.topic, set()) | (seen - registered))
+    return out
+
+
+def missed_deletion(run: RunInputs) -> Recognition:
+    """(broker, topic) pairs: the broker was away during the topic's deletion and its journal
+    (when there is one) shows no applied UpdateMetadata that told it of the deletion."""
+    f = run.final_state
+    if run.timeline is None or f is None:
+        return Recognition()
+    items = set()
+    for topic, brokers in absent_during_deletion(run.timeline).items():
+        for broker in brokers:
+            journal = f.journals.get(broker)
+            if journal is None or not told_of_deletion(journal, topic):
+                items.add(shown_item(broker, topic))
+    return Recognition(frozenset(items))
+
+
+def _maybe_deleted(request: ReceivedRequest) -> bool:
+    return request.kind == "StopReplica" and bool(request.delete_partitions) and request.error_code is None
+
+
+def unanswered_stop_replica(run: RunInputs) -> Recognition:
+    """Stale LeaderAndIsr entries that are stale only because an unanswered StopReplica(delete) of
+    their partition between the two is taken as not applied."""
+    f = run.final_state
+    if f is None:
+        return Recognition()
+    items = set()
+    for broker, journal in f.journals.items():
+        lives: dict[int | None, tuple[list[ReceivedRequest], list[ReceivedRequest]]] = {}
+        for r in journal:
+            applied, unanswered = lives.setdefault(life(r), ([], []))
+            if r.kind in APPLIED_KINDS and r.error_code == 0:
+                applied.append(r)
+            elif _maybe_deleted(r):
+                unanswered.append(r)
+        for applied, unanswered in lives.values():
+            if not unanswered:
+                continue
+            naive = {
+                stale_item(broker, s.request.seq, s.topic, s.partition) for s in stale_leader_epochs(applied)
+            }
+            kept = {
+                stale_item(broker, s.request.seq, s.topic, s.partition)
+                for s in stale_leader_epochs(applied, forgets=unanswered)
+            }
+            items |= naive - kept
+    return Recognition(frozenset(items))

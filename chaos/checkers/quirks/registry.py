@@ -1,0 +1,195 @@
+"""The quirk registry: what Kafka 2.5.1 itself does that breaks a naive invariant, as data
+(decisions ring, pure).
+
+Each :class:`Quirk` names the behaviour, the Kafka 2.5.1 source lines that make it so, the chaos
+run that showed it, the checkers it applies to and a pure recogniser over the run's timeline and
+final state that returns the items it explains. :mod:`chaos.checkers.judge` subtracts them from
+the naive findings in one place; verdicts report them under ``excused``. The chaos README's
+table is generated from this list (``python -m chaos quirks --markdown``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from chaos.checkers.findings import RunInputs
+from chaos.checkers.quirks import brokers, deadlock, deletion, reassignment
+from chaos.checkers.quirks.recognition import Recognition
+
+__all__ = ["QUIRKS", "Quirk", "Recognition", "markdown_table"]
+
+
+@dataclass(frozen=True)
+class Quirk:
+    name: str
+    behaviour: str
+    kafka_source: tuple[str, ...]
+    seen_in: str
+    checkers: tuple[str, ...]
+    recognise: Callable[[RunInputs], Recognition]
+
+
+KC = "KafkaController.scala@2.5.1"
+TDM = "TopicDeletionManager.scala@2.5.1"
+RSM = "ReplicaStateMachine.scala@2.5.1"
+PSM = "PartitionStateMachine.scala@2.5.1"
+DELETION_CHECKERS = ("deletions_completed", "admin_znodes_cleaned")
+
+#: Every quirk, in the order the judge applies them (the first that explains an item claims it).
+QUIRKS: tuple[Quirk, ...] = (
+    Quirk(
+        "reassignment_stranded_by_deletion",
+        "A topic deleted while one of its partitions is being reassigned leaves that partition's "
+        "`/admin/reassign_partitions` entry until the next controller failover: the first deletion "
+        "request is not halted, a later halt is lifted when a replica's broker registers, and nothing "
+        "but completion or a failover removes an entry.",
+        (
+            f"{KC} L1510-1518 processTopicDeletion",
+            f"{TDM} L170-177 markTopicIneligibleForDeletion, L121-126, L221-225",
+            f"{KC} L370-378 onBrokerStartup; {TDM} L134-142 resumeDeletionForTopics",
+            f"{TDM} L240-250 completeDeleteTopic; ControllerContext.scala@2.5.1 L276-283",
+            f"{KC} L918-928 removePartitionFromReassigningPartitions",
+            f"{KC} L775-782, L1527-1551 (failover)",
+        ),
+        "partition seed 2001 (campaign 2000); zk-session seed 2013",
+        ("admin_znodes_cleaned",),
+        reassignment.stranded,
+    ),
+    Quirk(
+        "deletion_request_dropped_before_topic_known",
+        "A deletion request for a topic whose creation the controller has not processed yet is "
+        'dropped ("Ignoring request to delete non-existing topics"): a TopicDeletion event already '
+        "queued runs before the TopicChange event, and the topic lives on.",
+        (f"{KC} L1496-1505 processTopicDeletion", f"{KC} processTopicChange (setAllTopics)"),
+        "process seed 2062",
+        ("deletions_completed",),
+        deletion.dropped,
+    ),
+    Quirk(
+        "deleted_topic_kept_by_absent_broker",
+        "A broker unregistered while a topic was deleted (its session expired and it registered "
+        "again without a restart) keeps the topic in its metadata cache: the deletion's "
+        "UpdateMetadata (leader -2) went only to live brokers, and a returning broker is sent the "
+        "states of existing partitions only.",
+        ("MetadataCache.scala@2.5.1 L295-320 updateMetadata", f"{KC} L352-360 onBrokerStartup"),
+        "zk-session seed 2018",
+        ("metadata_agrees_with_zookeeper",),
+        brokers.missed_deletion,
+    ),
+    Quirk(
+        "unanswered_stop_replica_may_have_deleted",
+        "A StopReplica(delete) whose answer the request journal never saw (the sending controller's "
+        "connection closed first) may have been applied: the broker then re-creates the partition "
+        "for the next LeaderAndIsr, so one at the same leader epoch is not provably stale.",
+        (
+            "ReplicaManager.scala@2.5.1 L326-345 stopReplica(delete)",
+            "ReplicaManager.scala@2.5.1 L1199-1236 becomeLeaderOrFollower",
+        ),
+        "links seed 2030",
+        ("brokers_apply_requests_in_epoch_order",),
+        brokers.unanswered_stop_replica,
+    ),
+    Quirk(
+        "isr_orphaned_by_failed_reassignment_election",
+        "A reassignment completed on a stale ISR read whose leader election then failed: removing "
+        "the old replicas keeps a one-member ISR (leader -1) that the new replicas do not include, "
+        "and the partition stays offline.",
+        (f"{KC} L630-690 onPartitionReassignment (B3, B4, B6)", f"{RSM} L317-333 removeReplicasFromIsr"),
+        "partition seed 2156",
+        ("partition_states_valid",),
+        reassignment.orphaned,
+    ),
+    Quirk(
+        "leaderless_after_reassignment",
+        "A reassignment completed while its target's election failed leaves the partition leaderless "
+        "and still online in the controller, so a returning broker does not elect it; a broker "
+        "failure or a failover does.",
+        (
+            f"{KC} L630-690 onPartitionReassignment",
+            f"{KC} L464-475 onReplicasBecomeOffline",
+            f"{PSM} triggerOnlinePartitionStateChange",
+        ),
+        "zk-session seed 2318",
+        ("partitions_have_leaders",),
+        reassignment.leaderless,
+    ),
+    Quirk(
+        "reassignment_abandoned_without_state",
+        "A reassignment given up after it was written into the topic znode (the partition had no "
+        "state yet: updateLeaderEpoch throws and the entry is removed as failed) stays "
+        "mid-reassignment until a target broker registers or a failover.",
+        (
+            f"{KC} L607-629 updateCurrentReassignment, L630-690 (U1, A1)",
+            f"{KC} L1047-1080 updateLeaderEpoch, L1015-1045 maybeTriggerPartitionReassignment",
+            f"{KC} L1527-1551 processZkPartitionReassignment, L360-370 onBrokerStartup",
+        ),
+        "process seed 2307",
+        ("reassignments_completed",),
+        reassignment.abandoned,
+    ),
+    Quirk(
+        "deletion_stalled_by_abandoned_reassignment",
+        "A topic with such a given-up reassignment cannot be deleted until a failover: its adding "
+        "replicas never became NewReplica, so the deletion asks for invalid replica transitions, "
+        "which are only logged.",
+        (f"{KC} L630-690 (A2 never ran, B1)", f"{RSM} L158-161, L428-440 doHandleStateChanges"),
+        "process seed 2542",
+        DELETION_CHECKERS,
+        reassignment.poisoned,
+    ),
+    Quirk(
+        "deletion_halt_outlives_topic",
+        "A topic name whose earlier topic's deletion was halted (a replica's broker died after "
+        "answering) and still completed keeps the halt: the next topic of that name is not deleted "
+        "until a broker hosting one of its replicas registers again or the controller fails over.",
+        (
+            f"{TDM} L168-176 markTopicIneligibleForDeletion, L134-142, L240-250",
+            f"{KC} L464-487 onReplicasBecomeOffline",
+        ),
+        "partition seed 2261",
+        DELETION_CHECKERS,
+        deletion.held,
+    ),
+    Quirk(
+        "deletion_halted_by_failed_replica_deletion",
+        "A StopReplica(delete) answered with an error (e.g. STALE_BROKER_EPOCH before the controller "
+        "saw the broker's new registration) halts the topic's deletion until a broker hosting one of "
+        "its replicas registers again or the controller fails over.",
+        (f"{KC} L1207-1227 TopicDeletionStopReplicaResponseReceived", f"{TDM} L150-165 failReplicaDeletion"),
+        "partition seed 2391",
+        DELETION_CHECKERS,
+        deletion.failed_replica_deletion,
+    ),
+    Quirk(
+        "reassignment_deadlocked_by_deletion",
+        "A topic deleted while one of its partitions is being reassigned: the first request is not "
+        "halted, the deletion leaves the partition leaderless (a topic queued for deletion is never "
+        'elected), a later change under `/admin/delete_topics` or a failover halts it for "topic '
+        "reassignment in progress\", and only a replica's broker registering lifts that halt — after "
+        "the last such registration the topic, the reassignment and (until a failover) its "
+        "`/admin/reassign_partitions` entry stay.",
+        (
+            f"{KC} L1496-1525 processTopicDeletion",
+            f"{TDM} L170-177, L121-126, L221-225, L259-318, L134-142",
+            f"{PSM} L66-76 triggerOnlineStateChangeForPartitions",
+            f"{KC} L804-814 isReassignmentComplete, L555-557, L784-795, L918-928, L645-674",
+        ),
+        "partition seed 2651 (campaign 2600)",
+        ("reassignments_completed", *DELETION_CHECKERS),
+        deadlock.deadlocked,
+    ),
+)
+
+
+def markdown_table() -> str:
+    """The README's quirk table, one row per quirk (the README must hold exactly this)."""
+    rows = [
+        "| quirk | Kafka 2.5.1 behaviour | Kafka source | seen in | checkers |",
+        "|---|---|---|---|---|",
+    ]
+    for q in QUIRKS:
+        source = "; ".join(q.kafka_source)
+        checkers = ", ".join(f"`{c}`" for c in q.checkers)
+        rows.append(f"| `{q.name}` | {q.behaviour} | {source} | {q.seen_in} | {checkers} |")
+    return "\n".join(rows) + "\n"

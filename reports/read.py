@@ -11,6 +11,7 @@ execution and are kept once (:mod:`reports.dedup`); how many were dropped is cou
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -133,7 +134,13 @@ def _records(
     ok = F.size("problems") == 0
     parsed = parsed.withColumn("value", F.when(~ok, F.col("value")))
     parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
-    tally = _tally(parsed, ok)
+    try:
+        tally = _tally(parsed, ok)  # the first action: every file is read here
+    except Exception as exc:
+        damaged = _damaged_file(exc)
+        if damaged is None:
+            raise
+        raise damaged from None
     shown: list[Rejected] = []
     if tally.rejected:
         rows = rejected(parsed).limit(limit if permissive else _SHOWN_STRICT).collect()
@@ -141,6 +148,26 @@ def _records(
         if not permissive:
             raise _fail(shown, tally.rejected, tally.unknown_kinds)
     return accepted(parsed), tally, shown
+
+
+_READ_FAILED = re.compile(r"Encountered error while reading file (?:file:)?(?://)?(\S+?)\.?\s")
+_CAUSE = re.compile(r"Caused by: (\S+?): ?(.*)")
+
+
+def _damaged_file(exc: Exception) -> InputError | None:
+    """Spark could not read a record file (a truncated or corrupt gzip, an I/O error): bad
+    input, named with the deepest cause Spark gives; None for any other failure."""
+    java = getattr(exc, "java_exception", None)
+    text = f"{exc}\n{java.toString() if java is not None else ''}"
+    found = _READ_FAILED.search(text)
+    if found is None:
+        return None
+    causes = _CAUSE.findall(text)
+    cause = f"{causes[-1][0].rsplit('.', 1)[-1]}: {causes[-1][1]}".strip(": ") if causes else "unreadable"
+    return InputError(
+        f"cannot read record file {found.group(1)} ({cause[:200]}): it is damaged (a gzip file cut "
+        "short?). Restore or remove it and run again"
+    )
 
 
 def _secondary(

@@ -3,6 +3,7 @@ the job through spark-submit. Each runs the real CLI in a subprocess."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import socket
@@ -189,3 +190,23 @@ def test_records_of_an_unknown_kind_are_exit_2_with_the_kind_named(tmp_path: Pat
     )
     assert f"{path}:2: kind: 'bench-run' not in ('conformance-test', 'chaos-run', 'sim-run')" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_damaged_gzip_record_file_is_exit_2_with_the_file_named(tmp_path: Path) -> None:
+    """A ``.jsonl.gz`` cut short (a copy interrupted, a disk full) is bad input: the file and the
+    cause are named, nothing is written, no Spark trace."""
+    _records(tmp_path)
+    lines = "".join(json.dumps(record(run_id=f"g{i}")) + "\n" for i in range(2000)).encode()
+    whole = gzip.compress(lines)
+    damaged = tmp_path / "runs-cut.jsonl.gz"
+    damaged.write_bytes(whole[: len(whole) // 2])
+    out = tmp_path / "out"
+    done = _cli("build", "--input", str(tmp_path), "--out", str(out), "--driver-memory", "1g")
+    assert done.returncode == 2, done.stderr[-3000:]
+    ours = [ln for ln in done.stderr.splitlines() if ln.startswith("reports: cannot read")]
+    assert ours == [
+        f"reports: cannot read record file {damaged} (EOFException: Unexpected end of input stream): "
+        "it is damaged (a gzip file cut short?). Restore or remove it and run again"
+    ], done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    assert not (out / "summary.json").exists()

@@ -1,9 +1,10 @@
 """The report over what the kit really leaves behind: a chaos results directory with kept valid
 (``--keep-all``), invalid (a mutant reference whose controller writes are not fenced) and unknown
 (a target whose nodes never start) runs — each run directory full of JSON-lines files that are
-not run records (history, transaction records, request journals) — and a conformance results
-directory (records, allure results, certificate). Built strictly, it reads the run records only,
-says in one line what it skipped, and counts a copy of the chaos records once."""
+not run records (history, transaction records, request journals, manifests) — and a
+conformance results directory (records, allure results, certificate). Built strictly, it reads the
+run records only, says in one line what it skipped, and counts once a copy of the chaos records
+rewritten as an older kit wrote them (schema version 1: no ``record_id``, no ``excused``)."""
 
 from __future__ import annotations
 
@@ -52,12 +53,13 @@ def _broken_target(root: Path) -> Path:
     return path
 
 
-def _chaos(out: Path, seed: int, target: str, *extra: str) -> str:
+def _chaos(out: Path, seed: int, target: str, status: int, *extra: str) -> str:
+    """One run; ``status``: 0 valid, 1 invalid, 3 could not be judged (the runner's exit codes)."""
     done = _run(
         "-m", "chaos", "run", "--runs", "1", "--seed", str(seed), "--parallel", "1", "--scenario", "links",
         "--target", target, "--out", str(out), "--no-progress", *extra,
     )  # fmt: skip
-    assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: a run was invalid
+    assert done.returncode == status, done.stdout[-2000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
 
 
@@ -65,9 +67,9 @@ def _chaos(out: Path, seed: int, target: str, *extra: str) -> str:
 def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("real")
     chaos = root / "chaos-results"
-    _chaos(chaos, 7, "reference", "--keep-all")
-    _chaos(chaos, 8, str(_mutant_target(root)))
-    _chaos(chaos, 9, str(_broken_target(root)))
+    _chaos(chaos, 7, "reference", 0, "--keep-all")
+    _chaos(chaos, 8, str(_mutant_target(root)), 1)
+    _chaos(chaos, 9, str(_broken_target(root)), 3)
     done = _run("-m", "conformance", "-n", "2", "--ids", "EPOCH-1", "--results-dir", str(root / "results"))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return root
@@ -87,6 +89,26 @@ def test_the_chaos_results_hold_kept_valid_invalid_and_unknown_runs(results: Pat
     assert all(r["schema_version"] == 2 for r in records)
     kept = [d for d in (results / "chaos-results").glob("*/runs/*") if d.is_dir()]
     assert len(kept) == 3
+    assert all((d / "manifest.json").is_file() for d in kept)
+
+
+def test_each_chaos_record_carries_what_its_verdict_excused(results: Path) -> None:
+    """``excused`` is the quirk registry's count per quirk from the run's own verdict (an empty
+    object when it excused nothing); null when no checker ran (the nodes never started)."""
+    records = _lines(sorted((results / "chaos-results").glob("chaos-runs-*.jsonl")))
+    verdicts = {
+        json.loads((d / "run.json").read_text(encoding="utf-8"))["seed"]: json.loads(
+            (d / "verdict.json").read_text(encoding="utf-8")
+        )
+        for d in (results / "chaos-results").glob("*/runs/*")
+        if (d / "verdict.json").is_file()
+    }
+    for r in records:
+        if r["target"] == "broken":
+            assert r["excused"] is None, r
+            continue
+        excused = verdicts[r["seed"]]["excused"]
+        assert r["excused"] == {quirk: len(items) for quirk, items in excused.items()}, r
     artefacts = list((results / "chaos-results").glob("*/runs/*/**/*.jsonl"))
     assert len(artefacts) >= 8  # histories, txn records, request journals: what issue 20 tripped on
 
@@ -111,17 +133,26 @@ def _csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+def _as_version_1(record: dict[str, object]) -> dict[str, object]:
+    old = {k: v for k, v in record.items() if k not in ("record_id", "excused")}
+    return old | {"schema_version": 1}
+
+
 def test_the_report_reads_run_records_only_and_counts_a_copy_once(results: Path) -> None:
     copy = results / "copy"
     copy.mkdir(exist_ok=True)
     for f in (results / "chaos-results").glob("chaos-runs-*.jsonl"):
-        shutil.copy(f, copy / f.name)
+        old = [json.dumps(_as_version_1(r)) + "\n" for r in _lines([f])]
+        (copy / f.name).write_text("".join(old), encoding="utf-8")
     out = results / "report"
     inputs = [results / "chaos-results", results / "results", copy]
     done = _run("-m", "reports", "build", "--input", *map(str, inputs), "--out", str(out),
                 "--driver-memory", "1g")  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
     conformance = _lines(sorted((results / "results").glob("runs-*.jsonl")))
+    assert conformance
+    assert all(r["schema_version"] == 2 for r in conformance)
+    assert all(r["record_id"] == f"{r['run_id']}:{r['test_id']}" for r in conformance)
     skipped = _not_read(inputs)
     line = next(ln for ln in done.stderr.splitlines() if ln.startswith("reports: skipped "))
     assert line.startswith(

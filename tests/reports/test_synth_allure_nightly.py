@@ -118,6 +118,7 @@ def test_nightly_chaos_command_and_runner_status() -> None:
     ]
     assert nightly._batch_problem(0) is None
     assert nightly._batch_problem(1) is None  # an invalid run is a finding, reported
+    assert nightly._batch_problem(3) is None  # so is a run that could not be judged (records: error)
     assert "rejected its arguments" in str(nightly._batch_problem(2))
     assert nightly._batch_problem(-9) == "the chaos runner failed (exit -9)"
 

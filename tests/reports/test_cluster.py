@@ -20,7 +20,7 @@ from tests.spark_standalone import standalone as spark_standalone
 pytestmark = pytest.mark.reports
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD_TIMEOUT_S = 900
+BUILD_TIMEOUT_S = 1800  # a ceiling for a loaded 2-core machine
 # What the job's outputs are compared on: everything but the run's own facts (times, master).
 VOLATILE_SUMMARY_KEYS = ("started_at", "wall_s", "spark")
 

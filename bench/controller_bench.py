@@ -2,8 +2,8 @@
 
 Usage: python -m bench.controller_bench [--small] [--modes default,batch] [--profile] [--wait S]
 
-The controller runs in-process (ControllerService + the real core + KazooZkPort) with a fake
-channel: broker requests are counted, not sent, so the figures isolate the controller's ZooKeeper
+The controller runs in-process (its service, the real core and the real kazoo ZooKeeper driver) with a
+fake channel: broker requests are counted, not sent, so the figures isolate the controller's ZooKeeper
 work. Brokers are `/brokers/ids/<id>` znodes (v4 JSON) held by benchmark-owned kazoo sessions.
 Scenarios, per mode (default = Kafka's one `multi[check, op]` per write, pipelined; batch =
 `reference.controller.zk.batch.writes=true`), each in its own chroot:
@@ -1045,7 +1045,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--small", action="store_true", help="1k/2k partitions, 1k led by the dead broker")
-    parser.add_argument("--modes", default="default,batch")
+    parser.add_argument("--modes", default="default,batch", help="default, batch or both (default)")
     parser.add_argument("--profile", action="store_true", help="one extra failover under cProfile")
     parser.add_argument(
         "--large", action="store_true", help=f"(e) failover with {LARGE_PARTITIONS:,} partitions"

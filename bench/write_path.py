@@ -1,15 +1,14 @@
-"""Write-path micro-benchmark of issue 13 (a script that prints figures; not a test).
+"""Write-path micro-benchmark of the controller's ZooKeeper driver (a script that prints figures; not a test).
 
 Usage: python -m bench.write_path [COUNT] [ROUNDS]
 
 COUNT (default 5000) pipelined `multi[check /controller_epoch, setData]` against a local ZooKeeper,
 by four writers taking turns for ROUNDS rounds (default 4; the first is warm-up and not counted):
-kazoo's `transaction().commit_async()` on kazoo's stock handler (what the driver sent before issue
-13's write work), and the driver's `KazooZkPort.fenced` (lean pre-encoded multis,
-`driver/multiwrite.py`) on the stock, `PollingThreadingHandler` and `LeanThreadingHandler` kazoo
-handlers (`driver/kazoo_handler.py`). Per writer: best and median rate, and the CPU time per multi
-of this Python process (client) and of the ZooKeeper JVM (server, from /proc). Load average on
-every line.
+kazoo's own `transaction().commit_async()` on kazoo's stock handler (the baseline), and the driver's
+`KazooZkPort.fenced` (lean pre-encoded multis, `driver/multiwrite.py`) on the stock,
+`PollingThreadingHandler` and `LeanThreadingHandler` kazoo handlers (`driver/kazoo_handler.py`).
+Per writer: best and median rate, and the CPU time per multi of this Python process (client) and
+of the ZooKeeper JVM (server, from /proc). Load average on every line.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""``python -m catalogue``: show the behaviour catalogue (platform ring).
+"""Show the behaviour catalogue: every behaviour ID, one line each or as Markdown, or compared with the spec.
+
+The catalogue package's command line (platform ring).
 
 ``--markdown`` prints ``CATALOGUE.md``; ``--spec`` compares the catalogue with every
 ``behaviours*.md`` of the spec folder (``$KZK_SPEC_DIR`` or ``../shared/spec``) and exits 1 when

@@ -8,6 +8,7 @@ faults and Kafka 2.5.1's quirks (ring: drivers).
     python -m chaos check chaos-results/<campaign>/runs/*
     python -m chaos list
     python -m chaos quirks [--markdown]
+    python -m chaos sim --runs 1000 --seed 1 [-n 2]     (the deterministic simulator: chaos.sim.cli)
 
 Run ``i`` of a campaign with ``--seed S`` has seed ``S + i`` and the scenario ``i mod k`` of the
 ``k`` selected ones, so ``--seed`` fixes the whole campaign. Exit status of ``run``: 0 when every
@@ -179,6 +180,9 @@ def parser() -> argparse.ArgumentParser:
         "--evidence", action="store_true", help="also print each checker's evidence and what was excused"
     )
     sub.add_parser("list", help="list scenarios and faults")
+    sub.add_parser(
+        "sim", help="seeded schedules in the deterministic one-process simulator (see: sim --help)"
+    )
     quirks = sub.add_parser(
         "quirks",
         help="list the Kafka 2.5.1 behaviours the checkers excuse",
@@ -455,6 +459,11 @@ def cmd_quirks(markdown: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["sim"]:  # its own parser: python -m chaos sim --help
+        from chaos.sim.cli import main as sim_main  # noqa: PLC0415 - the simulator only when asked
+
+        return sim_main(argv[1:])
     args = parser().parse_args(argv)
     if args.command == "list":
         return cmd_list()

@@ -45,6 +45,7 @@ import heapq
 import json
 import os
 import signal
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,7 @@ from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
+from cluster.boot import first_line_time, log_size
 from cluster.nodeconfig import (
     CLIENT_LISTENER,
     Interpose,
@@ -66,7 +68,7 @@ from cluster.server_pair import ServerPair
 from cluster.startup import TargetNodeError, command_problem, output_tail
 from cluster.target_schema import CONTROLLER_LOG_DIR
 from cluster.targets import Role, Target, TargetError, profile_properties
-from harness import ports
+from harness import ports, timeline
 from harness.launcher import Handle, Launcher, LaunchSpec, launcher_from_env
 from harness.wait import ConditionTimeout, wait_for
 from harness.zookeeper.observer import observer_client
@@ -95,6 +97,10 @@ class Node:
     exit_codes: list[int] = field(default_factory=list)
     split: bool = False  # a broker-only process plus a controller process (split topology)
     exit_expected: bool = False  # the check makes it exit on purpose (e.g. every log dir failed)
+    #: When the current process was spawned and where its server log then ended (start timing).
+    spawned_at: float = 0.0
+    log_offset: int = 0
+    start_timed: bool = True
 
     @property
     def config_path(self) -> Path:
@@ -148,6 +154,44 @@ class Cluster:
         zk_front: Callable[[int, Address], Address] | None = None,
         four_letter: Callable[[str], str] | None = None,
         launcher: Launcher | None = None,
+    ) -> None:
+        with timeline.span("cluster-make", nodes=len(tuple(broker_ids))):
+            self._init(
+                target,
+                zk_connect_string=zk_connect_string,
+                chroot=chroot,
+                txn_log_dir=txn_log_dir,
+                base_dir=base_dir,
+                profile=profile,
+                broker_ids=broker_ids,
+                overrides=overrides,
+                node_overrides=node_overrides,
+                log_dirs_per_node=log_dirs_per_node,
+                record_requests=record_requests,
+                record_zookeeper=record_zookeeper,
+                zk_front=zk_front,
+                four_letter=four_letter,
+                launcher=launcher,
+            )
+
+    def _init(
+        self,
+        target: Target,
+        *,
+        zk_connect_string: str,
+        chroot: str,
+        txn_log_dir: Path,
+        base_dir: Path,
+        profile: str,
+        broker_ids: Iterable[int],
+        overrides: Mapping[str, str],
+        node_overrides: Mapping[int, Mapping[str, str]],
+        log_dirs_per_node: int,
+        record_requests: bool,
+        record_zookeeper: bool,
+        zk_front: Callable[[int, Address], Address] | None,
+        four_letter: Callable[[str], str] | None,
+        launcher: Launcher | None,
     ) -> None:
         if launcher is not None or getattr(self, "launcher", None) is None:  # a subclass may set it first
             self.launcher: Launcher = launcher or launcher_from_env()
@@ -242,6 +286,10 @@ class Cluster:
         topology, its controller process has contended for ``/controller``); a node that cannot
         start is a :class:`TargetNodeError`."""
         wanted = list(ids) if ids is not None else list(self.broker_ids)
+        with timeline.span("cluster-start", nodes=wanted):
+            self._start(wanted, wait)
+
+    def _start(self, wanted: list[int], wait: bool) -> None:
         for bid in wanted:
             self._spawn(self.nodes[bid])
         split = [b for b in wanted if self.nodes[b].split]
@@ -271,7 +319,10 @@ class Cluster:
     def _spawn(self, node: Node) -> None:
         if node.running:
             raise RuntimeError(f"node {node.broker_id} is already running")
-        node.proc = self._spawn_one(node, "broker")
+        node.log_offset = log_size(self.target.log_path("server", node.node_dir))
+        node.spawned_at, node.start_timed = time.time(), False
+        with timeline.span("node-spawn", node=node.broker_id):
+            node.proc = self._spawn_one(node, "broker")
         node.paused, node.exit_expected = False, False
 
     def _spawn_controller(self, node: Node) -> None:
@@ -350,12 +401,28 @@ class Cluster:
     def wait_registered(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
         """Wait until every broker in ``ids`` has registered ``/brokers/ids/<id>``; a node that
         exits first or never registers is a :class:`TargetNodeError` with its output's tail."""
+        ids = list(ids)
         self._wait_started(
-            list(ids),
+            ids,
             lambda bid: bool(self.zk.exists(f"/brokers/ids/{bid}")),
             "registered /brokers/ids/<id>",
             deadline_s,
         )
+        self._time_starts(ids)
+
+    def _time_starts(self, ids: Iterable[int]) -> None:
+        """One ``node-start`` span per node started since the last call: spawn → registration
+        (the znode's ``ctime``), with the first line of its server log in between (:mod:`cluster.boot`)."""
+        if not timeline.enabled():
+            return
+        for bid in ids:
+            node = self.nodes[bid]
+            stat = self.zk.exists(f"/brokers/ids/{bid}") if not node.start_timed else None
+            if stat is None:
+                continue
+            node.start_timed = True
+            first = first_line_time(self.target.log_path("server", node.node_dir), node.log_offset)
+            timeline.record("node-start", node.spawned_at, stat.ctime / 1000, node=bid, first_log=first)
 
     def wait_contending(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
         """Wait until the node of every id has read or written ``/controller`` (seen in its
@@ -406,10 +473,11 @@ class Cluster:
     def stop(self, bid: int, timeout_s: float | None = None) -> int:
         """SIGTERM (controlled shutdown for Kafka-like targets), wait for exit; returns the code."""
         node = self.nodes[bid]
-        if node.paused:
-            self.resume(bid)
-        self._signal(bid, signal.SIGTERM)
-        return self._reap(node, timeout_s or self.target.stop_timeout_s)
+        with timeline.span("node-stop", node=bid):
+            if node.paused:
+                self.resume(bid)
+            self._signal(bid, signal.SIGTERM)
+            return self._reap(node, timeout_s or self.target.stop_timeout_s)
 
     def kill(self, bid: int) -> int:
         """SIGKILL the node's process group (``docker kill``); its ZooKeeper session expires later."""
@@ -439,6 +507,10 @@ class Cluster:
 
     def close(self) -> None:
         """Kill every node, stop proxies and clients; never raises."""
+        with timeline.span("cluster-close"):
+            self._close()
+
+    def _close(self) -> None:
         for bid, node in self.nodes.items():
             if node.proc is not None:
                 self._signal(bid, signal.SIGCONT)

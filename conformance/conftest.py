@@ -27,9 +27,13 @@ from conformance.plugin import (
     pytest_collection_finish,
     pytest_collection_modifyitems,
     pytest_configure,
+    pytest_runtest_call,
     pytest_runtest_makereport,
     pytest_runtest_protocol,
+    pytest_runtest_setup,
+    pytest_runtest_teardown,
 )
+from harness import timeline
 from harness.zookeeper import ZooKeeperServer
 
 __all__ = [
@@ -42,8 +46,11 @@ __all__ = [
     "pytest_collection_finish",
     "pytest_collection_modifyitems",
     "pytest_configure",
+    "pytest_runtest_call",
     "pytest_runtest_makereport",
     "pytest_runtest_protocol",
+    "pytest_runtest_setup",
+    "pytest_runtest_teardown",
     "zk_server",
 ]
 
@@ -62,8 +69,12 @@ def zk_server(request: pytest.FixtureRequest) -> Iterator[ZooKeeperServer]:
     server = ZooKeeperServer(
         name=f"conformance-{worker}", tick_time_ms=ZK_TICK_TIME_MS, max_session_timeout_ms=30000
     )
-    with server:
+    with timeline.span("zookeeper-start"):
+        server.start()
+    try:
         yield server
+    finally:
+        server.close()
 
 
 @pytest.fixture

@@ -1,4 +1,6 @@
-"""Mutation testing of the suite: how many deliberate bugs of the reference does it catch? (conformance ring)
+"""Mutation testing of the suite: how many deliberate bugs of the reference does it catch?
+
+Conformance ring.
 
 ``python -m conformance.mutate [--list] [--only NAME,...] [-n 2] [--timeout-s 900] [--out DIR]``
 

@@ -34,8 +34,11 @@ import catalogue
 from cluster.startup import TARGET_ERROR_PREFIX
 from cluster.targets import REPO_ROOT, Target, TargetError, load_target
 from conformance.evidence import EVIDENCE, attach, failure_line, target_error_of, write_evidence_file
+from conformance.order import expected_durations, longest_first
 from conformance.selection import Selection, SelectionError, resolve_selection
+from harness import timeline
 from records.run_record import PhaseMetric, RunRecord, new_run_id, run_order_key, utc_now_iso, write_record
+from records.timing import CheckTiming, write_timing
 
 __all__ = [
     "PhaseMetrics",
@@ -48,8 +51,11 @@ __all__ = [
     "pytest_collection_finish",
     "pytest_collection_modifyitems",
     "pytest_configure",
+    "pytest_runtest_call",
     "pytest_runtest_makereport",
     "pytest_runtest_protocol",
+    "pytest_runtest_setup",
+    "pytest_runtest_teardown",
     "resolve_selection",
 ]
 
@@ -57,6 +63,7 @@ _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 _METRICS = pytest.StashKey[list[PhaseMetric]]()
 _TARGET_ERROR = pytest.StashKey[str]()
 _SELECTION = pytest.StashKey[Selection]()
+_PHASES = pytest.StashKey[dict[str, tuple[float, float]]]()
 _ENV_RUN_ID = "KZK_RUN_ID"
 _ENV_RUN_STARTED = "KZK_RUN_STARTED"
 
@@ -93,6 +100,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # Shared by xdist workers: they are spawned after configure and inherit the environment.
     os.environ.setdefault(_ENV_RUN_ID, new_run_id())
     os.environ.setdefault(_ENV_RUN_STARTED, datetime.now(UTC).isoformat())
+    if config.getoption("--results-dir"):
+        timeline.enable()  # where each check's wall time goes: timings-<worker>.jsonl
 
 
 def behaviour_ids_of(item: pytest.Item) -> list[str]:
@@ -145,7 +154,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         keep.append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
+    # longest first, so the xdist workers finish together (conformance.order)
+    results_dir = str(config.getoption("--results-dir"))
+    durations, _ = expected_durations(Path(results_dir) if results_dir else None)
+    items[:] = longest_first(keep, {i: item.nodeid for i, item in enumerate(keep)}, durations)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -264,6 +276,29 @@ def current_commit() -> str | None:
     return _COMMIT[0]
 
 
+def _timed(item: pytest.Item, phase: str) -> Generator[None, None, None]:
+    start = time.time()
+    try:
+        yield
+    finally:
+        item.stash.setdefault(_PHASES, {})[phase] = (start, time.time())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    yield from _timed(item, "setup")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    yield from _timed(item, "call")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    yield from _timed(item, "teardown")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(
     item: pytest.Item, nextitem: pytest.Item | None
@@ -302,3 +337,13 @@ def _write(item: pytest.Item, results_dir: Path, started: str, duration_s: float
         worker=os.environ.get("PYTEST_XDIST_WORKER"),
     )
     write_record(results_dir, record)
+    phases: dict[str, tuple[float, float]] = item.stash.get(_PHASES, {})
+    timing = CheckTiming(
+        run_id=run_id,
+        test_id=item.nodeid,
+        worker=record.worker or "main",
+        outcome=outcome,
+        phases=phases,
+        spans=tuple(timeline.drain()),
+    )
+    write_timing(results_dir, timing)

@@ -1,4 +1,7 @@
-"""``python -m conformance verify CERT --key PUB``: check a signed certificate (conformance ring).
+"""Check a signed conformance certificate with the signer's public key: signature, statement, catalogue,
+coverage and, on request, a replay of recorded scenarios.
+
+``python -m conformance verify CERT --key PUB`` (conformance ring).
 
 ``CERT`` is a ``certificate.intoto.json`` (or the results folder holding one). Each check prints
 one line; the certificate is verified (exit 0) only when every check holds:

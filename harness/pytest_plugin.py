@@ -33,6 +33,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
+from harness import timeline
 from harness.launcher import (
     ENV,
     LAUNCHERS,
@@ -206,7 +207,8 @@ def zk_chroot(
     _zk_admin_client.ensure_path(path)
     yield path
     try:
-        _zk_admin_client.delete(path, recursive=True)
+        with timeline.span("chroot-delete"):
+            _zk_admin_client.delete(path, recursive=True)
     except KazooException as exc:
         log.warning("could not delete chroot %s: %r", path, exc)
 

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from harness import timeline
+
 __all__ = ["ConditionTimeout", "wait_for"]
 
 T = TypeVar("T")
@@ -31,6 +33,13 @@ def wait_for(
     Exceptions raised by ``predicate`` count as "not yet" (a znode mid-write, a broker not yet
     listening) and the last one is shown when the deadline passes.
     """
+    with timeline.span("wait", what=describe if isinstance(describe, str) else None):
+        return _poll(predicate, deadline_s, describe, poll_s)
+
+
+def _poll(
+    predicate: Callable[[], T | None], deadline_s: float, describe: str | Callable[[], str], poll_s: float
+) -> T:
     give_up = time.monotonic() + deadline_s
     last: object = None
     while True:

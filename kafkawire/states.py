@@ -10,8 +10,24 @@ the version `inter.broker.protocol.version` selects; the broker decodes any vers
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
-TopicPartition = tuple[str, int]
+
+class TopicPartition(NamedTuple):
+    """Kafka's `TopicPartition`: the one definition for the reference, the probes and the checkers.
+
+    A NamedTuple rather than a frozen dataclass: it is a tuple, so it hashes and compares equal to
+    the plain `(topic, partition)` tuple, orders field by field, unpacks as `topic, partition =
+    tp`, and hashes and compares in C on the controller's hot paths (a failover touches every
+    partition many times). `repr` (and so `str`) is the plain tuple's, `('t', 0)`: the reference
+    printed partitions that way in its logs and events before this type existed, and its logs
+    stay byte-identical; Kafka's `t-0` form is spelt out where a log has it (`tp_str`)."""
+
+    topic: str
+    partition: int
+
+    def __repr__(self) -> str:
+        return tuple.__repr__(self)
 
 
 @dataclass(frozen=True)
@@ -30,7 +46,7 @@ class LeaderAndIsrPartitionState:
 
     @property
     def tp(self) -> TopicPartition:
-        return (self.topic, self.partition)
+        return TopicPartition(self.topic, self.partition)
 
     def __str__(self) -> str:
         return (

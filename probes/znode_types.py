@@ -14,18 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+# the kit's one TopicPartition (kafkawire), re-exported: the chaos checkers import it from here
+from kafkawire.states import TopicPartition as TopicPartition  # noqa: PLC0414 - explicit re-export
 from probes.errors import MalformedZnode
 
 T = TypeVar("T")
 
 _ENDPOINT = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")  # Kafka's EndPoint
 _SEQUENCE = re.compile(r"(\d{10})$")
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class TopicPartition:
-    topic: str
-    partition: int
 
 
 @dataclass(frozen=True, slots=True)

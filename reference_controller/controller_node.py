@@ -1,4 +1,6 @@
-"""A controller-only process: the reference controller without a broker (ring: drivers).
+"""Run a controller-only process: the reference controller without a broker, from server.properties.
+
+The split topology's controller process (ring: drivers).
 
     python -m reference_controller.controller_node CONFIG [--override key=value ...]
 
@@ -22,7 +24,6 @@ goes with it), exit 0. Exit 2: bad configuration; 1: ZooKeeper unreachable at st
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import signal
@@ -32,7 +33,6 @@ from pathlib import Path
 from types import FrameType
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NodeExistsError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
@@ -42,8 +42,9 @@ from reference_controller.controller.driver.kazoo_handler import LeanThreadingHa
 from reference_controller.controller.driver.service import ControllerService
 from reference_controller.errors import ConfigError
 from reference_controller.logutil import configure_node_logging
-from reference_controller.node.__main__ import parse_overrides, version_line, warn_unknown_keys
-from reference_controller.node.admin import create_recursive
+from reference_controller.node.__main__ import VersionAction, parse_overrides, warn_unknown_keys
+from reference_controller.node.zk_driver import KazooNodeZk
+from reference_controller.node.zk_port import create_if_absent
 
 EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
 log = logging.getLogger("kafka.controller.ControllerProcess")
@@ -54,8 +55,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         prog="python -m reference_controller.controller_node", description=__doc__.split("\n")[0]
     )
     parser.add_argument("config", help="server.properties (broker.id = this controller's id)")
-    parser.add_argument("--version", action="version", version=version_line())
-    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--version", action=VersionAction, help="show the version and exit")
+    parser.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="override a property (repeat it)"
+    )
     return parser.parse_args(argv)
 
 
@@ -78,13 +81,11 @@ def connect(config: KafkaConfig) -> KazooClient:
     chroot, zk.chroot = zk.chroot, ""
     try:
         if chroot:
-            with contextlib.suppress(NodeExistsError):
-                create_recursive(zk, chroot, None)
+            create_if_absent(KazooNodeZk(zk), chroot, None)
     finally:
         zk.chroot = chroot
     for path in zkdata.PERSISTENT_PATHS:
-        with contextlib.suppress(NodeExistsError):
-            create_recursive(zk, path, None)
+        create_if_absent(KazooNodeZk(zk), path, None)
     return zk
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkawire.states import TopicPartition
 from reference_controller.errors import MalformedZnodeError
 
 # ---------------------------------------------------------------------------------------------
@@ -378,7 +379,6 @@ def decode_partition_state(data: bytes | None, zk_version: int, path: str) -> Le
 # ---------------------------------------------------------------------------------------------
 # /admin/reassign_partitions, /admin/preferred_replica_election
 # ---------------------------------------------------------------------------------------------
-TopicPartition = tuple[str, int]
 
 
 def _partition_entries(path: str, data: bytes | None) -> list[Mapping[str, Any]]:
@@ -413,7 +413,7 @@ def decode_reassignment(
 ) -> dict[TopicPartition, list[int]]:
     result: dict[TopicPartition, list[int]] = {}
     for entry in _partition_entries(path, data):
-        result[(entry["topic"], entry["partition"])] = _int_list(
+        result[TopicPartition(entry["topic"], entry["partition"])] = _int_list(
             path, data, entry.get("replicas"), "replicas"
         )
     return result
@@ -426,7 +426,7 @@ def encode_preferred_election(partitions: Iterable[TopicPartition]) -> bytes:
 def decode_preferred_election(
     data: bytes | None, path: str = PREFERRED_REPLICA_ELECTION
 ) -> list[TopicPartition]:
-    return [(e["topic"], e["partition"]) for e in _partition_entries(path, data)]
+    return [TopicPartition(e["topic"], e["partition"]) for e in _partition_entries(path, data)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -437,7 +437,7 @@ def encode_isr_change(partitions: Iterable[TopicPartition]) -> bytes:
 
 
 def decode_isr_change(data: bytes | None, path: str) -> list[TopicPartition]:
-    return [(e["topic"], e["partition"]) for e in _partition_entries(path, data)]
+    return [TopicPartition(e["topic"], e["partition"]) for e in _partition_entries(path, data)]
 
 
 LOG_DIR_FAILURE_EVENT = 1

@@ -1,4 +1,7 @@
-"""``python -m reports``: build / allure / synth / bench / nightly (reports, drivers ring).
+"""Flakiness and latency reports over run records (PySpark), an Allure HTML report, synthetic records, a
+benchmark of the report and a nightly job (chaos runs, then the report).
+
+``python -m reports``, the reports app's command line (drivers ring):
 
 - ``build --input PATH... --out DIR`` — the PySpark report (also ``spark-submit reports/__main__.py
   build …``; ``--master`` for a cluster);

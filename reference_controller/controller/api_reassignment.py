@@ -23,16 +23,16 @@ from __future__ import annotations
 
 from kafkawire.api_error import ApiError
 from kafkawire.errors import Errors
+from kafkawire.states import TopicPartition
 from reference_controller.controller import reassignment as reassign
-from reference_controller.controller.context import TopicPartition
 from reference_controller.controller.decisions import admin
 from reference_controller.controller.decisions import reassignment as plan
 from reference_controller.controller.events import ApiPartitionReassignment, ListPartitionReassignments
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import ApiReassignmentPort
 from reference_controller.zkdata import ReplicaAssignment
 
 
-def process_api_partition_reassignment(ctl: ControllerHandle, event: ApiPartitionReassignment) -> None:
+def process_api_partition_reassignment(ctl: ApiReassignmentPort, event: ApiPartitionReassignment) -> None:
     if not ctl.is_active:
         event.reply(ApiError.of(Errors.NOT_CONTROLLER))
         return
@@ -56,7 +56,7 @@ def process_api_partition_reassignment(ctl: ControllerHandle, event: ApiPartitio
     event.reply(results)
 
 
-def process_list_partition_reassignments(ctl: ControllerHandle, event: ListPartitionReassignments) -> None:
+def process_list_partition_reassignments(ctl: ApiReassignmentPort, event: ListPartitionReassignments) -> None:
     if not ctl.is_active:
         event.reply(ApiError.of(Errors.NOT_CONTROLLER))
         return

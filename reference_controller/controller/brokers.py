@@ -19,20 +19,23 @@ from reference_controller.controller.common import (
     unregister_broker_modifications_handlers,
 )
 from reference_controller.controller.context import PartitionAndReplica
+from reference_controller.controller.decisions import membership
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.effects import AddBroker, RemoveBroker
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import BrokerPort
 
 
-def process_broker_change(ctl: ControllerHandle) -> None:
+def process_broker_change(ctl: BrokerPort) -> None:
     if not ctl.is_active:
         return
     ctx = ctl.context
     current = zkc.get_all_broker_and_epochs(ctl.zk)
-    known = ctx.live_or_shutting_down_broker_ids
-    new_ids = sorted(set(current) - known)
-    dead_ids = sorted(known - set(current))
-    bounced_ids = sorted(b for b in set(current) & known if current[b][1] > ctx.live_broker_epochs.get(b, -1))
+    changes = membership.broker_changes(
+        {b: epoch for b, (_, epoch) in current.items()},
+        ctx.live_or_shutting_down_broker_ids,
+        ctx.live_broker_epochs,
+    )
+    new_ids, dead_ids, bounced_ids = changes.new, changes.dead, changes.bounced
     ctl.log.info(
         "Newly added brokers: %s, deleted brokers: %s, bounced brokers: %s, all live brokers: %s",
         csv(new_ids),
@@ -55,11 +58,11 @@ def process_broker_change(ctl: ControllerHandle) -> None:
     if dead_ids:
         ctx.remove_live_brokers(dead_ids)
         on_broker_failure(ctl, dead_ids)
-    if new_ids or dead_ids or bounced_ids:
+    if changes.any:
         ctl.log.info("Updated broker epochs cache: %s", dict(sorted(ctx.live_broker_epochs.items())))
 
 
-def on_broker_startup(ctl: ControllerHandle, new_brokers: Sequence[int]) -> None:
+def on_broker_startup(ctl: BrokerPort, new_brokers: Sequence[int]) -> None:
     ctx = ctl.context
     ctl.log.info("New broker startup callback for %s", csv(new_brokers))
     for b in new_brokers:
@@ -85,7 +88,7 @@ def on_broker_startup(ctl: ControllerHandle, new_brokers: Sequence[int]) -> None
     register_broker_modifications_handlers(ctl, new_brokers)
 
 
-def on_broker_failure(ctl: ControllerHandle, dead_brokers: Sequence[int]) -> None:
+def on_broker_failure(ctl: BrokerPort, dead_brokers: Sequence[int]) -> None:
     ctx = ctl.context
     ctl.log.info("Broker failure callback for %s", csv(dead_brokers))
     for b in dead_brokers:
@@ -98,7 +101,7 @@ def on_broker_failure(ctl: ControllerHandle, dead_brokers: Sequence[int]) -> Non
     unregister_broker_modifications_handlers(ctl, dead_brokers)
 
 
-def on_replicas_become_offline(ctl: ControllerHandle, replicas: Sequence[PartitionAndReplica]) -> None:
+def on_replicas_become_offline(ctl: BrokerPort, replicas: Sequence[PartitionAndReplica]) -> None:
     ctx = ctl.context
     tdm = ctl.topic_deletion_manager
     for_deletion = [r for r in replicas if tdm.is_topic_queued_up_for_deletion(r.topic)]
@@ -118,7 +121,7 @@ def on_replicas_become_offline(ctl: ControllerHandle, replicas: Sequence[Partiti
         send_update_metadata_request(ctl, live_or_shutting_down(ctl), [])
 
 
-def process_broker_modifications(ctl: ControllerHandle, broker_id: int) -> None:
+def process_broker_modifications(ctl: BrokerPort, broker_id: int) -> None:
     if not ctl.is_active:
         return
     new = zkc.get_broker(ctl.zk, broker_id)

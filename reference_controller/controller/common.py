@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from kafkawire.errors import Errors
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
-from reference_controller.controller.context import TopicPartition
 from reference_controller.controller.events import (
     BrokerChange,
     BrokerModifications,
@@ -29,7 +29,12 @@ from reference_controller.controller.events import (
     TopicDeletion,
     ZkPartitionReassignment,
 )
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import (
+    ContextHolder,
+    LeadershipCacheReader,
+    NodeHandlerRegistry,
+    UpdateMetadataSender,
+)
 from reference_controller.controller.ports import ChildHandler, NodeHandler
 
 # The error names the controller's response logs spell out (any other code is logged as its number).
@@ -92,39 +97,39 @@ def tps(partitions: Iterable[TopicPartition]) -> str:
 
 
 def send_update_metadata_request(
-    ctl: ControllerHandle, brokers: Sequence[int], partitions: Iterable[TopicPartition]
+    ctl: UpdateMetadataSender, brokers: Sequence[int], partitions: Iterable[TopicPartition]
 ) -> None:
     ctl.batch.new_batch()
     ctl.batch.add_update_metadata_request_for_brokers(brokers, partitions)
     ctl.emit(ctl.batch.send_requests_to_brokers(ctl.context.epoch))
 
 
-def live_or_shutting_down(ctl: ControllerHandle) -> list[int]:
+def live_or_shutting_down(ctl: ContextHolder) -> list[int]:
     return sorted(ctl.context.live_or_shutting_down_broker_ids)
 
 
 def update_leader_and_isr_cache(
-    ctl: ControllerHandle, partitions: Sequence[TopicPartition] | None = None
+    ctl: LeadershipCacheReader, partitions: Sequence[TopicPartition] | None = None
 ) -> None:
     wanted = ctl.context.all_partitions() if partitions is None else list(partitions)
     ctl.context.partition_leadership_info.update(zkc.get_topic_partition_states(ctl.zk, wanted))
 
 
-def register_partition_modifications_handlers(ctl: ControllerHandle, topics: Iterable[str]) -> None:
+def register_partition_modifications_handlers(ctl: NodeHandlerRegistry, topics: Iterable[str]) -> None:
     for topic in topics:
         ctl.register_node_handler(partition_modifications_handler(topic))
 
 
-def unregister_partition_modifications_handlers(ctl: ControllerHandle, topics: Iterable[str]) -> None:
+def unregister_partition_modifications_handlers(ctl: NodeHandlerRegistry, topics: Iterable[str]) -> None:
     for topic in topics:
         ctl.unregister_node_handler(zd.topic_path(topic))
 
 
-def register_broker_modifications_handlers(ctl: ControllerHandle, broker_ids: Iterable[int]) -> None:
+def register_broker_modifications_handlers(ctl: NodeHandlerRegistry, broker_ids: Iterable[int]) -> None:
     for broker_id in sorted(broker_ids):
         ctl.register_node_handler(broker_modifications_handler(broker_id), check_exists=True)
 
 
-def unregister_broker_modifications_handlers(ctl: ControllerHandle, broker_ids: Iterable[int]) -> None:
+def unregister_broker_modifications_handlers(ctl: NodeHandlerRegistry, broker_ids: Iterable[int]) -> None:
     for broker_id in broker_ids:
         ctl.unregister_node_handler(zd.broker_path(broker_id))

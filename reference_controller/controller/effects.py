@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader
+from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader, TopicPartition
 from reference_controller.controller.events import ControllerEvent
 from reference_controller.zkdata import BrokerInfo
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import failover
 from reference_controller.controller import zk_client as zkc
@@ -21,7 +22,6 @@ from reference_controller.controller.common import (
     PARTITION_REASSIGNMENT_HANDLER,
     PREFERRED_REPLICA_ELECTION_HANDLER,
 )
-from reference_controller.controller.context import TopicPartition
 from reference_controller.controller.events import (
     BrokerChange,
     BrokerModifications,
@@ -39,16 +39,16 @@ from reference_controller.controller.events import (
     TopicDeletion,
     ZkPartitionReassignment,
 )
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import ElectionPort
 from reference_controller.controller.ports import ControllerMovedError, NodeHandler
 
 
-def process_startup(ctl: ControllerHandle) -> None:
+def process_startup(ctl: ElectionPort) -> None:
     ctl.register_node_handler(CONTROLLER_CHANGE_HANDLER, check_exists=True)
     elect(ctl)
 
 
-def elect(ctl: ControllerHandle) -> None:
+def elect(ctl: ElectionPort) -> None:
     """`elect()`: return if a controller exists; else the election multi, then failover."""
     ctl.context.controllership.active_controller_id = zkc.get_controller_id(ctl.zk)
     if ctl.context.controllership.active_controller_id != -1:
@@ -94,7 +94,7 @@ def elect(ctl: ControllerHandle) -> None:
         trigger_controller_move(ctl)
 
 
-def maybe_resign(ctl: ControllerHandle) -> None:
+def maybe_resign(ctl: ElectionPort) -> None:
     """Re-arm the `/controller` watch, re-read the id, resign iff we were active and no longer are."""
     was_active = ctl.is_active
     ctl.register_node_handler(CONTROLLER_CHANGE_HANDLER, check_exists=True)
@@ -103,7 +103,7 @@ def maybe_resign(ctl: ControllerHandle) -> None:
         failover.on_controller_resignation(ctl)
 
 
-def trigger_controller_move(ctl: ControllerHandle) -> None:
+def trigger_controller_move(ctl: ElectionPort) -> None:
     ctl.context.controllership.active_controller_id = zkc.get_controller_id(ctl.zk)
     if not ctl.is_active:
         ctl.log.warning("Controller has already moved when trying to trigger controller movement")
@@ -117,17 +117,17 @@ def trigger_controller_move(ctl: ControllerHandle) -> None:
         ctl.log.warning("Controller has already moved when trying to trigger controller movement")
 
 
-def process_reelect(ctl: ControllerHandle) -> None:
+def process_reelect(ctl: ElectionPort) -> None:
     maybe_resign(ctl)
     elect(ctl)
 
 
-def process_expire(ctl: ControllerHandle) -> None:
+def process_expire(ctl: ElectionPort) -> None:
     ctl.context.controllership.active_controller_id = -1
     failover.on_controller_resignation(ctl)
 
 
-def process_shutdown(ctl: ControllerHandle) -> None:
+def process_shutdown(ctl: ElectionPort) -> None:
     """Node shutdown (`KafkaController.shutdown`): resign; the session close removes `/controller`."""
     ctl.context.controllership.active_controller_id = -1
     failover.on_controller_resignation(ctl)
@@ -146,7 +146,7 @@ class ReconnectSnapshot:
     preferred_existed: bool
 
 
-def reconnect_snapshot(ctl: ControllerHandle) -> ReconnectSnapshot:
+def reconnect_snapshot(ctl: ElectionPort) -> ReconnectSnapshot:
     topics = tuple(
         path.rsplit("/", 1)[1]
         for path in sorted(ctl.node_handlers)
@@ -162,28 +162,28 @@ def reconnect_snapshot(ctl: ControllerHandle) -> ReconnectSnapshot:
 
 
 Reruns = Iterator[ControllerEvent]
-ReconnectStep = Callable[["ControllerHandle", ReconnectSnapshot], Reruns]
+ReconnectStep = Callable[[ElectionPort, ReconnectSnapshot], Reruns]
 
 
-def _rerun_broker_change(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_broker_change(ctl: ElectionPort, snap: ReconnectSnapshot) -> Reruns:
     yield BrokerChange()
 
 
-def _rerun_broker_modifications(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_broker_modifications(ctl: ElectionPort, snap: ReconnectSnapshot) -> Reruns:
     for broker_id in snap.broker_ids:
         yield BrokerModifications(broker_id)
 
 
-def _rerun_topic_change(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_topic_change(ctl: ElectionPort, snap: ReconnectSnapshot) -> Reruns:
     yield TopicChange()
 
 
-def _rerun_partition_modifications(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_partition_modifications(ctl: ElectionPort, snap: ReconnectSnapshot) -> Reruns:
     for topic in snap.topics:
         yield PartitionModifications(topic)
 
 
-def _rerun_topic_deletion(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_topic_deletion(ctl: ElectionPort, snap: ReconnectSnapshot) -> Reruns:
     """TopicDeletion fires on a child change: re-run it only if the children differ from the queue
     (the controller deletes a marker only when it also dequeues the topic)."""
     if _guarded(
@@ -192,36 +192,36 @@ def _rerun_topic_deletion(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Rer
         yield TopicDeletion()
 
 
-def _rerun_isr_change_notification(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_isr_change_notification(ctl: ElectionPort, snap: ReconnectSnapshot) -> Reruns:
     yield IsrChangeNotification()
 
 
-def _rerun_log_dir_event_notification(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_log_dir_event_notification(ctl: ElectionPort, snap: ReconnectSnapshot) -> Reruns:
     yield LogDirEventNotification()
 
 
-def _rerun_zk_partition_reassignment(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_zk_partition_reassignment(ctl: ElectionPort, snap: ReconnectSnapshot) -> Reruns:
     if _creation_only(ctl, snap.reassign_existed, PARTITION_REASSIGNMENT_HANDLER):
         yield ZkPartitionReassignment()
 
 
-def _rerun_partition_reassignment_isr_change(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_partition_reassignment_isr_change(ctl: ElectionPort, snap: ReconnectSnapshot) -> Reruns:
     """The state znode's data watch: a deleted znode fires no data change."""
     for tp in snap.partitions_being_reassigned:
         if _guarded(ctl, f"PartitionReassignmentIsrChange({tp})", partial(_state_exists, ctl, tp)):
             yield PartitionReassignmentIsrChange(tp)
 
 
-def _state_exists(ctl: ControllerHandle, tp: TopicPartition) -> bool:
+def _state_exists(ctl: ElectionPort, tp: TopicPartition) -> bool:
     return ctl.zk.get_data([zd.partition_state_path(*tp)])[0].stat is not None
 
 
-def _rerun_replica_leader_election(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
+def _rerun_replica_leader_election(ctl: ElectionPort, snap: ReconnectSnapshot) -> Reruns:
     if _creation_only(ctl, snap.preferred_existed, PREFERRED_REPLICA_ELECTION_HANDLER):
         yield ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)
 
 
-def _controllership_rerun(ctl: ControllerHandle, snap: ReconnectSnapshot) -> Reruns:
+def _controllership_rerun(ctl: ElectionPort, snap: ReconnectSnapshot) -> Reruns:
     """`/controller`'s events: the reconnect's own re-election (`process_reelect`) covers them."""
     return iter(())
 
@@ -243,7 +243,7 @@ RECONNECT_STEPS: dict[type[ControllerEvent], ReconnectStep] = {
 }
 
 
-def events_to_rerun_after_reconnect(ctl: ControllerHandle) -> Iterator[ControllerEvent]:
+def events_to_rerun_after_reconnect(ctl: ElectionPort) -> Iterator[ControllerEvent]:
     """After `process_reelect`, the events to re-run on a reconnect, lazily: re-read every
     registered path (re-arming its one-shot watch) and re-run its handler's event — but only where
     Kafka's handler would have been told of a change, so that a reconnect with nothing changed
@@ -270,7 +270,7 @@ def rerun_name(event: ControllerEvent) -> str:
             return type(event).__name__
 
 
-def _guarded(ctl: ControllerHandle, name: str, condition: Callable[[], bool]) -> bool:
+def _guarded(ctl: ElectionPort, name: str, condition: Callable[[], bool]) -> bool:
     """A re-run's condition fails as its event would: logged, and the other re-runs go on."""
     try:
         return condition()
@@ -281,7 +281,7 @@ def _guarded(ctl: ControllerHandle, name: str, condition: Callable[[], bool]) ->
         return False
 
 
-def _creation_only(ctl: ControllerHandle, existed: bool, handler: NodeHandler) -> bool:
+def _creation_only(ctl: ElectionPort, existed: bool, handler: NodeHandler) -> bool:
     """`/admin/reassign_partitions` and `/admin/preferred_replica_election` act on creation only:
     re-run the handler iff the znode was absent at the last check (an exists watch was armed);
     otherwise only re-arm the watch."""

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from kafkawire.api_error import ApiError
+from kafkawire.states import TopicPartition
 from reference_controller.zkdata import ReplicaAssignment
-
-TopicPartition = tuple[str, int]
 
 
 class ElectionType(Enum):

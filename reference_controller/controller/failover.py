@@ -36,6 +36,7 @@ from reference_controller.controller.common import (
     send_update_metadata_request,
     update_leader_and_isr_cache,
 )
+from reference_controller.controller.decisions import deletion
 from reference_controller.controller.effects import (
     AddBroker,
     BecameController,
@@ -48,13 +49,13 @@ from reference_controller.controller.events import (
     ElectionTrigger,
     ElectionType,
 )
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import FailoverPort
 
 AUTO_REBALANCE_TASK = "auto-leader-rebalance-task"
 FIRST_AUTO_REBALANCE_DELAY_MS = 5000
 
 
-def on_controller_failover(ctl: ControllerHandle) -> None:
+def on_controller_failover(ctl: FailoverPort) -> None:
     ctx = ctl.context
     ctl.context.controllership.failover_started = True
     ctl.emit([BecameController(ctx.epoch, ctx.epoch_zk_version)])
@@ -93,13 +94,13 @@ def on_controller_failover(ctl: ControllerHandle) -> None:
         )
 
 
-def _delete_all_children(ctl: ControllerHandle, parent: str) -> None:
+def _delete_all_children(ctl: FailoverPort, parent: str) -> None:
     """`deleteLogDirEventNotifications` / `deleteIsrChangeNotifications` (getChildren arms the watch)."""
     children = zkc.get_sorted_children(ctl.zk, parent)
     zkc.delete_paths(ctl.zk, [f"{parent}/{c}" for c in children], ctl.context.epoch_zk_version)
 
 
-def initialize_controller_context(ctl: ControllerHandle) -> None:
+def initialize_controller_context(ctl: FailoverPort) -> None:
     ctx = ctl.context
     ctx.set_live_broker_and_epochs(zkc.get_all_broker_and_epochs(ctl.zk))
     ctl.log.info("Initialized broker epochs cache: %s", dict(sorted(ctx.live_broker_epochs.items())))
@@ -119,22 +120,21 @@ def initialize_controller_context(ctl: ControllerHandle) -> None:
     ctl.log.info("Current list of topics in the cluster: %s", sorted(ctx.all_topics))
 
 
-def fetch_topic_deletions_in_progress(ctl: ControllerHandle) -> tuple[set[str], set[str]]:
+def fetch_topic_deletions_in_progress(ctl: FailoverPort) -> tuple[set[str], set[str]]:
     ctx = ctl.context
     to_delete = set(zkc.get_topic_deletions(ctl.zk))
-    with_offline = {
+    with_offline = (
         topic
         for topic in ctx.all_topics
         if any(not ctx.is_replica_online(r.replica, r.topic_partition) for r in ctx.replicas_for_topic(topic))
-    }
-    reassigning = {tp[0] for tp in ctx.partitions_being_reassigned}
-    ineligible = with_offline | reassigning
+    )
+    ineligible = deletion.ineligible_at_failover(with_offline, ctx.partitions_being_reassigned)
     ctl.log.info("List of topics to be deleted: %s", csv(sorted(to_delete)))
     ctl.log.info("List of topics ineligible for deletion: %s", csv(sorted(ineligible)))
     return to_delete, ineligible
 
 
-def on_controller_resignation(ctl: ControllerHandle) -> None:
+def on_controller_resignation(ctl: FailoverPort) -> None:
     """Drop every controller handler, stop timers and channels, reset the context."""
     ctl.log.debug("Resigning")
     ctx = ctl.context

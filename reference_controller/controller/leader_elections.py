@@ -14,10 +14,11 @@ from collections.abc import Iterable
 
 from kafkawire.api_error import ApiError
 from kafkawire.errors import Errors
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
 from reference_controller.controller.common import PREFERRED_REPLICA_ELECTION_HANDLER, tps
-from reference_controller.controller.context import TopicPartition, tp_str
+from reference_controller.controller.context import tp_str
 from reference_controller.controller.decisions import admin as admin_decisions
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions import rebalance
@@ -31,7 +32,7 @@ from reference_controller.controller.events import (
     ElectionType,
     ReplicaLeaderElection,
 )
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import LeaderElectionPort
 from reference_controller.controller.ports import ControllerMovedError
 from reference_controller.controller.state_change_log import StateChangeFailedException
 from reference_controller.zkdata import LeaderAndIsr
@@ -39,7 +40,7 @@ from reference_controller.zkdata import LeaderAndIsr
 Outcome = LeaderAndIsr | Exception
 
 
-def process_replica_leader_election(ctl: ControllerHandle, event: ReplicaLeaderElection) -> None:
+def process_replica_leader_election(ctl: LeaderElectionPort, event: ReplicaLeaderElection) -> None:
     if not ctl.is_active:
         if event.reply is not None:
             event.reply(dict.fromkeys(event.partitions or (), ApiError(Errors.NOT_CONTROLLER, None)))
@@ -56,7 +57,7 @@ def process_replica_leader_election(ctl: ControllerHandle, event: ReplicaLeaderE
 
 
 def _elect(
-    ctl: ControllerHandle, partitions: list[TopicPartition], kind: ElectionType, trigger: ElectionTrigger
+    ctl: LeaderElectionPort, partitions: list[TopicPartition], kind: ElectionType, trigger: ElectionTrigger
 ) -> ElectionResults:
     ctx = ctl.context
     known_set = set(ctx.all_partitions())
@@ -109,7 +110,7 @@ def _election_result(outcome: Outcome, kind: ElectionType) -> ApiError | int:
     return ApiError.from_exception(Errors.UNKNOWN_SERVER_ERROR, str(outcome) or None)
 
 
-def _needs_election(ctl: ControllerHandle, tp: TopicPartition, kind: ElectionType) -> bool:
+def _needs_election(ctl: LeaderElectionPort, tp: TopicPartition, kind: ElectionType) -> bool:
     """`partitionLeadershipInfo(partition)` is a Map.apply in Kafka: a partition with an assignment
     but no leadership (never a state znode) throws, and the whole event fails unanswered (§13.3.6)."""
     leader = ctl.context.partition_leadership_info[tp].leader_and_isr.leader
@@ -119,7 +120,10 @@ def _needs_election(ctl: ControllerHandle, tp: TopicPartition, kind: ElectionTyp
 
 
 def on_replica_election(
-    ctl: ControllerHandle, partitions: Iterable[TopicPartition], kind: ElectionType, trigger: ElectionTrigger
+    ctl: LeaderElectionPort,
+    partitions: Iterable[TopicPartition],
+    kind: ElectionType,
+    trigger: ElectionTrigger,
 ) -> dict[TopicPartition, Outcome]:
     partitions = list(partitions)
     ctl.log.info(
@@ -158,7 +162,7 @@ def on_replica_election(
 
 
 def remove_partitions_from_preferred_replica_election(
-    ctl: ControllerHandle, partitions: list[TopicPartition], auto: bool
+    ctl: LeaderElectionPort, partitions: list[TopicPartition], auto: bool
 ) -> None:
     ctx = ctl.context
     for tp in partitions:
@@ -185,7 +189,7 @@ def remove_partitions_from_preferred_replica_election(
         ctl.enqueue(ReplicaLeaderElection(None, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED))
 
 
-def fetch_pending_preferred_replica_elections(ctl: ControllerHandle) -> list[TopicPartition]:
+def fetch_pending_preferred_replica_elections(ctl: LeaderElectionPort) -> list[TopicPartition]:
     ctx = ctl.context
     undergoing = zkc.get_preferred_replica_election(ctl.zk)
     completed: list[TopicPartition] = []
@@ -209,7 +213,7 @@ def fetch_pending_preferred_replica_elections(ctl: ControllerHandle) -> list[Top
 
 
 # ---- auto rebalance ---------------------------------------------------------------------------
-def process_auto_preferred_replica_leader_election(ctl: ControllerHandle) -> None:
+def process_auto_preferred_replica_leader_election(ctl: LeaderElectionPort) -> None:
     if not ctl.is_active:
         return
     try:
@@ -227,7 +231,7 @@ def process_auto_preferred_replica_leader_election(ctl: ControllerHandle) -> Non
         )
 
 
-def check_and_trigger_auto_leader_rebalance(ctl: ControllerHandle) -> None:
+def check_and_trigger_auto_leader_rebalance(ctl: LeaderElectionPort) -> None:
     ctx = ctl.context
     tdm = ctl.topic_deletion_manager
     assignments = {
@@ -239,27 +243,26 @@ def check_and_trigger_auto_leader_rebalance(ctl: ControllerHandle) -> None:
     imbalanced = rebalance.imbalanced_partitions(
         assignments, leaders, ctl.config.leader_imbalance_per_broker_percentage
     )
-    for broker, not_preferred in imbalanced.items():
-        candidates = [
-            tp
-            for tp in not_preferred
-            if ctx.is_replica_online(broker, tp)
-            and not ctx.partitions_being_reassigned
-            and not tdm.is_topic_queued_up_for_deletion(tp[0])
-            and tp[0] in ctx.all_topics
-        ]
-        on_replica_election(ctl, candidates, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED)
+    candidates = rebalance.auto_rebalance_candidates(
+        imbalanced,
+        ctx.is_replica_online,
+        bool(ctx.partitions_being_reassigned),
+        tdm.is_topic_queued_up_for_deletion,
+        ctx.all_topics,
+    )
+    for partitions in candidates.values():
+        on_replica_election(ctl, partitions, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED)
 
 
 # ---- unclean leader election enable ------------------------------------------------------------
-def process_unclean_leader_election_enable(ctl: ControllerHandle) -> None:
+def process_unclean_leader_election_enable(ctl: LeaderElectionPort) -> None:
     if not ctl.is_active:
         return
     ctl.log.info("Unclean leader election has been enabled by default")
     ctl.partition_state_machine.trigger_online_partition_state_change()
 
 
-def process_topic_unclean_leader_election_enable(ctl: ControllerHandle, topic: str) -> None:
+def process_topic_unclean_leader_election_enable(ctl: LeaderElectionPort, topic: str) -> None:
     if not ctl.is_active:
         return
     ctl.log.info("Unclean leader election has been enabled for topic %s", topic)

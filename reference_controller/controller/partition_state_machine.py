@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
-from reference_controller.controller.context import ControllerContext, TopicPartition, tp_str
+from reference_controller.controller.context import ControllerContext, tp_str
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions.states import (
     VALID_PREVIOUS_PARTITION_STATES,

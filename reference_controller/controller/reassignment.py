@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from kafkawire.errors import Errors
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
 from reference_controller.controller.common import (
@@ -20,12 +21,12 @@ from reference_controller.controller.common import (
     partition_reassignment_isr_change_handler,
     send_update_metadata_request,
 )
-from reference_controller.controller.context import TopicPartition, replica_of, tp_str
+from reference_controller.controller.context import replica_of, tp_str
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions import reassignment as plan
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import ZkPartitionReassignment
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import ReassignmentPort
 from reference_controller.controller.partition_state_machine import lai_str
 from reference_controller.controller.ports import ControllerMovedError, ZkCode
 from reference_controller.controller.state_change_log import IllegalStateException, StateChangeFailedException
@@ -39,7 +40,7 @@ def _ra_str(a: ReplicaAssignment) -> str:
     )
 
 
-def process_zk_partition_reassignment(ctl: ControllerHandle) -> set[TopicPartition]:
+def process_zk_partition_reassignment(ctl: ReassignmentPort) -> set[TopicPartition]:
     """Only when active and the znode exists (the exists call re-arms the creation watch)."""
     if not (ctl.is_active and ctl.register_node_handler(PARTITION_REASSIGNMENT_HANDLER, check_exists=True)):
         return set()
@@ -63,7 +64,7 @@ def process_zk_partition_reassignment(ctl: ControllerHandle) -> set[TopicPartiti
 
 
 def maybe_trigger_partition_reassignment(
-    ctl: ControllerHandle, reassignments: Mapping[TopicPartition, ReplicaAssignment]
+    ctl: ReassignmentPort, reassignments: Mapping[TopicPartition, ReplicaAssignment]
 ) -> dict[TopicPartition, int]:
     results: dict[TopicPartition, int] = {}
     for tp, reassignment in reassignments.items():
@@ -90,12 +91,12 @@ def maybe_trigger_partition_reassignment(
 
 
 def on_partition_reassignment(
-    ctl: ControllerHandle, tp: TopicPartition, reassignment: ReplicaAssignment
+    ctl: ReassignmentPort, tp: TopicPartition, reassignment: ReplicaAssignment
 ) -> None:
     """U1–U3, then Phase A (A1, A2) or Phase B (B1–B8); see `decisions.reassignment`."""
     ctl.topic_deletion_manager.mark_topic_ineligible_for_deletion({tp[0]}, "topic reassignment in progress")
     update_current_reassignment(ctl, tp, reassignment)
-    if not is_reassignment_complete(ctl, tp, reassignment):
+    if reassignment_phase(ctl, tp, reassignment) is plan.Phase.A:
         update_leader_epoch_and_send_request(ctl, tp, reassignment)  # A1
         for replica in reassignment.adding:  # A2
             ctl.replica_state_machine.handle_state_changes([replica_of(tp, replica)], ReplicaState.NewReplica)
@@ -115,7 +116,7 @@ def on_partition_reassignment(
 
 
 def update_current_reassignment(
-    ctl: ControllerHandle, tp: TopicPartition, reassignment: ReplicaAssignment
+    ctl: ReassignmentPort, tp: TopicPartition, reassignment: ReplicaAssignment
 ) -> None:
     current = ctl.context.partition_full_replica_assignment(tp)
     if current != reassignment:
@@ -129,33 +130,23 @@ def update_current_reassignment(
     ctl.context.partitions_being_reassigned.add(tp)
 
 
-def is_reassignment_complete(
-    ctl: ControllerHandle, tp: TopicPartition, assignment: ReplicaAssignment
-) -> bool:
+def reassignment_phase(
+    ctl: ReassignmentPort, tp: TopicPartition, assignment: ReplicaAssignment
+) -> plan.Phase:
+    """`isReassignmentComplete`: the ISR is read from the state znode only while reassigning."""
     if not assignment.is_being_reassigned:
-        return True
+        return plan.Phase.B
     state = zkc.get_topic_partition_states(ctl.zk, [tp]).get(tp)
-    return plan.is_reassignment_complete(assignment, None if state is None else state.leader_and_isr.isr)
+    return plan.phase(assignment, None if state is None else state.leader_and_isr.isr)
 
 
 def move_reassigned_partition_leader_if_required(
-    ctl: ControllerHandle, tp: TopicPartition, new_assignment: ReplicaAssignment
+    ctl: ReassignmentPort, tp: TopicPartition, new_assignment: ReplicaAssignment
 ) -> None:
     replicas = new_assignment.replicas
     leader = ctl.context.partition_leadership_info[tp].leader_and_isr.leader
-    psm = ctl.partition_state_machine
-    if leader not in replicas:
-        ctl.log.info(
-            "Leader %d for partition %s being reassigned, is not in the new list of replicas %s. "
-            "Re-electing leader",
-            leader,
-            tp_str(tp),
-            csv(replicas),
-        )
-        psm.handle_state_changes(
-            [tp], PartitionState.OnlinePartition, el.ReassignPartitionLeaderElectionStrategy()
-        )
-    elif ctl.context.is_replica_online(leader, tp):
+    move = plan.leader_move(replicas, leader, ctl.context.is_replica_online(leader, tp))
+    if move is plan.LeaderMove.KEEP_AND_BUMP_EPOCH:
         ctl.log.info(
             "Leader %d for partition %s being reassigned, is already in the new list of replicas "
             "%s and is alive",
@@ -164,6 +155,15 @@ def move_reassigned_partition_leader_if_required(
             csv(replicas),
         )
         update_leader_epoch_and_send_request(ctl, tp, new_assignment)
+        return
+    if move is plan.LeaderMove.ELECT_NOT_IN_TARGET:
+        ctl.log.info(
+            "Leader %d for partition %s being reassigned, is not in the new list of replicas %s. "
+            "Re-electing leader",
+            leader,
+            tp_str(tp),
+            csv(replicas),
+        )
     else:
         ctl.log.info(
             "Leader %d for partition %s being reassigned, is already in the new list of replicas "
@@ -172,27 +172,21 @@ def move_reassigned_partition_leader_if_required(
             tp_str(tp),
             csv(replicas),
         )
-        psm.handle_state_changes(
-            [tp], PartitionState.OnlinePartition, el.ReassignPartitionLeaderElectionStrategy()
-        )
+    ctl.partition_state_machine.handle_state_changes(
+        [tp], PartitionState.OnlinePartition, el.ReassignPartitionLeaderElectionStrategy()
+    )
 
 
 def stop_removed_replicas_of_reassigned_partition(
-    ctl: ControllerHandle, tp: TopicPartition, removed: tuple[int, ...]
+    ctl: ReassignmentPort, tp: TopicPartition, removed: tuple[int, ...]
 ) -> None:
     replicas = [replica_of(tp, r) for r in removed]
-    rsm = ctl.replica_state_machine
-    for target in (
-        ReplicaState.OfflineReplica,
-        ReplicaState.ReplicaDeletionStarted,
-        ReplicaState.ReplicaDeletionSuccessful,
-        ReplicaState.NonExistentReplica,
-    ):
-        rsm.handle_state_changes(replicas, target)
+    for target in plan.REMOVED_REPLICA_STATES:
+        ctl.replica_state_machine.handle_state_changes(replicas, target)
 
 
 def update_replica_assignment_for_partition(
-    ctl: ControllerHandle, tp: TopicPartition, assignment: ReplicaAssignment
+    ctl: ReassignmentPort, tp: TopicPartition, assignment: ReplicaAssignment
 ) -> None:
     topic_assignment = ctl.context.partition_full_replica_assignment_for_topic(tp[0])
     topic_assignment[tp[1]] = assignment
@@ -206,7 +200,7 @@ def update_replica_assignment_for_partition(
 
 
 def update_leader_epoch_and_send_request(
-    ctl: ControllerHandle, tp: TopicPartition, assignment: ReplicaAssignment
+    ctl: ReassignmentPort, tp: TopicPartition, assignment: ReplicaAssignment
 ) -> None:
     updated = update_leader_epoch(ctl, tp)
     if updated is None:
@@ -228,7 +222,7 @@ def update_leader_epoch_and_send_request(
     )
 
 
-def update_leader_epoch(ctl: ControllerHandle, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
+def update_leader_epoch(ctl: ReassignmentPort, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
     """Re-read the state znode and write it back with leader_epoch + 1 (retry on BADVERSION)."""
     ctx = ctl.context
     while True:
@@ -261,7 +255,7 @@ def update_leader_epoch(ctl: ControllerHandle, tp: TopicPartition) -> LeaderIsrA
 
 
 def remove_partition_from_reassigning_partitions(
-    ctl: ControllerHandle, tp: TopicPartition, assignment: ReplicaAssignment
+    ctl: ReassignmentPort, tp: TopicPartition, assignment: ReplicaAssignment
 ) -> None:
     if tp not in ctl.context.partitions_being_reassigned:
         raise StateChangeFailedException(
@@ -275,7 +269,7 @@ def remove_partition_from_reassigning_partitions(
 
 
 def maybe_remove_from_zk_reassignment(
-    ctl: ControllerHandle, should_remove: Callable[[TopicPartition, list[int]], bool]
+    ctl: ReassignmentPort, should_remove: Callable[[TopicPartition, list[int]], bool]
 ) -> None:
     """Rewrite `/admin/reassign_partitions` without the matching entries; delete it when empty and
     re-enqueue ZkPartitionReassignment to re-arm the creation watch."""
@@ -297,7 +291,7 @@ def maybe_remove_from_zk_reassignment(
 
 
 def maybe_resume_reassignments(
-    ctl: ControllerHandle, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]
+    ctl: ReassignmentPort, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]
 ) -> None:
     for tp in sorted(ctl.context.partitions_being_reassigned):
         assignment = ctl.context.partition_full_replica_assignment(tp)
@@ -305,11 +299,11 @@ def maybe_resume_reassignments(
             on_partition_reassignment(ctl, tp, assignment)
 
 
-def process_partition_reassignment_isr_change(ctl: ControllerHandle, tp: TopicPartition) -> None:
+def process_partition_reassignment_isr_change(ctl: ReassignmentPort, tp: TopicPartition) -> None:
     if not ctl.is_active or tp not in ctl.context.partitions_being_reassigned:
         return
     reassignment = ctl.context.partition_full_replica_assignment(tp)
-    if is_reassignment_complete(ctl, tp, reassignment):
+    if reassignment_phase(ctl, tp, reassignment) is plan.Phase.B:
         ctl.log.info(
             "Target replicas %s have all caught up with the leader for reassigning partition %s",
             list(reassignment.target_replicas),
@@ -318,7 +312,7 @@ def process_partition_reassignment_isr_change(ctl: ControllerHandle, tp: TopicPa
         on_partition_reassignment(ctl, tp, reassignment)
 
 
-def initialize_partition_reassignments(ctl: ControllerHandle) -> None:
+def initialize_partition_reassignments(ctl: ReassignmentPort) -> None:
     """Failover: ZK reassignments first; then resume the rest (recovered from the topic znodes)."""
     resumed = process_zk_partition_reassignment(ctl)
     maybe_resume_reassignments(ctl, lambda tp, _a: tp not in resumed)

@@ -12,13 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from kafkawire.states import TopicPartition
 from reference_controller.controller import zk_client as zkc
-from reference_controller.controller.context import (
-    ControllerContext,
-    PartitionAndReplica,
-    TopicPartition,
-    tp_str,
-)
+from reference_controller.controller.context import ControllerContext, PartitionAndReplica, tp_str
+from reference_controller.controller.decisions import isr
 from reference_controller.controller.decisions.states import (
     VALID_PREVIOUS_REPLICA_STATES,
     ReplicaState,
@@ -33,7 +30,7 @@ from reference_controller.controller.state_change_log import (
     StateChangeFailedException,
     StateChangeLogger,
 )
-from reference_controller.zkdata import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoch
+from reference_controller.zkdata import LeaderAndIsr, LeaderIsrAndControllerEpoch
 
 R = ReplicaState
 log = logging.getLogger("kafka.controller.ZkReplicaStateMachine")
@@ -205,7 +202,7 @@ class ReplicaStateMachine:
                 self.batch.add_leader_and_isr_request_for_brokers(
                     recipients, tp, leader_isr, ctx.partition_full_replica_assignment(tp), is_new=False
                 )
-            self._set_state(PartitionAndReplica(tp[0], tp[1], replica_id), R.OfflineReplica)
+            self._set_state(PartitionAndReplica(tp, replica_id), R.OfflineReplica)
         for replica in without_info:
             self._log_successful_transition(replica, ctx.replica_state(replica), R.OfflineReplica)
             self.batch.add_update_metadata_request_for_brokers(
@@ -224,7 +221,7 @@ class ReplicaStateMachine:
             finished, remaining = self._do_remove_replicas_from_isr(replica_id, remaining)
             for tp, outcome in finished.items():
                 if isinstance(outcome, Exception):
-                    replica = PartitionAndReplica(tp[0], tp[1], replica_id)
+                    replica = PartitionAndReplica(tp, replica_id)
                     self._log_failed_state_change(
                         replica, self.context.replica_state(replica), R.OfflineReplica, outcome
                     )
@@ -240,13 +237,11 @@ class ReplicaStateMachine:
         unchanged: dict[TopicPartition, LeaderAndIsr | Exception] = {}
         adjusted: dict[TopicPartition, LeaderAndIsr] = {}
         for tp, state in states.items():
-            if isinstance(state, Exception) or replica_id not in state.isr:
+            removed = None if isinstance(state, Exception) else isr.isr_after_removal(state, replica_id)
+            if removed is None:
                 unchanged[tp] = state
-                continue
-            new_leader = NO_LEADER if replica_id == state.leader else state.leader
-            # KAFKA-5083: the last ISR member is never removed.
-            new_isr = state.isr if len(state.isr) == 1 else tuple(r for r in state.isr if r != replica_id)
-            adjusted[tp] = state.new_leader_and_isr(new_leader, new_isr)
+            else:
+                adjusted[tp] = removed
         finished, retry = zkc.update_leader_and_isr(self.zk, adjusted, ctx.epoch, ctx.epoch_zk_version)
         outcome: dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception] = {}
         for tp, result in [*unchanged.items(), *finished.items()]:

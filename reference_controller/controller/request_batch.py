@@ -21,8 +21,8 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader
-from reference_controller.controller.context import ControllerContext, TopicPartition, tp_str
+from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader, TopicPartition
+from reference_controller.controller.context import ControllerContext, tp_str
 from reference_controller.controller.effects import (
     Effect,
     LeaderAndIsrRequest,

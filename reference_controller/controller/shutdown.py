@@ -10,12 +10,13 @@ from the ISR of the partitions it follows, and answer with the replicated partit
 from __future__ import annotations
 
 from kafkawire.errors import Errors
+from kafkawire.states import TopicPartition
 from reference_controller.controller.common import csv
-from reference_controller.controller.context import TopicPartition, replica_of
+from reference_controller.controller.context import replica_of
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import ControlledShutdown, ControlledShutdownResult
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import ShutdownPort
 from reference_controller.controller.ports import ControllerMovedError
 from reference_controller.errors import ReferenceControllerError
 
@@ -28,7 +29,7 @@ class ControlledShutdownRejected(ReferenceControllerError):
         self.error_code = error_code
 
 
-def process_controlled_shutdown(ctl: ControllerHandle, event: ControlledShutdown) -> None:
+def process_controlled_shutdown(ctl: ShutdownPort, event: ControlledShutdown) -> None:
     try:
         remaining = do_controlled_shutdown(ctl, event.broker_id, event.broker_epoch)
     except ControlledShutdownRejected as exc:
@@ -43,7 +44,7 @@ def process_controlled_shutdown(ctl: ControllerHandle, event: ControlledShutdown
         event.reply(ControlledShutdownResult(0, tuple(remaining)))
 
 
-def do_controlled_shutdown(ctl: ControllerHandle, broker_id: int, broker_epoch: int) -> list[TopicPartition]:
+def do_controlled_shutdown(ctl: ShutdownPort, broker_id: int, broker_epoch: int) -> list[TopicPartition]:
     if not ctl.is_active:
         raise ControlledShutdownRejected(
             Errors.STALE_CONTROLLER_EPOCH, "Controller moved to another broker. Aborting controlled shutdown"

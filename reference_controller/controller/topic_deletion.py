@@ -19,7 +19,9 @@ import logging
 from collections.abc import Iterable
 from typing import Protocol
 
-from reference_controller.controller.context import ControllerContext, PartitionAndReplica, TopicPartition
+from kafkawire.states import TopicPartition
+from reference_controller.controller.context import ControllerContext, PartitionAndReplica
+from reference_controller.controller.decisions import deletion
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.partition_state_machine import PartitionStateMachine
 from reference_controller.controller.replica_state_machine import ReplicaStateMachine
@@ -119,21 +121,6 @@ class TopicDeletionManager:
         self.resume_deletions()
 
     # ---- internals ------------------------------------------------------------------------
-    def _is_topic_ineligible_for_deletion(self, topic: str) -> bool:
-        return not self.is_delete_topic_enabled or topic in self.context.topics_ineligible_for_deletion
-
-    def _is_topic_deletion_in_progress(self, topic: str) -> bool:
-        return self.is_delete_topic_enabled and self.context.is_any_replica_in_state(
-            topic, R.ReplicaDeletionStarted
-        )
-
-    def _is_topic_eligible_for_deletion(self, topic: str) -> bool:
-        return (
-            self.context.is_topic_queued_up_for_deletion(topic)
-            and not self._is_topic_deletion_in_progress(topic)
-            and not self._is_topic_ineligible_for_deletion(topic)
-        )
-
     def _retry_deletion_for_ineligible_replicas(self, topics: set[str]) -> None:
         failed = [
             r for t in sorted(topics) for r in self.context.replicas_in_state(t, R.ReplicaDeletionIneligible)
@@ -167,12 +154,14 @@ class TopicDeletionManager:
         retry: list[PartitionAndReplica] = []
         ineligible: set[str] = set()
         for topic in sorted(topics):
-            replicas = ctx.replicas_for_topic(topic)
-            topic_dead = [r for r in replicas if not ctx.is_replica_online(r.replica, r.topic_partition)]
-            deleted = set(ctx.replicas_in_state(topic, R.ReplicaDeletionSuccessful))
-            retry += [r for r in replicas if r not in topic_dead and r not in deleted]
-            dead += topic_dead
-            if topic_dead:
+            plan = deletion.replica_deletion_plan(
+                ctx.replicas_for_topic(topic),
+                lambda r: ctx.is_replica_online(r.replica, r.topic_partition),
+                set(ctx.replicas_in_state(topic, R.ReplicaDeletionSuccessful)),
+            )
+            retry += plan.retry
+            dead += plan.dead
+            if plan.topic_ineligible:
                 ineligible.add(topic)
         self.rsm.handle_state_changes(dead, R.ReplicaDeletionIneligible)
         self.rsm.handle_state_changes(retry, R.OfflineReplica)
@@ -187,14 +176,17 @@ class TopicDeletionManager:
         if queued:
             self._info(f"Handling deletion for topics {_csv(queued)}")
         for topic in queued:
-            if self.context.are_all_replicas_in_state(topic, R.ReplicaDeletionSuccessful):
+            step = deletion.deletion_step(
+                [self.context.replica_state(r) for r in self.context.replicas_for_topic(topic)],
+                topic in self.context.topics_ineligible_for_deletion,
+                self.is_delete_topic_enabled,
+            )
+            if step.complete:
                 self._complete_delete_topic(topic)
                 self._info(f"Deletion of topic {topic} successfully completed")
-            elif not self.context.is_any_replica_in_state(topic, R.ReplicaDeletionStarted) and (
-                self.context.is_any_replica_in_state(topic, R.ReplicaDeletionIneligible)
-            ):
+            elif step.retry:
                 retry.add(topic)
-            if self._is_topic_eligible_for_deletion(topic):
+            if step.start:
                 self._info(f"Deletion of topic {topic} (re)started")
                 eligible.add(topic)
         if retry:

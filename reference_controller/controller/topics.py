@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import zk_client as zkc
 from reference_controller.controller.common import (
@@ -21,15 +22,16 @@ from reference_controller.controller.common import (
     tps,
     unregister_partition_modifications_handlers,
 )
-from reference_controller.controller.context import TopicPartition, replica_of
+from reference_controller.controller.context import replica_of
+from reference_controller.controller.decisions import deletion
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions.states import PartitionState, ReplicaState
 from reference_controller.controller.events import TopicDeletionStopReplicaResponseReceived
-from reference_controller.controller.handle import ControllerHandle
+from reference_controller.controller.handler_ports import DeletionClientPort, TopicPort
 from reference_controller.zkdata import ReplicaAssignment
 
 
-def process_topic_change(ctl: ControllerHandle) -> None:
+def process_topic_change(ctl: TopicPort) -> None:
     if not ctl.is_active:
         return
     ctx = ctl.context
@@ -54,7 +56,7 @@ def process_topic_change(ctl: ControllerHandle) -> None:
         on_new_partition_creation(ctl, list(added))
 
 
-def on_new_partition_creation(ctl: ControllerHandle, partitions: Sequence[TopicPartition]) -> None:
+def on_new_partition_creation(ctl: TopicPort, partitions: Sequence[TopicPartition]) -> None:
     ctl.log.info("New partition creation callback for %s", tps(partitions))
     psm, rsm = ctl.partition_state_machine, ctl.replica_state_machine
     replicas = ctl.context.replicas_for_partition(partitions)
@@ -68,7 +70,7 @@ def on_new_partition_creation(ctl: ControllerHandle, partitions: Sequence[TopicP
     rsm.handle_state_changes(replicas, ReplicaState.OnlineReplica)
 
 
-def process_partition_modifications(ctl: ControllerHandle, topic: str) -> None:
+def process_partition_modifications(ctl: TopicPort, topic: str) -> None:
     if not ctl.is_active:
         return
     ctx = ctl.context
@@ -92,34 +94,35 @@ def process_partition_modifications(ctl: ControllerHandle, topic: str) -> None:
 
 
 def _restore_partition_replica_assignment(
-    ctl: ControllerHandle, topic: str, assignment: Mapping[TopicPartition, ReplicaAssignment]
+    ctl: TopicPort, topic: str, assignment: Mapping[TopicPartition, ReplicaAssignment]
 ) -> None:
     ctl.log.info("Restoring the partition replica assignment for topic %s", topic)
     existing = set(ctl.zk.get_children(zd.topic_partitions_path(topic)) or [])
     restored = {
-        p: ctl.context.partition_full_replica_assignment((t, p)) for t, p in assignment if str(p) in existing
+        tp.partition: ctl.context.partition_full_replica_assignment(tp)
+        for tp in assignment
+        if str(tp.partition) in existing
     }
     result = zkc.set_topic_assignment_raw(ctl.zk, topic, restored, ctl.context.epoch_zk_version)
     if not result.ok:
         raise zkc.ZkOperationError(zd.topic_path(topic), result.code)
 
 
-def process_topic_deletion(ctl: ControllerHandle) -> None:
+def process_topic_deletion(ctl: TopicPort) -> None:
     if not ctl.is_active:
         return
     ctx = ctl.context
-    to_delete = set(zkc.get_topic_deletions(ctl.zk))
-    ctl.log.debug("Delete topics listener fired for topics %s to be deleted", csv(sorted(to_delete)))
-    non_existent = sorted(to_delete - ctx.all_topics)
-    if non_existent:
-        ctl.log.warning("Ignoring request to delete non-existing topics %s", csv(non_existent))
-        _delete_topic_deletions(ctl, non_existent)
-    to_delete -= set(non_existent)
+    requested = set(zkc.get_topic_deletions(ctl.zk))
+    ctl.log.debug("Delete topics listener fired for topics %s to be deleted", csv(sorted(requested)))
+    requests = deletion.topic_deletion_requests(requested, ctx.all_topics, ctx.partitions_being_reassigned)
+    if requests.non_existent:
+        ctl.log.warning("Ignoring request to delete non-existing topics %s", csv(requests.non_existent))
+        _delete_topic_deletions(ctl, requests.non_existent)
+    to_delete = set(requests.to_delete)
     if ctl.config.delete_topic_enable:
         if to_delete:
             ctl.log.info("Starting topic deletion for topics %s", csv(sorted(to_delete)))
-            reassigning = {tp[0] for tp in ctx.partitions_being_reassigned}
-            for topic in sorted(to_delete & reassigning):
+            for topic in requests.reassigning:
                 ctl.topic_deletion_manager.mark_topic_ineligible_for_deletion(
                     {topic}, "topic reassignment in progress"
                 )
@@ -129,12 +132,12 @@ def process_topic_deletion(ctl: ControllerHandle) -> None:
         _delete_topic_deletions(ctl, sorted(to_delete))
 
 
-def _delete_topic_deletions(ctl: ControllerHandle, topics: Sequence[str]) -> None:
+def _delete_topic_deletions(ctl: DeletionClientPort, topics: Sequence[str]) -> None:
     zkc.delete_paths(ctl.zk, [zd.delete_topic_path(t) for t in topics], ctl.context.epoch_zk_version)
 
 
 def process_topic_deletion_stop_replica_response(
-    ctl: ControllerHandle, event: TopicDeletionStopReplicaResponseReceived
+    ctl: TopicPort, event: TopicDeletionStopReplicaResponseReceived
 ) -> None:
     if not ctl.is_active:
         return
@@ -151,19 +154,17 @@ def process_topic_deletion_stop_replica_response(
         event.error_code,
         errors,
     )
-    in_error = set(errors) if event.error_code != 0 else {tp for tp, code in errors.items() if code != 0}
+    failed, deleted = deletion.stop_replica_deletion_outcome(errors, event.error_code)
     tdm = ctl.topic_deletion_manager
-    tdm.fail_replica_deletion([replica_of(tp, event.broker_id) for tp in sorted(in_error)])
-    if len(in_error) != len(errors):
-        tdm.complete_replica_deletion(
-            [replica_of(tp, event.broker_id) for tp in sorted(set(errors) - in_error)]
-        )
+    tdm.fail_replica_deletion([replica_of(tp, event.broker_id) for tp in failed])
+    if deleted:
+        tdm.complete_replica_deletion([replica_of(tp, event.broker_id) for tp in deleted])
 
 
 class ControllerDeletionClient:
     """Kafka's `ControllerDeletionClient`: the writes and requests of topic deletion."""
 
-    def __init__(self, ctl: ControllerHandle) -> None:
+    def __init__(self, ctl: DeletionClientPort) -> None:
         self.ctl = ctl
 
     def delete_topic(self, topic: str) -> None:

@@ -12,6 +12,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller.ports import (
     ControllerMovedError,
@@ -32,7 +33,6 @@ from reference_controller.zkdata import (
     ReplicaAssignment,
 )
 
-TopicPartition = tuple[str, int]
 log = logging.getLogger("kafka.zk.KafkaZkClient")
 
 
@@ -191,7 +191,7 @@ def get_full_replica_assignment_for_topics(
             )
             continue
         for partition in sorted(decoded.partitions):
-            result[(topic, partition)] = decoded.partitions[partition]
+            result[TopicPartition(topic, partition)] = decoded.partitions[partition]
     return result
 
 

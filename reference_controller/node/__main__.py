@@ -1,4 +1,6 @@
-"""Command line of a reference node (ring: drivers).
+"""Run a reference node: a Kafka 2.5.1 broker with its ZooKeeper-mode controller, from server.properties.
+
+The node's command line (ring: drivers).
 
     python -m reference_controller.node CONFIG [--override key=value ...]
     python -m reference_controller.node --version
@@ -26,17 +28,19 @@ import asyncio
 import dataclasses
 import difflib
 import gc
-import importlib.metadata
 import logging
 import os
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from reference_controller.config import KNOWN_IGNORED_KEYS, KafkaConfig
 from reference_controller.errors import ConfigError
 from reference_controller.logutil import configure_node_logging
-from reference_controller.node.server import KafkaNode, NodeHalted, StartupError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
 MODELLED_KAFKA_VERSION = "2.5.1"
@@ -44,6 +48,8 @@ log = logging.getLogger("kafka.Kafka")
 
 
 def version_line() -> str:
+    import importlib.metadata  # noqa: PLC0415 - only for --version, not on every start
+
     try:
         kit = importlib.metadata.version("kafka-zk-controller-kit")
     except importlib.metadata.PackageNotFoundError:
@@ -51,12 +57,41 @@ def version_line() -> str:
     return f"{MODELLED_KAFKA_VERSION} (reference_controller {kit})"
 
 
+class VersionAction(argparse.Action):
+    """``--version``: prints :func:`version_line` and exits; the package metadata is read only
+    when asked (reading it costs every start a tenth of a second; Kafka's start reads no version)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=kw.get("help"))
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option: str | None = None,
+    ) -> None:
+        print(version_line())
+        parser.exit()
+
+
+def skip_test_libraries() -> None:
+    """Keep hypothesis out of the node's process. kio's phantom types register hypothesis
+    strategies at import time whenever hypothesis is importable (it is, in the kit's test
+    environment): about a second of every node start, under load more, that a Kafka broker never
+    spends, for a library the node never uses. A ``None`` entry in ``sys.modules`` makes the
+    import fail, and kio then goes without it. Called only when the node is the program, before
+    the server (and with it kio) is imported."""
+    if "hypothesis" not in sys.modules:
+        sys.modules["hypothesis"] = None  # type: ignore[assignment]  # importlib's "not importable" mark
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m reference_controller.node", description=__doc__.split("\n")[0]
     )
     parser.add_argument("config", help="server.properties")
-    parser.add_argument("--version", action="version", version=version_line())
+    parser.add_argument("--version", action=VersionAction, help="show the version and exit")
     parser.add_argument(
         "--override",
         action="append",
@@ -112,6 +147,9 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 
 async def run_node(config: KafkaConfig, log_dir: Path) -> int:
+    # imported here, after skip_test_libraries() when this is the program (the server imports kio)
+    from reference_controller.node.server import KafkaNode, NodeHalted, StartupError  # noqa: PLC0415
+
     node = KafkaNode(config, log_dir)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -140,6 +178,10 @@ async def run_node(config: KafkaConfig, log_dir: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    # the server's modules load before the first log line, as a JVM loads its classes before
+    # log4j writes (the suite's benchmark reads that line as the end of the process start)
+    import reference_controller.node.server  # noqa: F401, PLC0415
+
     try:
         config = KafkaConfig.from_file(args.config, parse_overrides(args.override))
         check_log_dirs(config)
@@ -163,4 +205,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    skip_test_libraries()
     sys.exit(main())

@@ -1,24 +1,24 @@
-"""Topic administration writes as AdminZkClient@2.5.1 makes them (ring: drivers, blocking kazoo).
+"""Topic administration writes as AdminZkClient@2.5.1 makes them (ring: drivers logic over the node's
+ZooKeeper port; blocking, run in a worker thread).
 
 `create_topic_with_assignment`: validate, then `/config/topics/<t>` (setData; on NONODE create)
 and `/brokers/topics/<t>` (create; NODEEXISTS ⇒ TOPIC_ALREADY_EXISTS). Nothing else — the
 controller does the rest. `delete_topic` creates `/admin/delete_topics/<t>` with null data.
 `add_partitions` rewrites `/brokers/topics/<t>` with the extra partitions. Every function raises
-`AdminError(error_code, message)` for an invalid request, with Kafka's messages.
+`AdminError(error_code, message)` for an invalid request, with Kafka's messages; a ZooKeeper
+failure they have no answer to raises `NodeZkError`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 from collections.abc import Mapping, Sequence
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
-
 from kafkawire.errors import Errors
 from reference_controller import zkdata
+from reference_controller.controller.ports import SetDataOp, ZkCode
+from reference_controller.node.zk_port import NodeZkError, NodeZkPort, create_recursive, expect
 from reference_controller.zkdata import ReplicaAssignment
 
 log = logging.getLogger("kafka.zk.AdminZkClient")
@@ -67,13 +67,13 @@ def _collides(a: str, b: str) -> bool:
     return a.replace(".", "_") == b.replace(".", "_")
 
 
-def validate_topic_create(zk: KazooClient, topic: str, assignment: Mapping[int, Sequence[int]]) -> None:
+def validate_topic_create(zk: NodeZkPort, topic: str, assignment: Mapping[int, Sequence[int]]) -> None:
     """`AdminZkClient.validateTopicCreate`@2.5.1 (LogConfig validation aside)."""
     validate_topic_name(topic)
     if zk.exists(zkdata.topic_path(topic)):
         raise AdminError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
     if "." in topic or "_" in topic:
-        all_topics = zk.get_children(zkdata.BROKER_TOPICS)
+        all_topics = require_children(zk, zkdata.BROKER_TOPICS)
         if topic in all_topics:
             raise AdminError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
         colliding = [t for t in all_topics if _collides(topic, t)]
@@ -98,20 +98,15 @@ def validate_topic_create(zk: KazooClient, topic: str, assignment: Mapping[int, 
         )
 
 
-def create_recursive(zk: KazooClient, path: str, data: bytes | None) -> None:
-    """`KafkaZkClient.createRecursive`: missing parents are created with null data."""
-    try:
-        zk.create(path, data)
-    except NoNodeError:
-        parent = path.rsplit("/", 1)[0]
-        if parent:
-            with contextlib.suppress(NodeExistsError):
-                create_recursive(zk, parent, None)
-        zk.create(path, data)
+def require_children(zk: NodeZkPort, path: str) -> list[str]:
+    children = zk.get_children(path)
+    if children is None:
+        raise NodeZkError(path, ZkCode.NONODE)
+    return children
 
 
 def create_topic_with_assignment(
-    zk: KazooClient, topic: str, config: Mapping[str, str], assignment: Mapping[int, Sequence[int]]
+    zk: NodeZkPort, topic: str, config: Mapping[str, str], assignment: Mapping[int, Sequence[int]]
 ) -> None:
     validate_topic_create(zk, topic, assignment)
     log.info(
@@ -119,34 +114,31 @@ def create_topic_with_assignment(
         f"{ {p: list(r) for p, r in sorted(assignment.items())} }"
     )
     config_path, config_data = zkdata.config_topic_path(topic), zkdata.encode_topic_config(config)
-    try:
-        zk.set(config_path, config_data)
-    except NoNodeError:
-        create_recursive(zk, config_path, config_data)
+    if expect(zk.set(SetDataOp(config_path, config_data)), ZkCode.NONODE).code == ZkCode.NONODE:
+        expect(create_recursive(zk, config_path, config_data))
     data = zkdata.encode_topic({p: ReplicaAssignment(tuple(r)) for p, r in assignment.items()})
-    try:
-        create_recursive(zk, zkdata.topic_path(topic), data)
-    except NodeExistsError:
-        raise AdminError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.") from None
+    if (
+        expect(create_recursive(zk, zkdata.topic_path(topic), data), ZkCode.NODEEXISTS).code
+        == ZkCode.NODEEXISTS
+    ):
+        raise AdminError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
 
 
-def delete_topic(zk: KazooClient, topic: str) -> None:
+def delete_topic(zk: NodeZkPort, topic: str) -> None:
     """`AdminZkClient.deleteTopic`; already marked for deletion counts as success (AdminManager)."""
     if not zk.exists(zkdata.topic_path(topic)):
         raise AdminError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic `{topic}` to delete does not exist")
-    try:
-        create_recursive(zk, zkdata.delete_topic_path(topic), None)
-    except NodeExistsError:
+    marked = expect(create_recursive(zk, zkdata.delete_topic_path(topic), None), ZkCode.NODEEXISTS)
+    if marked.code == ZkCode.NODEEXISTS:
         log.info(f"topic {topic} is already marked for deletion")
 
 
-def read_assignment(zk: KazooClient, topic: str) -> tuple[dict[int, ReplicaAssignment], int]:
-    try:
-        data, stat = zk.get(zkdata.topic_path(topic))
-    except NoNodeError:
-        raise AdminError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.") from None
-    return dict(zkdata.decode_topic(topic, data).partitions), int(stat.version)
+def read_assignment(zk: NodeZkPort, topic: str) -> tuple[dict[int, ReplicaAssignment], int]:
+    found = zk.get(zkdata.topic_path(topic))
+    if found.stat is None:
+        raise AdminError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
+    return dict(zkdata.decode_topic(topic, found.data).partitions), found.stat.version
 
 
-def write_assignment(zk: KazooClient, topic: str, assignment: Mapping[int, ReplicaAssignment]) -> None:
-    zk.set(zkdata.topic_path(topic), zkdata.encode_topic(assignment))
+def write_assignment(zk: NodeZkPort, topic: str, assignment: Mapping[int, ReplicaAssignment]) -> None:
+    expect(zk.set(SetDataOp(zkdata.topic_path(topic), zkdata.encode_topic(assignment))))

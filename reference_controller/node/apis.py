@@ -20,6 +20,7 @@ from kio.index import load_response_schema
 
 from kafkawire.errors import Errors
 from kafkawire.framing import build
+from kafkawire.states import TopicPartition
 from reference_controller.node import apis_admin
 from reference_controller.node.apis_configs import AlterConfigs, IncrementalAlterConfigs
 from reference_controller.node.apis_describe_configs import DescribeConfigs
@@ -163,7 +164,7 @@ class KafkaApis:
         for topic in request.topics:
             parts = []
             for fp in topic.partitions:
-                tp = (str(topic.topic), int(fp.partition))
+                tp = TopicPartition(str(topic.topic), int(fp.partition))
                 error = self._fetch_error(tp, int(getattr(fp, "current_leader_epoch", -1)))
                 if (
                     error == 0
@@ -190,7 +191,7 @@ class KafkaApis:
             await asyncio.sleep(min(ms(request.max_wait), MAX_FETCH_WAIT_MS) / 1000)
         return build(schema, throttle_time=0, error_code=0, session_id=0, responses=tuple(topics))
 
-    def _fetch_error(self, tp: tuple[str, int], current_leader_epoch: int) -> int:
+    def _fetch_error(self, tp: TopicPartition, current_leader_epoch: int) -> int:
         if tp in self.node.replica_manager.offline_partitions:
             return Errors.KAFKA_STORAGE_ERROR
         p = self.node.replica_manager.partitions.get(tp)
@@ -246,7 +247,7 @@ class KafkaApis:
         schema = self._schema(ctx)
         states = leader_and_isr_states(request)
         error: int
-        errors: dict[tuple[str, int], int]
+        errors: dict[TopicPartition, int]
         await self.node.isr_manager.wait_for_isr_writes(st.tp for st in states)  # no await below
         if self._stale_broker_epoch("LeaderAndIsr", request):
             error, errors = Errors.STALE_BROKER_EPOCH, {st.tp: Errors.STALE_BROKER_EPOCH for st in states}
@@ -324,7 +325,7 @@ class KafkaApis:
         partitions = stop_replica_partitions(request)
         delete = bool(request.delete_partitions)
         error: int
-        errors: dict[tuple[str, int], int]
+        errors: dict[TopicPartition, int]
         await self.node.isr_manager.wait_for_isr_writes(partitions)  # no await below
         if self._stale_broker_epoch("StopReplica", request):
             error, errors = Errors.STALE_BROKER_EPOCH, dict.fromkeys(partitions, Errors.STALE_BROKER_EPOCH)
@@ -357,7 +358,7 @@ class KafkaApis:
         broker_id = int(request.broker_id)
         broker_epoch = int(request.broker_epoch) if has_field(request, "broker_epoch") else -1
         controller = self.node.controller
-        remaining: tuple[tuple[str, int], ...] = ()
+        remaining: tuple[TopicPartition, ...] = ()
         error: int
         if controller is None:
             error = Errors.STALE_CONTROLLER_EPOCH

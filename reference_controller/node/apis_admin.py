@@ -1,7 +1,7 @@
 """CreateTopics, DeleteTopics and CreatePartitions as KafkaApis + AdminManager@2.5.1 (ring: drivers).
 
 Only the active controller's node serves them (else NOT_CONTROLLER, 41, per topic). Writes go to
-ZooKeeper through `admin.py` (blocking kazoo, run in a worker thread); then the request waits,
+ZooKeeper through `admin.py` (the node's ZooKeeper port, run in a worker thread); then the request waits,
 like AdminManager's DelayedCreatePartitions/DelayedDeleteTopics, until the metadata cache (fed
 by the controller's UpdateMetadata) shows every new partition with a leader, or the topic gone,
 or the request's timeout passes (REQUEST_TIMED_OUT, 7). Timeout ≤ 0 answers 7 at once for the
@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kazoo.client import KazooClient
 from kio.index import load_response_schema
 
 from kafkawire.errors import Errors
@@ -31,6 +30,7 @@ from reference_controller.node.placement import (
 )
 from reference_controller.node.protocol import RequestContext
 from reference_controller.node.wire import ms, nested
+from reference_controller.node.zk_port import NodeZkPort
 from reference_controller.zkdata import ReplicaAssignment
 
 REQUEST_TIMED_OUT, NOT_CONTROLLER, INVALID_REQUEST, TOPIC_DELETION_DISABLED = 7, 41, 42, 73
@@ -237,7 +237,7 @@ class CreatePartitions(_AdminApi):
         )
         return build(schema, throttle_time=0, results=results)
 
-    def _add_partitions(self, zk: KazooClient, topic: Any, validate_only: bool) -> list[int]:
+    def _add_partitions(self, zk: NodeZkPort, topic: Any, validate_only: bool) -> list[int]:
         """AdminManager.createPartitions + AdminZkClient.addPartitions; returns the new partition ids."""
         name, count = str(topic.name), int(topic.count)
         check_partition_count(count)
@@ -257,7 +257,7 @@ class CreatePartitions(_AdminApi):
             )
         if count == old:
             raise AdminError(Errors.INVALID_PARTITIONS, f"Topic already has {old} partitions.")
-        brokers = sorted(int(b) for b in zk.get_children(zkdata.BROKER_IDS))
+        brokers = sorted(int(b) for b in admin.require_children(zk, zkdata.BROKER_IDS))
         rf = len(existing[0].replicas) if 0 in existing else 0
         if topic.assignments is not None:
             proposed = {old + i: [int(b) for b in a.broker_ids] for i, a in enumerate(topic.assignments)}

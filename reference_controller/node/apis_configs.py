@@ -26,7 +26,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kazoo.client import KazooClient
 from kio.index import load_response_schema
 
 from kafkawire.api_error import ApiError
@@ -42,6 +41,7 @@ from reference_controller.node.config_def import ConfigException
 from reference_controller.node.context import NodeContext
 from reference_controller.node.protocol import RequestContext
 from reference_controller.node.wire import nested
+from reference_controller.node.zk_port import NodeZkPort
 
 log = logging.getLogger("kafka.server.AdminManager")
 
@@ -107,13 +107,13 @@ class Change:
 
 class ConfigWriter:
     """The validation and writes shared by both APIs (AdminManager.alterTopicConfigs /
-    alterBrokerConfigs); blocking kazoo, run in a worker thread."""
+    alterBrokerConfigs); blocking (the node's ZooKeeper port), run in a worker thread."""
 
     def __init__(self, node: NodeContext) -> None:
         self.node = node
 
     @property
-    def zk(self) -> KazooClient:
+    def zk(self) -> NodeZkPort:
         return self.node.zk
 
     def broker_id_of(self, name: str) -> int | None:

@@ -32,7 +32,8 @@ from kio.index import load_response_schema
 from kafkawire.api_error import ApiError
 from kafkawire.errors import Errors
 from kafkawire.framing import build
-from reference_controller.controller.events import ElectionResults, ElectionType, TopicPartition
+from kafkawire.states import TopicPartition
+from reference_controller.controller.events import ElectionResults, ElectionType
 from reference_controller.node.apis_admin import fit_message, wait_until
 from reference_controller.node.context import NodeContext
 from reference_controller.node.protocol import RequestContext
@@ -82,7 +83,7 @@ class ControllerApis:
         reassignments: dict[TopicPartition, tuple[int, ...] | None] = {}
         for topic in request.topics:
             for p in topic.partitions:
-                tp = (str(topic.name), int(p.partition_index))
+                tp = TopicPartition(str(topic.name), int(p.partition_index))
                 reassignments.pop(tp, None)  # Scala's toMap: the last entry wins (and comes last)
                 reassignments[tp] = None if p.replicas is None else tuple(int(r) for r in p.replicas)
         controller = self.node.controller
@@ -111,8 +112,8 @@ class ControllerApis:
                     build(
                         part_cls,
                         partition_index=p,
-                        error_code=result[(topic, p)].error,
-                        error_message=fit_message(result[(topic, p)].message),
+                        error_code=result[TopicPartition(topic, p)].error,
+                        error_message=fit_message(result[TopicPartition(topic, p)].message),
                     )
                     for p in partitions
                 ),
@@ -126,7 +127,9 @@ class ControllerApis:
         partitions: frozenset[TopicPartition] | None = None
         if request.topics is not None:
             partitions = frozenset(
-                (str(t.name), int(p)) for t in request.topics for p in (t.partition_indexes or ())
+                TopicPartition(str(t.name), int(p))
+                for t in request.topics
+                for p in (t.partition_indexes or ())
             )
         controller = self.node.controller
         result: dict[TopicPartition, ReplicaAssignment] | ApiError
@@ -153,9 +156,9 @@ class ControllerApis:
                     build(
                         part_cls,
                         partition_index=p,
-                        replicas=result[(topic, p)].replicas,
-                        adding_replicas=result[(topic, p)].adding,
-                        removing_replicas=result[(topic, p)].removing,
+                        replicas=result[TopicPartition(topic, p)].replicas,
+                        adding_replicas=result[TopicPartition(topic, p)].adding,
+                        removing_replicas=result[TopicPartition(topic, p)].removing,
                     )
                     for p in parts
                 ),
@@ -173,15 +176,19 @@ class ControllerApis:
         except ValueError as exc:
             if every:
                 return await never_answered()  # Kafka's error response itself fails on a null list
-            named = sorted({(str(t.topic), int(p)) for t in request.topic_partitions for p in t.partitions})
+            named = sorted(
+                {TopicPartition(str(t.topic), int(p)) for t in request.topic_partitions for p in t.partitions}
+            )
             error = ApiError(Errors.UNKNOWN_SERVER_ERROR, str(exc))
             return self._elect_response(ctx, dict.fromkeys(named, error), error.error)
         if every:
             cache = self.node.metadata_cache
-            partitions = frozenset((t, p) for t, parts in cache.partitions.items() for p in parts)
+            partitions = frozenset(
+                TopicPartition(t, p) for t, parts in cache.partitions.items() for p in parts
+            )
         else:
             partitions = frozenset(
-                (str(t.topic), int(p)) for t in request.topic_partitions for p in t.partitions
+                TopicPartition(str(t.topic), int(p)) for t in request.topic_partitions for p in t.partitions
             )
         controller = self.node.controller
         results: ElectionResults
@@ -228,8 +235,8 @@ class ControllerApis:
                     build(
                         part_cls,
                         partition_id=p,
-                        error_code=answers[(topic, p)].error,
-                        error_message=fit_message(answers[(topic, p)].message),
+                        error_code=answers[TopicPartition(topic, p)].error,
+                        error_message=fit_message(answers[TopicPartition(topic, p)].message),
                     )
                     for p in parts
                 ),

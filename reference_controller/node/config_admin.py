@@ -1,5 +1,5 @@
-"""Entity config writes and reads as AdminZkClient / KafkaZkClient@2.5.1 make them (ring: drivers,
-blocking kazoo).
+"""Entity config writes and reads as AdminZkClient / KafkaZkClient@2.5.1 make them (ring: drivers
+logic over the node's ZooKeeper port; blocking, run in a worker thread).
 
 `change_entity_config` (AdminZkClient.changeEntityConfig, L379-385; spec §13.4.2), in order:
 `setData /config/<type>/<name>` at any version (NONODE ⇒ create with its parents), then a create of
@@ -11,16 +11,13 @@ ConfigEntityZNode.decode (non-JSON or no `config` object ⇒ empty; a non-string
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Mapping
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
-
 from reference_controller import zkdata
 from reference_controller.controller.driver.dynamic_broker_config import decode_entity_config
-from reference_controller.node.admin import create_recursive
+from reference_controller.controller.ports import CreateOp, SetDataOp, ZkCode
+from reference_controller.node.zk_port import NodeZkPort, create_recursive, expect
 
 CONFIG_CHANGE_PREFIX = f"{zkdata.CONFIG_CHANGES}/config_change_"
 
@@ -29,12 +26,11 @@ def entity_path(entity_type: str, name: str) -> str:
     return f"/config/{entity_type}/{name}"
 
 
-def fetch_entity_config(zk: KazooClient, entity_type: str, name: str) -> dict[str, str]:
-    try:
-        data, _ = zk.get(entity_path(entity_type, name))
-    except NoNodeError:
+def fetch_entity_config(zk: NodeZkPort, entity_type: str, name: str) -> dict[str, str]:
+    found = zk.get(entity_path(entity_type, name))
+    if found.stat is None:
         return {}
-    return decode_entity_config(data)
+    return decode_entity_config(found.data)
 
 
 def encode_entity_config(config: Mapping[str, str]) -> bytes:
@@ -46,19 +42,16 @@ def encode_change_notification(entity_type: str, name: str) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def change_entity_config(zk: KazooClient, entity_type: str, name: str, config: Mapping[str, str]) -> None:
+def change_entity_config(zk: NodeZkPort, entity_type: str, name: str, config: Mapping[str, str]) -> None:
     path, data = entity_path(entity_type, name), encode_entity_config(config)
-    try:
-        zk.set(path, data)
-    except NoNodeError:
-        try:
-            create_recursive(zk, path, data)
-        except NodeExistsError:
-            zk.set(path, data)
-    with contextlib.suppress(NodeExistsError):
-        zk.create(zkdata.CONFIG_CHANGES, None)
-    zk.create(CONFIG_CHANGE_PREFIX, encode_change_notification(entity_type, name), sequence=True)
+    if expect(zk.set(SetDataOp(path, data)), ZkCode.NONODE).code == ZkCode.NONODE:
+        created = expect(create_recursive(zk, path, data), ZkCode.NODEEXISTS)
+        if created.code == ZkCode.NODEEXISTS:
+            expect(zk.set(SetDataOp(path, data)))
+    expect(zk.create(CreateOp(zkdata.CONFIG_CHANGES, None)), ZkCode.NODEEXISTS)
+    notification = encode_change_notification(entity_type, name)
+    expect(zk.create(CreateOp(CONFIG_CHANGE_PREFIX, notification, sequential=True)))
 
 
-def topic_exists(zk: KazooClient, topic: str) -> bool:
+def topic_exists(zk: NodeZkPort, topic: str) -> bool:
     return zk.exists(zkdata.topic_path(topic)) is not None

@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 from kio.index import load_request_schema
 
 from kafkawire.framing import FrameError, build
@@ -22,22 +20,31 @@ from reference_controller import zkdata
 from reference_controller.config import KafkaConfig
 from reference_controller.errors import MalformedZnodeError
 from reference_controller.node.wire import KafkaClient
+from reference_controller.node.zk_port import NodeZkPort
 
 log = logging.getLogger("kafka.server.KafkaServer")
 
 
-def _controller_address(zk: KazooClient, listener: str) -> tuple[int, str, int] | None:
+def controller_address(zk: NodeZkPort, listener: str) -> tuple[int, str, int] | None:
+    """The controller's id and its endpoint on `listener`, from `/controller` and its
+    registration; None when either is missing or undecodable, or it has no such listener."""
+    controller = zk.get(zkdata.CONTROLLER)
+    if controller.stat is None:
+        return None
     try:
-        controller_id = zkdata.decode_controller(zk.get(zkdata.CONTROLLER)[0])
-        info = zkdata.decode_broker(controller_id, zk.get(zkdata.broker_path(controller_id))[0])
-    except (NoNodeError, MalformedZnodeError):
+        controller_id = zkdata.decode_controller(controller.data)
+        registration = zk.get(zkdata.broker_path(controller_id))
+        if registration.stat is None:
+            return None
+        info = zkdata.decode_broker(controller_id, registration.data)
+    except MalformedZnodeError:
         return None
     ep = info.endpoint(listener)
     return (controller_id, ep.host, ep.port) if ep else None
 
 
-async def _attempt(config: KafkaConfig, zk: KazooClient, broker_epoch: int) -> bool:
-    address = await asyncio.to_thread(_controller_address, zk, config.inter_broker_listener_name)
+async def _attempt(config: KafkaConfig, zk: NodeZkPort, broker_epoch: int) -> bool:
+    address = await asyncio.to_thread(controller_address, zk, config.inter_broker_listener_name)
     if address is None:
         log.info("Controller or its registration is missing; will retry controlled shutdown")
         return False
@@ -69,7 +76,7 @@ async def _attempt(config: KafkaConfig, zk: KazooClient, broker_epoch: int) -> b
     return False
 
 
-async def controlled_shutdown(config: KafkaConfig, zk: KazooClient, broker_epoch: int) -> bool:
+async def controlled_shutdown(config: KafkaConfig, zk: NodeZkPort, broker_epoch: int) -> bool:
     log.info("Starting controlled shutdown")
     remaining_retries = config.controlled_shutdown_max_retries
     while remaining_retries > 0:

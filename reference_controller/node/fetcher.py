@@ -18,10 +18,9 @@ from collections.abc import Iterable
 from kio.index import load_request_schema
 
 from kafkawire.framing import FrameError, build
-from kafkawire.states import LiveLeader
+from kafkawire.states import LiveLeader, TopicPartition
 from reference_controller.config import InterBrokerProtocolVersion, KafkaConfig
 from reference_controller.node.metadata_cache import MetadataCache
-from reference_controller.node.partition import TopicPartition
 from reference_controller.node.wire import KafkaClient, nested
 
 log = logging.getLogger("kafka.server.ReplicaFetcherThread")

@@ -38,38 +38,41 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, ConnectionLoss, KazooException, NoNodeError
-
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata
-from reference_controller.node.partition import Partition, TopicPartition
+from reference_controller.controller.ports import CreateOp, SetDataOp, ZkCode
+from reference_controller.node.partition import Partition
 from reference_controller.node.replica_manager import ReplicaManager
+from reference_controller.node.zk_port import NodeZkPort, expect, until_sent
 
 log = logging.getLogger("kafka.cluster.Partition")
 scheduler_log = logging.getLogger("kafka.utils.KafkaScheduler")
 ISR_CHANGE_PROPAGATION_CHECK_MS = 2500
+RESEND_PAUSE_S = 0.05
 
 
 class IsrManager:
     def __init__(
         self,
-        zk: KazooClient,
+        zk: NodeZkPort,
         replica_manager: ReplicaManager,
         replica_lag_time_max_ms: int,
         blackout_ms: int,
         interval_ms: int,
+        *,
+        wall_clock_ms: Callable[[], float] = lambda: time.time() * 1000,
     ) -> None:
         self.zk = zk
+        self.wall_clock_ms = wall_clock_ms
         self.rm = replica_manager
         self.lag_ms = replica_lag_time_max_ms
         self.blackout_ms = blackout_ms
         self.interval_ms = interval_ms
         self.isr_change_set: set[TopicPartition] = set()
-        self.last_isr_change_ms = time.time() * 1000
-        self.last_isr_propagation_ms = time.time() * 1000
+        self.last_isr_change_ms = wall_clock_ms()
+        self.last_isr_propagation_ms = wall_clock_ms()
         self._lock = asyncio.Lock()
         self._in_flight: dict[TopicPartition, asyncio.Future[None]] = {}
 
@@ -132,7 +135,7 @@ class IsrManager:
         self._in_flight[p.tp] = done
         try:
             version = await asyncio.to_thread(
-                self._conditional_update, p.tp, leader_and_isr, p.controller_epoch
+                conditional_update, self.zk, p.tp, leader_and_isr, p.controller_epoch, _pause
             )
         finally:
             del self._in_flight[p.tp]
@@ -152,71 +155,95 @@ class IsrManager:
         )
         self.record_isr_change(p.tp)
 
-    def _conditional_update(
-        self, tp: TopicPartition, leader_and_isr: zkdata.LeaderAndIsr, controller_epoch: int
-    ) -> int | None:
-        """`conditionalUpdatePath` with `checkLeaderAndIsrZkData`; the new zkVersion or None."""
-        path = zkdata.partition_state_path(*tp)
-        data = zkdata.encode_partition_state(leader_and_isr, controller_epoch)
-        try:
-            stat = self._set_until_sent(path, data, leader_and_isr.zk_version)
-            return int(stat.version)
-        except BadVersionError:
-            try:
-                written, stat = self.zk.get(path)
-                current = zkdata.decode_partition_state(written, stat.version, path)
-            except Exception:
-                return None
-            wanted = zkdata.LeaderIsrAndControllerEpoch(
-                zkdata.LeaderAndIsr(
-                    leader_and_isr.leader, leader_and_isr.leader_epoch, leader_and_isr.isr, stat.version
-                ),
-                controller_epoch,
-            )
-            return int(stat.version) if current == wanted else None
-        except NoNodeError:
-            return None
-        except KazooException as e:  # session expired or client closed: no version, as Kafka
-            log.debug(f"ISR write for {tp[0]}-{tp[1]} not done: {type(e).__name__}")
-            return None
-
-    def _set_until_sent(self, path: str, data: bytes, version: int) -> Any:
-        """``set`` retried on connection loss (kazoo queues requests while disconnected and
-        fails the ones in flight when the connection drops)."""
-        while True:
-            try:
-                return self.zk.set(path, data, version=version)
-            except ConnectionLoss:
-                time.sleep(0.05)
-
     # -- propagation ----------------------------------------------------------------------------
     def record_isr_change(self, tp: TopicPartition) -> None:
         self.isr_change_set.add(tp)
-        self.last_isr_change_ms = time.time() * 1000
+        self.last_isr_change_ms = self.wall_clock_ms()
 
     async def maybe_propagate_isr_changes(self) -> None:
-        now = time.time() * 1000
-        if self.isr_change_set and (
-            self.last_isr_change_ms + self.blackout_ms < now
-            or self.last_isr_propagation_ms + self.interval_ms < now
+        now = self.wall_clock_ms()
+        if isr_change_propagation_due(
+            pending=bool(self.isr_change_set),
+            now_ms=now,
+            last_change_ms=self.last_isr_change_ms,
+            last_propagation_ms=self.last_isr_propagation_ms,
+            blackout_ms=self.blackout_ms,
+            interval_ms=self.interval_ms,
         ):
             changes = sorted(self.isr_change_set)
-            await asyncio.to_thread(self._propagate, changes)
+            await asyncio.to_thread(propagate_isr_changes, self.zk, changes, _pause)
             self.isr_change_set.difference_update(changes)  # Kafka clears the set after the write
             self.last_isr_propagation_ms = now
 
-    def _propagate(self, changes: list[TopicPartition]) -> None:
-        """`propagateIsrChanges`: one persistent sequential znode, resent after a connection loss
-        (`retryRequestUntilConnected`); any other failure leaves the changes pending."""
-        path = zkdata.isr_change_path(zkdata.ISR_CHANGE_PREFIX)
-        data = zkdata.encode_isr_change(changes)
-        while True:
-            try:
-                created = self.zk.create(path, data, sequence=True)
-                break
-            except ConnectionLoss:
-                time.sleep(0.05)
-        log.debug(f"Added {created} for {changes}")
+
+def isr_change_propagation_due(
+    *,
+    pending: bool,
+    now_ms: float,
+    last_change_ms: float,
+    last_propagation_ms: float,
+    blackout_ms: int,
+    interval_ms: int,
+) -> bool:
+    """`maybePropagateIsrChanges`' choice: something is pending and either no ISR changed for the
+    blackout (changes have settled) or the last propagation is older than the interval (changes
+    keep coming)."""
+    return pending and (last_change_ms + blackout_ms < now_ms or last_propagation_ms + interval_ms < now_ms)
+
+
+# -- the ZooKeeper writes (blocking: run in a worker thread) ---------------------------------------
+def conditional_update(
+    zk: NodeZkPort,
+    tp: TopicPartition,
+    leader_and_isr: zkdata.LeaderAndIsr,
+    controller_epoch: int,
+    pause: Callable[[], None],
+) -> int | None:
+    """`conditionalUpdatePath` with `checkLeaderAndIsrZkData`; the new zkVersion or None."""
+    path = zkdata.partition_state_path(*tp)
+    data = zkdata.encode_partition_state(leader_and_isr, controller_epoch)
+    result = until_sent(lambda: zk.set(SetDataOp(path, data, leader_and_isr.zk_version)), pause)
+    if result.ok and result.stat is not None:
+        return result.stat.version
+    if result.code == ZkCode.BADVERSION:
+        return _version_if_already_written(zk, path, leader_and_isr, controller_epoch)
+    if result.code != ZkCode.NONODE:  # session expired or client closed: no version, as Kafka
+        log.debug(f"ISR write for {tp[0]}-{tp[1]} not done: {result.code.name}")
+    return None
+
+
+def _version_if_already_written(
+    zk: NodeZkPort, path: str, leader_and_isr: zkdata.LeaderAndIsr, controller_epoch: int
+) -> int | None:
+    """`checkLeaderAndIsrZkData`: the znode's version when it already holds what we meant to write."""
+    try:
+        written = zk.get(path)
+        if written.stat is None:
+            return None
+        current = zkdata.decode_partition_state(written.data, written.stat.version, path)
+    except Exception:
+        return None
+    wanted = zkdata.LeaderIsrAndControllerEpoch(
+        zkdata.LeaderAndIsr(
+            leader_and_isr.leader, leader_and_isr.leader_epoch, leader_and_isr.isr, written.stat.version
+        ),
+        controller_epoch,
+    )
+    return written.stat.version if current == wanted else None
+
+
+def propagate_isr_changes(zk: NodeZkPort, changes: list[TopicPartition], pause: Callable[[], None]) -> str:
+    """`propagateIsrChanges`: one persistent sequential znode, resent after a connection loss
+    (`retryRequestUntilConnected`); any other failure raises and leaves the changes pending."""
+    op = CreateOp(zkdata.isr_change_path(zkdata.ISR_CHANGE_PREFIX), zkdata.encode_isr_change(changes),
+                  sequential=True)  # fmt: skip
+    created = expect(until_sent(lambda: zk.create(op), pause)).created_path
+    log.debug(f"Added {created} for {changes}")
+    return str(created)
+
+
+def _pause() -> None:
+    time.sleep(RESEND_PAUSE_S)
 
 
 async def _scheduled(name: str, task: Awaitable[None]) -> None:

@@ -28,11 +28,10 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
-
 from reference_controller import zkdata
+from reference_controller.controller.ports import CreateOp, ZkCode
 from reference_controller.errors import ReferenceControllerError
+from reference_controller.node.zk_port import CONNECTION_CODES, NodeZkError, NodeZkPort, expect
 
 log = logging.getLogger("kafka.server.LogDirFailureChannel")
 rm_log = logging.getLogger("kafka.server.ReplicaManager")
@@ -77,16 +76,21 @@ def probe_log_dir(log_dir: Path) -> OSError | None:
     return None
 
 
-def propagate_log_dir_event(zk: KazooClient, broker_id: int) -> str:
-    """`KafkaZkClient.propagateLogDirEvent`: retried while the session is reconnecting."""
-    prefix = zkdata.log_dir_event_path(zkdata.LOG_DIR_EVENT_PREFIX)
+def propagate_log_dir_event(zk: NodeZkPort, broker_id: int) -> str:
+    """`KafkaZkClient.propagateLogDirEvent`: resent while the session is reconnecting (or
+    expired and being replaced); a closed client or any other failure raises."""
+    op = CreateOp(
+        zkdata.log_dir_event_path(zkdata.LOG_DIR_EVENT_PREFIX),
+        zkdata.encode_log_dir_event(broker_id),
+        sequential=True,
+    )
     while True:
-        try:
-            path: str = zk.create(prefix, zkdata.encode_log_dir_event(broker_id), sequence=True)
-        except (ConnectionLoss, OperationTimeoutError, SessionExpiredError):
-            if zk.client_state == "CLOSED":  # pragma: no cover - node shutting down
-                raise
+        result = zk.create(op)
+        if result.code in (*CONNECTION_CODES, ZkCode.SESSIONEXPIRED):
+            if zk.is_closed():  # node shutting down
+                raise NodeZkError(op.path, result.code)
             continue
+        path = str(expect(result).created_path)
         rm_log.debug(f"Added {path} for broker {broker_id}")
         return path
 

@@ -11,10 +11,9 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from kazoo.client import KazooClient
-
 from reference_controller.node.log_dir_failure import LogDirFailureChannel, propagate_log_dir_event, rm_log
 from reference_controller.node.replica_manager import ReplicaManager
+from reference_controller.node.zk_port import NodeZkPort
 
 __all__ = ["LogDirFailureHandler"]
 
@@ -24,7 +23,7 @@ class LogDirFailureHandler:
         self,
         channel: LogDirFailureChannel,
         replica_manager: ReplicaManager,
-        zk: KazooClient,
+        zk: NodeZkPort,
         halt: Callable[[str], None],
         halt_on_failure: bool,
     ) -> None:

@@ -28,12 +28,12 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafkawire.states import TopicPartition
 from reference_controller.errors import ReferenceControllerError
 from reference_controller.node.log_dir_failure import KafkaStorageError, LogDirFailureChannel
 
 log = logging.getLogger("kafka.log.LogManager")
 
-TopicPartition = tuple[str, int]
 SEGMENT_BASE = "00000000000000000000"
 CHECKPOINT_FILES = (
     "recovery-point-offset-checkpoint",
@@ -188,7 +188,7 @@ class LogManager:
             m = _PARTITION_DIR.match(child.name)
             if m is None or "." in child.name.rsplit("-", 1)[1]:
                 continue
-            tp = (m.group("topic"), int(m.group("partition")))
+            tp = TopicPartition(m.group("topic"), int(m.group("partition")))
             if tp in self.logs:
                 raise LogDirError(
                     f"Duplicate log directories for {log_dir_name(tp)}: {self.logs[tp].dir}, {child}"

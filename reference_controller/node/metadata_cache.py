@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkawire.states import TopicPartition
 from reference_controller.zkdata import LEADER_DURING_DELETE
 
-TopicPartition = tuple[str, int]
 _PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
 
 
@@ -60,7 +60,7 @@ class MetadataCache:
                     parts.pop(partition, None)
                     if not parts:
                         del self.partitions[topic]
-                deleted.append((topic, partition))
+                deleted.append(TopicPartition(topic, partition))
             else:
                 self.partitions.setdefault(topic, {})[partition] = state
         return deleted
@@ -109,7 +109,7 @@ def partition_states_from_request(request: Any) -> list[tuple[TopicPartition, Pa
         raw = [(p.topic_name, p) for p in request.ungrouped_partition_states]
     return [
         (
-            (str(topic), int(p.partition_index)),
+            TopicPartition(str(topic), int(p.partition_index)),
             PartitionState(
                 controller_epoch=int(p.controller_epoch),
                 leader=int(p.leader),

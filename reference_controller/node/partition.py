@@ -12,9 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader
-
-TopicPartition = tuple[str, int]
+from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader, TopicPartition
 
 
 def leader_and_isr_states(request: Any) -> list[LeaderAndIsrPartitionState]:
@@ -48,8 +46,8 @@ def live_leaders(request: Any) -> list[LiveLeader]:
 def stop_replica_partitions(request: Any) -> list[TopicPartition]:
     """Partitions of a StopReplica request of any version 0-2 (grouped by topic from v1)."""
     if hasattr(request, "topics"):
-        return [(str(t.name), int(p)) for t in request.topics for p in t.partition_indexes]
-    return [(str(p.topic_name), int(p.partition_index)) for p in request.ungrouped_partitions]
+        return [TopicPartition(str(t.name), int(p)) for t in request.topics for p in t.partition_indexes]
+    return [TopicPartition(str(p.topic_name), int(p.partition_index)) for p in request.ungrouped_partitions]
 
 
 @dataclass

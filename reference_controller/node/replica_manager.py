@@ -31,14 +31,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kafkawire.errors import Errors
-from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader
+from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader, TopicPartition
 from reference_controller.logutil import STATE_CHANGE_LOGGER, trace
 from reference_controller.node.admin import topic_name_error
 from reference_controller.node.leader_epoch import EpochCheck, leader_epoch_check
 from reference_controller.node.log_dir_failure import KafkaStorageError
 from reference_controller.node.log_manager import LogManager
 from reference_controller.node.metadata_cache import BrokerEndpoints, MetadataCache, PartitionState
-from reference_controller.node.partition import FollowerState, Partition, TopicPartition
+from reference_controller.node.partition import FollowerState, Partition
 
 log = logging.getLogger("kafka.server.ReplicaManager")
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import functools
 import logging
 import time
@@ -29,19 +28,18 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import ConnectionLoss, NodeExistsError
+from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
 from reference_controller import zkdata
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.driver.kazoo_handler import LeanThreadingHandler
+from reference_controller.controller.ports import ZkCode
 from reference_controller.errors import ReferenceControllerError
 from reference_controller.node import registration
-from reference_controller.node.admin import create_recursive
 from reference_controller.node.apis import SUPPORTED_VERSIONS, KafkaApis
-from reference_controller.node.context import NodeContext
+from reference_controller.node.context import ControllerComponent, NodeContext
 from reference_controller.node.controlled_shutdown import controlled_shutdown
 from reference_controller.node.fetcher import ReplicaFetcherManager
 from reference_controller.node.isr import IsrManager
@@ -56,6 +54,15 @@ from reference_controller.node.log_manager import LogManager
 from reference_controller.node.metadata_cache import MetadataCache
 from reference_controller.node.protocol import KafkaProtocolServer
 from reference_controller.node.replica_manager import ReplicaManager
+from reference_controller.node.zk_driver import KazooNodeZk
+from reference_controller.node.zk_port import (
+    NodeZkError,
+    NodeZkPort,
+    SessionState,
+    create_if_absent,
+    create_recursive,
+    expect,
+)
 from reference_controller.zkdata import BrokerInfo, EndPoint
 
 log = logging.getLogger("kafka.server.KafkaServer")
@@ -69,10 +76,11 @@ class NodeHalted(ReferenceControllerError):
     """Kafka's `Exit.halt(1)`: the node stops at once (every log dir failed …)."""
 
 
-def load_controller_service() -> Any:
-    """The controller component's class. Imported only when the controller is enabled (a
-    broker-only node never loads it); it always ships with the node, so a failed import is an
-    error that propagates, never a silent broker-only start."""
+def load_controller_service() -> Callable[..., ControllerComponent]:
+    """The controller component's class (mypy checks here that it is a `ControllerComponent`).
+    Imported only when the controller is enabled (a broker-only node never loads it); it always
+    ships with the node, so a failed import is an error that propagates, never a silent
+    broker-only start."""
     from reference_controller.controller.driver.service import (  # noqa: PLC0415 - loaded on demand
         ControllerService,
     )
@@ -86,20 +94,17 @@ def generate_cluster_id() -> str:
 
 
 _T = TypeVar("_T")
-
-
-def _create_if_absent(zk: KazooClient, path: str, data: bytes | None) -> None:
-    with contextlib.suppress(NodeExistsError):
-        create_recursive(zk, path, data)
+UNTIL_CONNECTED_PAUSE_S = 0.1
 
 
 class KafkaNode:
     def __init__(self, config: KafkaConfig, log_dir: Any) -> None:
         self.config = config
         self.log_dir = log_dir
-        self.zk: KazooClient | None = None
+        self.zk_client: KazooClient | None = None  # the session, shared with the controller
+        self.zk: NodeZkPort | None = None  # the broker side's port on it
         self.servers: list[KafkaProtocolServer] = []
-        self.controller: Any = None
+        self.controller: ControllerComponent | None = None
         self.node: NodeContext | None = None
         self.fetcher: ReplicaFetcherManager | None = None
         self.broker_info: BrokerInfo | None = None
@@ -135,23 +140,21 @@ class KafkaNode:
         if chroot:  # KafkaServer.initZkClient: create the chroot path if necessary
             zk.chroot = ""
             try:
-                create_recursive(zk, chroot, None)
-            except NodeExistsError:
-                pass
+                expect(create_recursive(KazooNodeZk(zk), chroot, None), ZkCode.NODEEXISTS)
             finally:
                 zk.chroot = chroot
         return zk
 
-    def _create_top_level_paths(self, zk: KazooClient) -> None:
+    def _create_top_level_paths(self, zk: NodeZkPort) -> None:
         for path in zkdata.PERSISTENT_PATHS:
-            self._until_connected(zk, functools.partial(_create_if_absent, zk, path, None))
+            self._until_connected(zk, functools.partial(create_if_absent, zk, path, None))
 
-    def _create_or_get_cluster_id(self, zk: KazooClient) -> str:
+    def _create_or_get_cluster_id(self, zk: NodeZkPort) -> str:
         data = zkdata.encode_cluster_id(generate_cluster_id())
-        self._until_connected(zk, lambda: _create_if_absent(zk, zkdata.CLUSTER_ID, data))
-        return zkdata.decode_cluster_id(self._until_connected(zk, lambda: zk.get(zkdata.CLUSTER_ID))[0])
+        self._until_connected(zk, lambda: create_if_absent(zk, zkdata.CLUSTER_ID, data))
+        return zkdata.decode_cluster_id(self._until_connected(zk, lambda: zk.get(zkdata.CLUSTER_ID)).data)
 
-    def _until_connected(self, zk: KazooClient, call: Callable[[], _T]) -> _T:
+    def _until_connected(self, zk: NodeZkPort, call: Callable[[], _T]) -> _T:
         """Kafka's `retryRequestUntilConnected` for start-up: a request that loses its connection
         is sent again once kazoo has reconnected (a node restarted while its ZooKeeper link is
         flaky must not die of one ConnectionLoss — chaos partition seed 2616), for at most
@@ -160,14 +163,16 @@ class KafkaNode:
         while True:
             try:
                 return call()
-            except ConnectionLoss:
-                if zk.client_state == "CLOSED" or time.monotonic() >= give_up:
+            except NodeZkError as exc:
+                if exc.code != ZkCode.CONNECTION_LOSS:
+                    raise
+                if zk.is_closed() or time.monotonic() >= give_up:
                     raise StartupError(
                         f"Lost the connection to ZooKeeper at {self.config.zookeeper_connect} during "
                         f"start-up and could not resend within zookeeper.connection.timeout.ms="
                         f"{self.config.zookeeper_connection_timeout_ms}"
                     ) from None
-                time.sleep(0.1)
+                time.sleep(UNTIL_CONNECTED_PAUSE_S)
 
     async def _bind_listeners(self, apis: KafkaApis) -> None:
         for listener in self.config.listeners:
@@ -202,8 +207,8 @@ class KafkaNode:
         cfg = self.config
         self._loop = asyncio.get_running_loop()
         log.info("starting")
-        zk = await asyncio.to_thread(self._connect_zookeeper)
-        self.zk = zk
+        self.zk_client = await asyncio.to_thread(self._connect_zookeeper)
+        zk = self.zk = KazooNodeZk(self.zk_client)
         await asyncio.to_thread(self._create_top_level_paths, zk)
         cluster_id = await asyncio.to_thread(self._create_or_get_cluster_id, zk)
         log.info(f"Cluster ID = {cluster_id}")
@@ -243,9 +248,12 @@ class KafkaNode:
             ),
         ]
         self.broker_info = self._broker_info()
-        rm.broker_epoch = await asyncio.to_thread(registration.register_broker, zk, self.broker_info)
+        # a resent registration whose first try took effect finds its own ephemeral (NODEEXISTS,
+        # same session): KafkaZkClient.checkedEphemeralCreate's case, handled by register_broker
+        register = functools.partial(registration.register_broker, zk, self.broker_info)
+        rm.broker_epoch = await asyncio.to_thread(self._until_connected, zk, register)
         self.registered = True
-        zk.add_listener(self._zk_state_listener)
+        zk.add_session_listener(self._zk_state_listener)
         await self._start_controller(rm.broker_epoch)
         log.info(f"[KafkaServer id={cfg.broker_id}] started")
 
@@ -254,10 +262,11 @@ class KafkaNode:
         if service_cls is None:
             log.info("Controller component not started (broker-only mode)")
             return
-        self.controller = service_cls(self.config, self.zk, broker_epoch=broker_epoch)
+        controller: ControllerComponent = service_cls(self.config, self.zk_client, broker_epoch=broker_epoch)
+        self.controller = controller
         assert self.node is not None
-        self.node.controller = self.controller
-        await asyncio.to_thread(self.controller.startup)
+        self.node.controller = controller
+        await asyncio.to_thread(controller.startup)
 
     async def _delete_logs(self, log_manager: LogManager) -> None:
         while True:
@@ -265,11 +274,11 @@ class KafkaNode:
             log_manager.delete_due()
 
     # -- session expiry ------------------------------------------------------------------------
-    def _zk_state_listener(self, state: str) -> None:
-        """Runs on kazoo's thread: never call ZooKeeper here, hand over to the loop."""
-        if state == KazooState.LOST:
+    def _zk_state_listener(self, state: SessionState) -> None:
+        """Runs on the ZooKeeper client's thread: never call ZooKeeper here, hand over to the loop."""
+        if state == SessionState.LOST:
             self._session_lost = True
-        elif state == KazooState.CONNECTED and self._session_lost and self._loop is not None:
+        elif state == SessionState.CONNECTED and self._session_lost and self._loop is not None:
             self._session_lost = False
             self._loop.call_soon_threadsafe(self._spawn_reregister)
 
@@ -284,7 +293,12 @@ class KafkaNode:
         log.info("Re-registering broker after ZooKeeper session expiry")
         try:
             epoch = await asyncio.to_thread(
-                registration.register_with_retry, self.zk, self.broker_info, deadline
+                registration.register_with_retry,
+                self.zk,
+                self.broker_info,
+                deadline,
+                time.monotonic,
+                time.sleep,
             )
         except Exception:
             log.exception("Re-registration of the broker failed")
@@ -329,9 +343,9 @@ class KafkaNode:
         await asyncio.gather(*self.tasks, return_exceptions=True)
         if self.controller is not None:
             await asyncio.to_thread(self.controller.shutdown)
-        if self.zk is not None:
-            zk, self.zk = self.zk, None
-            await asyncio.to_thread(_close_zookeeper, zk)
+        if self.zk_client is not None:
+            client, self.zk_client = self.zk_client, None
+            await asyncio.to_thread(_close_zookeeper, client)
         if self.node is not None:
             if not halted:
                 self.node.replica_manager.log_manager.shutdown()

@@ -22,7 +22,12 @@ controllers, brokers and an admin against the same tree. Semantics follow ZooKee
   handler's event at fire time and queued in the client (`drain_events`), one event per session and
   path per transaction, in firing order. Unregistering a handler does not remove the server watch.
 - Session expiry removes the session's ephemerals (firing watches) and its watches; the client gets
-  a new session id (as kazoo does). `drop_watches` models a kazoo reconnect (watches lost).
+  a new session id (as kazoo does) and its session listeners hear SUSPENDED, LOST, CONNECTED.
+  `drop_watches` models a kazoo reconnect (watches lost; SUSPENDED, CONNECTED). `close` ends the
+  session (ephemerals go; LOST); a closed client's reads raise `NodeZkError(SESSIONEXPIRED)` and
+  its writes answer SESSIONEXPIRED.
+- The node's port (`NodeZkPort`): `get` is one getData, `set` one setData, `create` and `multi`
+  as for the controller.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from reference_controller.controller.ports import (
     ZkCode,
     ZkOp,
 )
+from reference_controller.node.zk_port import SessionState
 from reference_controller.testing.memory_zk_client import (
     NODE_CHILDREN_CHANGED,
     NODE_CREATED,
@@ -134,7 +140,18 @@ class MemoryZooKeeper:
         return self._next_session
 
     def expire_session(self, client: MemoryZkClient) -> None:
-        """Expire the client's session: its ephemerals go (firing watches), it gets a new session."""
+        """Expire the client's session: its ephemerals go (firing watches), it gets a new session;
+        its listeners hear what kazoo's do (SUSPENDED, LOST, then CONNECTED on the new session)."""
+        self._end_session(client)
+        client.session = self._new_session_id()
+        self.sessions[client.session] = client
+        client.notify(SessionState.SUSPENDED, SessionState.LOST, SessionState.CONNECTED)
+
+    def close_session(self, client: MemoryZkClient) -> None:
+        """A client's own close: its ephemerals go (firing watches), no new session."""
+        self._end_session(client)
+
+    def _end_session(self, client: MemoryZkClient) -> None:
         old = client.session
         client.data_watches.clear()
         client.child_watches.clear()
@@ -142,8 +159,6 @@ class MemoryZooKeeper:
         for path in ephemerals:
             self.transact(old, [DeleteOp(path)], multi=False)
         del self.sessions[old]
-        client.session = self._new_session_id()
-        self.sessions[client.session] = client
 
     # ---- queries --------------------------------------------------------------------------
     def get(self, path: str) -> tuple[bytes | None, Stat] | None:

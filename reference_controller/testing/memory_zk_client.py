@@ -1,5 +1,6 @@
-"""One session on the in-memory ZooKeeper model: `MemoryZkClient` implements `ZkPort` (ring: test
-support — a driver for tests). Split out of `memory_zk` (which re-exports it); semantics are
+"""One session on the in-memory ZooKeeper model: `MemoryZkClient` implements the controller's
+`ZkPort` and the node's `NodeZkPort` (ring: test support — a driver for tests), as one kazoo
+session serves both in a node. Split out of `memory_zk` (which re-exports it); semantics are
 documented there."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from reference_controller.controller.ports import (
     ZkCode,
     ZkOp,
 )
+from reference_controller.node.zk_port import NodeZkError, SessionListener, SessionState
 from reference_controller.zkdata import CONTROLLER_EPOCH
 
 
@@ -37,6 +39,8 @@ class Ensemble(Protocol):
 
     def transact(self, session_id: int, ops: Sequence[ZkOp], multi: bool = True) -> list[OpResult]: ...
 
+    def close_session(self, client: MemoryZkClient) -> None: ...
+
 
 NODE_CREATED = "NodeCreated"
 NODE_DELETED = "NodeDeleted"
@@ -45,7 +49,8 @@ NODE_CHILDREN_CHANGED = "NodeChildrenChanged"
 
 
 class MemoryZkClient:
-    """One ZooKeeper session: implements `ZkPort`; fired watches queue events (`drain_events`)."""
+    """One ZooKeeper session: implements `ZkPort` and `NodeZkPort`; fired watches queue events
+    (`drain_events`); session changes reach the session listeners."""
 
     def __init__(self, server: Ensemble, session: int) -> None:
         self.server = server
@@ -56,6 +61,8 @@ class MemoryZkClient:
         self.child_watches: set[str] = set()
         self.events: list[ControllerEvent] = []
         self.watch_events: list[tuple[str, str]] = []  # (event type, path) as delivered
+        self.listeners: list[SessionListener] = []
+        self.closed = False
 
     # ---- handler registry -----------------------------------------------------------------
     def register_node_handler(self, handler: NodeHandler) -> None:
@@ -74,6 +81,7 @@ class MemoryZkClient:
     def get_data(self, paths: Sequence[str]) -> list[DataResult]:
         results: list[DataResult] = []
         for path in paths:
+            self._check_open(path)
             self.server.reads.append((self.session, "getData", path))
             found = self.server.get(path)
             if found is None:
@@ -85,6 +93,7 @@ class MemoryZkClient:
         return results
 
     def get_children(self, path: str) -> list[str] | None:
+        self._check_open(path)
         self.server.reads.append((self.session, "getChildren", path))
         children = self.server.children(path)
         if children is not None and path in self.child_handlers:
@@ -92,6 +101,7 @@ class MemoryZkClient:
         return children
 
     def exists(self, path: str) -> Stat | None:
+        self._check_open(path)
         self.server.reads.append((self.session, "exists", path))
         if path in self.node_handlers:
             self.data_watches.add(path)
@@ -116,13 +126,49 @@ class MemoryZkClient:
         return results
 
     def multi(self, ops: Sequence[ZkOp]) -> list[OpResult]:
+        if self.closed:
+            return [OpResult(op, ZkCode.SESSIONEXPIRED) for op in ops]
         return self.server.transact(self.session, ops)
 
     def create(self, op: CreateOp) -> OpResult:
+        if self.closed:
+            return OpResult(op, ZkCode.SESSIONEXPIRED)
         return self.server.transact(self.session, [op], multi=False)[0]
 
     def session_id(self) -> int:
         return self.session
+
+    # ---- the node's port (NodeZkPort) -----------------------------------------------------------
+    def get(self, path: str) -> DataResult:
+        return self.get_data([path])[0]
+
+    def set(self, op: SetDataOp) -> OpResult:
+        if self.closed:
+            return OpResult(op, ZkCode.SESSIONEXPIRED)
+        return self.server.transact(self.session, [op], multi=False)[0]
+
+    def is_closed(self) -> bool:
+        return self.closed
+
+    def add_session_listener(self, listener: SessionListener) -> None:
+        self.listeners.append(listener)
+
+    def notify(self, *states: SessionState) -> None:
+        for state in states:
+            for listener in list(self.listeners):
+                listener(state)
+
+    def close(self) -> None:
+        """kazoo's `stop()`: the session is closed (its ephemerals go) and the client told LOST;
+        reads then raise and writes answer SESSIONEXPIRED, as kazoo's closed client does."""
+        if not self.closed:
+            self.server.close_session(self)
+            self.closed = True
+            self.notify(SessionState.LOST)
+
+    def _check_open(self, path: str) -> None:
+        if self.closed:
+            raise NodeZkError(path, ZkCode.SESSIONEXPIRED)
 
     # ---- conveniences for tests (admin / broker sessions) -----------------------------------
     def set_data(self, path: str, data: bytes | None, version: int = -1) -> OpResult:
@@ -141,9 +187,11 @@ class MemoryZkClient:
         return self.create(CreateOp(path, data))
 
     def drop_watches(self) -> None:
-        """A kazoo reconnect: every server-side watch of this session is lost."""
+        """A kazoo reconnect: every server-side watch of this session is lost (SUSPENDED, then
+        CONNECTED on the same session)."""
         self.data_watches.clear()
         self.child_watches.clear()
+        self.notify(SessionState.SUSPENDED, SessionState.CONNECTED)
 
     def deliver(self, path: str, event_type: str) -> None:
         self.watch_events.append((event_type, path))

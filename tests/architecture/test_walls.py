@@ -84,10 +84,17 @@ WALLS = (
         exempt=("reference_controller/controller/driver",),
     ),
     Wall(
-        "the controller's handlers use the ControllerHandle port, never the core that calls them",
+        "the controller's handlers use their ports (handler_ports), never the core that calls them",
         "reference_controller/controller",
         ("reference_controller.controller.core",),
         exempt=("reference_controller/controller/core.py", "reference_controller/controller/driver"),
+    ),
+    Wall(
+        "the node reaches ZooKeeper through its port (NodeZkPort): only its kazoo driver and the "
+        "assembly that starts the session import kazoo",
+        "reference_controller/node",
+        ("kazoo",),
+        exempt=("reference_controller/node/zk_driver.py", "reference_controller/node/server.py"),
     ),
     Wall(
         "the product never imports its test doubles (the in-memory ZooKeeper, the manual clock)",

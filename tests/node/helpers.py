@@ -158,6 +158,50 @@ class PartitionSpec:
     is_new: bool = True
 
 
+def leader_and_isr_request(
+    schema: type[Any],
+    parts: list[PartitionSpec],
+    *,
+    controller_epoch: int = 1,
+    broker_epoch: int = -1,
+    leaders: list[tuple[int, str, int]] = (),  # type: ignore[assignment]
+    correlation_controller_id: int = 99,
+) -> Any:
+    """A LeaderAndIsr request (v2+ layout) for `parts`, built with kio's `schema`."""
+    ps_cls, ts_cls = (
+        nested(schema, "LeaderAndIsrPartitionState"),
+        nested(schema, "LeaderAndIsrTopicState"),
+    )
+    ll_cls = nested(schema, "LeaderAndIsrLiveLeader")
+    topics: dict[str, list[Any]] = {}
+    for p in parts:
+        topics.setdefault(p.topic, []).append(
+            build(
+                ps_cls,
+                partition_index=p.partition,
+                controller_epoch=p.controller_epoch,
+                leader=p.leader,
+                leader_epoch=p.leader_epoch,
+                isr=p.isr,
+                partition_epoch=p.zk_version,
+                replicas=p.replicas,
+                adding_replicas=(),
+                removing_replicas=(),
+                is_new=p.is_new,
+            )
+        )
+    return build(
+        schema,
+        controller_id=correlation_controller_id,
+        controller_epoch=controller_epoch,
+        broker_epoch=broker_epoch,
+        topic_states=tuple(
+            build(ts_cls, topic_name=t, partition_states=tuple(ps)) for t, ps in topics.items()
+        ),
+        live_leaders=tuple(build(ll_cls, broker_id=b, host_name=h, port=port) for b, h, port in leaders),
+    )
+
+
 def leader_and_isr(
     address: tuple[str, int],
     parts: list[PartitionSpec],
@@ -168,37 +212,13 @@ def leader_and_isr(
     correlation_controller_id: int = 99,
 ) -> Any:
     def body(schema: type[Any]) -> Any:
-        ps_cls, ts_cls = (
-            nested(schema, "LeaderAndIsrPartitionState"),
-            nested(schema, "LeaderAndIsrTopicState"),
-        )
-        ll_cls = nested(schema, "LeaderAndIsrLiveLeader")
-        topics: dict[str, list[Any]] = {}
-        for p in parts:
-            topics.setdefault(p.topic, []).append(
-                build(
-                    ps_cls,
-                    partition_index=p.partition,
-                    controller_epoch=p.controller_epoch,
-                    leader=p.leader,
-                    leader_epoch=p.leader_epoch,
-                    isr=p.isr,
-                    partition_epoch=p.zk_version,
-                    replicas=p.replicas,
-                    adding_replicas=(),
-                    removing_replicas=(),
-                    is_new=p.is_new,
-                )
-            )
-        return build(
+        return leader_and_isr_request(
             schema,
-            controller_id=correlation_controller_id,
+            parts,
             controller_epoch=controller_epoch,
             broker_epoch=broker_epoch,
-            topic_states=tuple(
-                build(ts_cls, topic_name=t, partition_states=tuple(ps)) for t, ps in topics.items()
-            ),
-            live_leaders=tuple(build(ll_cls, broker_id=b, host_name=h, port=port) for b, h, port in leaders),
+            leaders=leaders,
+            correlation_controller_id=correlation_controller_id,
         )
 
     return send(address, 4, 4, body)

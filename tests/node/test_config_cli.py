@@ -146,3 +146,25 @@ def test_a_misspelt_key_is_warned_on_stderr_with_the_closest_known_key(factory: 
     ) in result.stderr
     server_log = (config.parent / "logs" / "server.log").read_text(encoding="utf-8")
     assert "The configuration 'delete.topic.enabel' was supplied but isn't a known config." in server_log
+
+
+def test_the_node_process_loads_its_server_without_test_libraries(factory: NodeFactory) -> None:
+    """The node's start-up imports its server (kio included) but not hypothesis, which kio would
+    otherwise load and register strategies with on every start (``skip_test_libraries``); the
+    ``-X importtime`` lines of the real process say which modules it loaded."""
+    config = factory.write_config(1, {"broker.id": "2147483648"})  # refused after the imports
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "reference_controller.node", str(config)],
+        cwd=config.parent,
+        env={"PYTHONPATH": str(REPO), "LOG_DIR": str(config.parent / "logs"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    assert "reference_controller.node.server" in loaded
+    assert "kio.static.primitive" in loaded
+    # kio's ``import hypothesis.strategies`` is attempted (and logged) but fails at the package
+    assert not {"hypothesis", "hypothesis.core"} & loaded, sorted(m for m in loaded if "hypothesis" in m)

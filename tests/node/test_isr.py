@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata
 from tests.node.helpers import NodeFactory, PartitionSpec, leader_and_isr, update_metadata
 from tests.polling import wait_for
@@ -29,7 +30,7 @@ def _state(zk: KazooClient) -> tuple[zkdata.LeaderIsrAndControllerEpoch, int]:
     return zkdata.decode_partition_state(data, stat.version, path), stat.version
 
 
-def _notifications(zk: KazooClient) -> list[list[tuple[str, int]]]:
+def _notifications(zk: KazooClient) -> list[list[TopicPartition]]:
     children = sorted(zk.get_children(zkdata.ISR_CHANGE_NOTIFICATION))
     return [
         zkdata.decode_isr_change(zk.get(zkdata.isr_change_path(c))[0], c)

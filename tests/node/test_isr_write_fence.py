@@ -23,6 +23,7 @@ import toxiproxy
 from kazoo.client import KazooClient
 
 from chaos.toxiproxy.launch import client_for, toxiproxy_server
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata
 from tests.node.helpers import (
     NodeFactory,
@@ -119,7 +120,7 @@ def test_stop_replica_waits_for_the_isr_write_in_flight(
     )
 
 
-def _notified(zk: KazooClient) -> list[list[tuple[str, int]]]:
+def _notified(zk: KazooClient) -> list[list[TopicPartition]]:
     children = sorted(zk.get_children(zkdata.ISR_CHANGE_NOTIFICATION))
     return [zkdata.decode_isr_change(zk.get(zkdata.isr_change_path(c))[0], c) for c in children]
 

@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kazoo.client import KazooClient
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata
 from reference_controller.node.log_dir_failure import KafkaStorageError, LogDirFailureChannel
 from reference_controller.node.log_manager import LogManager
@@ -252,15 +253,17 @@ def test_log_manager_io_errors_report_the_dir_once_and_offline_dirs_are_left_alo
     _fail(d1)
     lm.checkpoint()  # the write to d1 fails: reported to the channel
     assert channel.offline == {d1}
-    log = lm.get_or_create_log(("t", 0), is_new=True)  # d1 (not yet handled) fails again, d2 is used
+    log = lm.get_or_create_log(
+        TopicPartition("t", 0), is_new=True
+    )  # d1 (not yet handled) fails again, d2 is used
     assert log.dir.parent == d2
     assert channel._queue.qsize() == 1  # each dir is queued once
     lm.checkpoint()  # skips the failed dir
     assert lm.handle_log_dir_failure(d1)
     assert lm.live_log_dirs == [d2]
     with pytest.raises(KafkaStorageError, match="are offline"):
-        lm.get_or_create_log(("t", 1), is_new=False)
-    assert lm.get_or_create_log(("t", 1), is_new=True).dir.parent == d2
+        lm.get_or_create_log(TopicPartition("t", 1), is_new=False)
+    assert lm.get_or_create_log(TopicPartition("t", 1), is_new=True).dir.parent == d2
     lm.shutdown()
     assert d1.is_file()
     assert (d2 / ".kafka_cleanshutdown").exists()

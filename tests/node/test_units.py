@@ -12,12 +12,11 @@ import pytest
 from kio.index import load_request_schema
 
 from kafkawire.framing import build, read_frame
-from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader
+from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader, TopicPartition
 from reference_controller.config import KafkaConfig
 from reference_controller.node.apis import SUPPORTED_VERSIONS
 from reference_controller.node.log_manager import LogDirError, LogManager
 from reference_controller.node.metadata_cache import BrokerEndpoints, MetadataCache, PartitionState
-from reference_controller.node.partition import TopicPartition
 from reference_controller.node.placement import PlacementError, assign_replicas_to_brokers
 from reference_controller.node.protocol import KafkaProtocolServer, RequestContext
 from reference_controller.node.replica_manager import ReplicaManager
@@ -62,18 +61,18 @@ def test_log_manager_layout_and_least_loaded_dir(tmp_path: Path) -> None:
     lm = LogManager(dirs, 1, 0)
     lm.startup("cid")
     assert "broker.id=1\ncluster.id=cid\n" in (dirs[0] / "meta.properties").read_text()
-    first, second = lm.get_or_create_log(("t", 0)), lm.get_or_create_log(("t", 1))
+    first, second = lm.get_or_create_log(TopicPartition("t", 0)), lm.get_or_create_log(TopicPartition("t", 1))
     assert {first.dir.parent, second.dir.parent} == set(dirs)
     assert sorted(p.name for p in first.dir.iterdir()) == [
         "00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex",
         "leader-epoch-checkpoint",
     ]  # fmt: skip
     assert (first.dir / "leader-epoch-checkpoint").read_text() == ""
-    lm.assign_leader_epoch(("t", 0), 4)
+    lm.assign_leader_epoch(TopicPartition("t", 0), 4)
     assert (first.dir / "leader-epoch-checkpoint").read_text() == "0\n1\n4 0\n"
     lm.checkpoint()
     assert (dirs[0] / "replication-offset-checkpoint").read_text() == "0\n1\nt 0 0\n"
-    renamed = lm.async_delete(("t", 0))
+    renamed = lm.async_delete(TopicPartition("t", 0))
     assert renamed is not None
     assert renamed.name.startswith("t-0.")
     assert renamed.name.endswith("-delete")
@@ -99,11 +98,11 @@ def _state(leader: int, epoch: int = 0) -> PartitionState:
 def test_metadata_cache_leader_during_delete_removes_the_partition() -> None:
     cache = MetadataCache()
     brokers = [BrokerEndpoints(1, {"PLAINTEXT": ("h", 1)})]
-    cache.update(1, brokers, [(("t", 0), _state(1)), (("t", 1), _state(2))])
+    cache.update(1, brokers, [(TopicPartition("t", 0), _state(1)), (TopicPartition("t", 1), _state(2))])
     assert cache.has_leaders("t", [0, 1])
-    assert cache.update(1, brokers, [(("t", 0), _state(-2))]) == [("t", 0)]
+    assert cache.update(1, brokers, [(TopicPartition("t", 0), _state(-2))]) == [TopicPartition("t", 0)]
     assert cache.contains("t")
-    cache.update(1, brokers, [(("t", 1), _state(-2))])
+    cache.update(1, brokers, [(TopicPartition("t", 1), _state(-2))])
     assert not cache.contains("t")
 
 
@@ -137,7 +136,7 @@ def test_replica_manager_fences_stale_epochs(tmp_path: Path) -> None:
     assert rm.become_leader_or_follower(4, 9, 2, [_las(1, leader=2)], []) == (0, {("t", 0): 0})
     assert fetcher.added == {("t", 0): (2, 1)}
     assert rm.become_leader_or_follower(5, 9, 2, [_las(2, replicas=(2, 3))], []) == (0, {("t", 0): 3})
-    assert rm.stop_replicas(1, True, [("t", 0)]) == (11, {})
+    assert rm.stop_replicas(1, True, [TopicPartition("t", 0)]) == (11, {})
     rm.broker_epoch = 100
     assert rm.is_stale_broker_epoch(99)
     assert not rm.is_stale_broker_epoch(-1)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from kio.index import load_request_schema
 
 from kafkawire.framing import build
+from kafkawire.states import TopicPartition
 from reference_controller.config import INT_RANGE, LONG_RANGE, ConfigFileError, KafkaConfig, properties_text
 from reference_controller.errors import ConfigError
 from reference_controller.node.admin import topic_name_error
@@ -31,7 +32,7 @@ BASE = {"zookeeper.connect": "127.0.0.1:2181", "broker.id": "1"}
 def test_a_partition_dir_is_always_a_direct_child_of_the_log_dir(topic: str, partition: int) -> None:
     log_dir = Path("/tmp/h5-log-dir-property")
     try:
-        path = partition_dir(log_dir, (topic, partition))
+        path = partition_dir(log_dir, TopicPartition(topic, partition))
     except IllegalLogPath:
         return
     assert path.resolve().parent == log_dir.resolve()
@@ -41,7 +42,7 @@ def test_a_partition_dir_is_always_a_direct_child_of_the_log_dir(topic: str, par
 @pytest.mark.parametrize("topic", ["a/b", "../escape", "../../x", "x/../../y", "a\x00b"])
 def test_escaping_names_are_refused(topic: str) -> None:
     with pytest.raises(IllegalLogPath):
-        partition_dir(Path("/tmp/h5-log-dir"), (topic, 0))
+        partition_dir(Path("/tmp/h5-log-dir"), TopicPartition(topic, 0))
 
 
 @pytest.mark.parametrize(

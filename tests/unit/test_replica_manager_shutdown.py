@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader
+from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader, TopicPartition
 from reference_controller.logutil import STATE_CHANGE_LOGGER, TRACE
 from reference_controller.node.log_manager import LogManager
 from reference_controller.node.metadata_cache import BrokerEndpoints, MetadataCache
-from reference_controller.node.partition import TopicPartition
 from reference_controller.node.replica_manager import ReplicaManager
 
 pytestmark = pytest.mark.unit

@@ -38,8 +38,34 @@ Leader-epoch arithmetic in 2.5 (spec §11): A1 +1, B3 +1, B4 +1 per removed ISR 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from enum import Enum
 
+from reference_controller.controller.decisions.states import ReplicaState
 from reference_controller.zkdata import ReplicaAssignment
+
+
+class Phase(Enum):
+    """Which half of `onPartitionReassignment` runs."""
+
+    A = "TRS not yet in the ISR: bump the leader epoch, start the adding replicas"
+    B = "TRS in the ISR (or nothing to reassign): complete the reassignment"
+
+
+class LeaderMove(Enum):
+    """B3, `moveReassignedPartitionLeaderIfRequired`: what happens to the leader once RS = TRS."""
+
+    ELECT_NOT_IN_TARGET = "the leader is not in TRS: elect one from TRS"
+    KEEP_AND_BUMP_EPOCH = "the leader is in TRS and alive: keep it, leader epoch + 1"
+    ELECT_DEAD_LEADER = "the leader is in TRS but dead: elect one from TRS"
+
+
+#: B4, B5: the states a removed replica goes through, in order (`stopRemovedReplicasOfReassignedPartition`).
+REMOVED_REPLICA_STATES = (
+    ReplicaState.OfflineReplica,
+    ReplicaState.ReplicaDeletionStarted,
+    ReplicaState.ReplicaDeletionSuccessful,
+    ReplicaState.NonExistentReplica,
+)
 
 
 def build_reassignment(current: ReplicaAssignment, target: Sequence[int] | None) -> ReplicaAssignment | None:
@@ -56,6 +82,18 @@ def is_reassignment_complete(assignment: ReplicaAssignment, isr: Collection[int]
     if isr is None:
         return False
     return set(assignment.target_replicas) <= set(isr)
+
+
+def phase(assignment: ReplicaAssignment, isr: Collection[int] | None) -> Phase:
+    """Phase B once the reassignment is complete (`isReassignmentComplete`), else phase A."""
+    return Phase.B if is_reassignment_complete(assignment, isr) else Phase.A
+
+
+def leader_move(target_replicas: Collection[int], leader: int, leader_online: bool) -> LeaderMove:
+    """B3's choice for the partition's current leader (`moveReassignedPartitionLeaderIfRequired`)."""
+    if leader not in target_replicas:
+        return LeaderMove.ELECT_NOT_IN_TARGET
+    return LeaderMove.KEEP_AND_BUMP_EPOCH if leader_online else LeaderMove.ELECT_DEAD_LEADER
 
 
 def unneeded_replicas(current: ReplicaAssignment, new: ReplicaAssignment) -> tuple[int, ...]:

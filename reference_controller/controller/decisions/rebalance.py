@@ -7,13 +7,17 @@ the imbalanced partitions are candidates for a preferred election (subject to th
 
 Worked example: broker 1 prefers p0, p1, p2, p3; leaders are 1, 2, 2, unknown ⇒ ratio 2/4 = 0.5;
 with the default 10 % the candidates are p1 and p2.
+
+Of those, `auto_rebalance_candidates` keeps the partitions whose preferred replica is online,
+whose topic exists and is not queued for deletion — and none at all while any partition is being
+reassigned (Kafka 2.5 checks `partitionsBeingReassigned.isEmpty` per partition).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
-TopicPartition = tuple[str, int]
+from kafkawire.states import TopicPartition
 
 
 def preferred_replicas_by_broker(
@@ -46,3 +50,24 @@ def imbalanced_partitions(
         if ratio > percentage / 100:
             result[broker] = not_preferred
     return result
+
+
+def auto_rebalance_candidates(
+    imbalanced: Mapping[int, Sequence[TopicPartition]],
+    replica_online: Callable[[int, TopicPartition], bool],
+    reassigning: bool,
+    deleting: Callable[[str], bool],
+    topics: Collection[str],
+) -> dict[int, list[TopicPartition]]:
+    """Per imbalanced broker (in the same order), the partitions to move back to it."""
+    return {
+        broker: [
+            tp
+            for tp in not_preferred
+            if replica_online(broker, tp)
+            and not reassigning
+            and not deleting(tp.topic)
+            and tp.topic in topics
+        ]
+        for broker, not_preferred in imbalanced.items()
+    }

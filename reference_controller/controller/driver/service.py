@@ -29,8 +29,11 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from kazoo.retry import KazooRetry
+
 from kafkawire.api_error import ApiError
 from kafkawire.errors import Errors
+from kafkawire.states import TopicPartition
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.core import KafkaController
 from reference_controller.controller.driver.channel import ControllerChannelManager
@@ -53,7 +56,6 @@ from reference_controller.controller.events import (
     ReplicaLeaderElection,
     ShutdownEventThread,
     Startup,
-    TopicPartition,
 )
 from reference_controller.controller.ports import Clock, ZkPort
 from reference_controller.zkdata import BrokerInfo, ReplicaAssignment
@@ -135,7 +137,12 @@ class ControllerService:
                 self.core.dynamic_config = self.dynamic_config
             self.channel = self._channel_factory(self.config, events.put)
             self.scheduler = ControllerScheduler(events.put)
-            initialize_dynamic_config(self.zk, self.dynamic_config)
+            # KafkaZkClient sends a request again after a lost connection (retryRequestsUntilConnected)
+            # for up to zookeeper.connection.timeout.ms: one ConnectionLoss is not fatal to start-up
+            KazooRetry(
+                max_tries=-1, delay=0.1, max_delay=1.0,
+                deadline=self.config.zookeeper_connection_timeout_ms / 1000,
+            )(initialize_dynamic_config, self.zk, self.dynamic_config)  # fmt: skip
             self.config_watcher = ConfigWatcher(
                 self.zk, events.put, self.is_active, dynamic_config=self.dynamic_config
             )

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkawire import framing
-from kafkawire.states import LeaderAndIsrPartitionState
+from kafkawire.states import LeaderAndIsrPartitionState, TopicPartition
 from reference_controller.controller.driver import DriverError
 from reference_controller.controller.effects import (
     BrokerRequest,
@@ -223,13 +223,13 @@ def response_event(request: BrokerRequest, response: Any) -> ControllerEvent | N
     """The event the controller processes for a response (ControllerChannelManager callbacks)."""
     error = int(response.error_code)
     if isinstance(request, LeaderAndIsrRequest):
-        errors = tuple(((str(e.topic_name), int(e.partition_index)), int(e.error_code))
+        errors = tuple((TopicPartition(str(e.topic_name), int(e.partition_index)), int(e.error_code))
                        for e in response.partition_errors)  # fmt: skip
         return LeaderAndIsrResponseReceived(request.broker_id, error, errors)
     if isinstance(request, UpdateMetadataRequest):
         return UpdateMetadataResponseReceived(request.broker_id, error)
     if request.delete_partitions:
-        errors = tuple(((str(e.topic_name), int(e.partition_index)), int(e.error_code))
+        errors = tuple((TopicPartition(str(e.topic_name), int(e.partition_index)), int(e.error_code))
                        for e in response.partition_errors)  # fmt: skip
         return TopicDeletionStopReplicaResponseReceived(request.broker_id, error, errors)
     return None

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kafkawire.states import LeaderAndIsrPartitionState
+from kafkawire.states import LeaderAndIsrPartitionState, TopicPartition
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.driver import wire
 from reference_controller.controller.driver.channel import ControllerChannelManager
@@ -50,7 +50,7 @@ def um(broker_id: int) -> UpdateMetadataRequest:
 
 
 def stop_replica(broker_id: int, partition: int, delete: bool = True) -> StopReplicaRequest:
-    return StopReplicaRequest(broker_id, 100, 1, 1, delete, (("t", partition),))
+    return StopReplicaRequest(broker_id, 100, 1, 1, delete, (TopicPartition("t", partition),))
 
 
 @pytest.fixture
@@ -87,9 +87,9 @@ def test_requests_to_one_broker_arrive_in_effect_order_with_kafka_headers(
     assert {r.client_id for r in got} == {"1"}
     received = [events.next() for _ in range(len(sent))]
     assert received[:3] == [
-        LeaderAndIsrResponseReceived(2, 0, ((("t", 0), 0),)),
+        LeaderAndIsrResponseReceived(2, 0, ((TopicPartition("t", 0), 0),)),
         UpdateMetadataResponseReceived(2, 0),
-        TopicDeletionStopReplicaResponseReceived(2, 0, ((("t", 0), 0),)),
+        TopicDeletionStopReplicaResponseReceived(2, 0, ((TopicPartition("t", 0), 0),)),
     ]
 
 
@@ -152,7 +152,7 @@ def test_error_responses_reach_the_core_as_events(
     try:
         channel.add_broker(broker_info(4, broker.port))
         channel.send(lai(4, 5))
-        assert events.next() == LeaderAndIsrResponseReceived(4, 11, ((("t", 5), 11),))
+        assert events.next() == LeaderAndIsrResponseReceived(4, 11, ((TopicPartition("t", 5), 11),))
     finally:
         channel.shutdown()
         broker.stop()

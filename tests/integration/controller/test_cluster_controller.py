@@ -27,6 +27,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from harness.zookeeper import ZooKeeperServer
+from kafkawire.states import TopicPartition
 from probes import ChrootView, TxnLogCursor, TxnOp, TxnRecord
 from probes.logdirs import scan_log_dir
 from reference_controller import zkdata
@@ -266,7 +267,9 @@ def test_failover_after_sigkill_of_the_controller(
         "/log_dir_event_notification/log_dir_event_", zkdata.encode_log_dir_event(a), sequence=True
     )
     isr_change = zk.create(
-        "/isr_change_notification/isr_change_", zkdata.encode_isr_change([("fo", 1)]), sequence=True
+        "/isr_change_notification/isr_change_",
+        zkdata.encode_isr_change([TopicPartition("fo", 1)]),
+        sequence=True,
     )
 
     election = observer.wait(partial(election_record, observer, 2), 20, "the election of epoch 2")
@@ -404,7 +407,9 @@ def reassignment_done(zk: KazooClient, topic: str, target: Sequence[int], final_
 def reassign(obs: Observer, topic: str, target: Sequence[int], final_epoch: int, timeout_s: float) -> None:
     zk = obs.zk
     start = obs.poll()[-1].zxid
-    zk.create(zkdata.REASSIGN_PARTITIONS, zkdata.encode_reassignment({(topic, 0): list(target)}))
+    zk.create(
+        zkdata.REASSIGN_PARTITIONS, zkdata.encode_reassignment({TopicPartition(topic, 0): list(target)})
+    )
     obs.wait(
         partial(reassignment_done, zk, topic, target, final_epoch), timeout_s, f"{topic}-0 → {list(target)}"
     )

@@ -29,6 +29,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from harness.zookeeper import ZooKeeperServer
+from kafkawire.states import TopicPartition
 from probes import ChrootView, TxnLogCursor, TxnRecord
 from reference_controller import zkdata
 from tests.node.helpers import NodeFactory, NodeProcess
@@ -198,7 +199,9 @@ def test_graceful_stop_restart_and_preferred_election_bump_the_leader_epoch_twic
     overrides = {"auto.leader.rebalance.enable": "false"}
     graceful_stop_of_the_preferred_leader(story, overrides)
     restart_and_rejoin(story, overrides)
-    story.zk.create(zkdata.PREFERRED_REPLICA_ELECTION, zkdata.encode_preferred_election([("t", 0)]))
+    story.zk.create(
+        zkdata.PREFERRED_REPLICA_ELECTION, zkdata.encode_preferred_election([TopicPartition("t", 0)])
+    )
     story.wait(lambda: not story.zk.exists(zkdata.PREFERRED_REPLICA_ELECTION), 30, "the election handled")
     elected = story.wait(partial(story.state_is, 1, 2, [0, 1]), 30, "t-0: leader 1, epoch 2, ISR [0, 1]")
     assert elected["controller_epoch"] == 1, story.report()

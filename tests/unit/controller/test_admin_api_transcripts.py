@@ -10,6 +10,7 @@ import json
 import pytest
 
 from kafkawire.api_error import ApiError
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller.events import (
     ApiPartitionReassignment,
@@ -31,20 +32,23 @@ from tests.unit.controller.harness import (
 )
 
 pytestmark = pytest.mark.unit
-TP = ("t", 0)
-Reply = dict[tuple[str, int], ApiError] | ApiError
+TP = TopicPartition("t", 0)
+Reply = dict[TopicPartition, ApiError] | ApiError
 
 
 def alter(cluster: Cluster, node: Node, *entries: tuple[tuple[str, int], tuple[int, ...] | None]) -> Reply:
     replies: list[Reply] = []
-    cluster.process(node, ApiPartitionReassignment(tuple(entries), replies.append))
+    cluster.process(
+        node, ApiPartitionReassignment(tuple((TopicPartition(*tp), t) for tp, t in entries), replies.append)
+    )
     assert len(replies) == 1, replies
     return replies[0]
 
 
 def listed(cluster: Cluster, node: Node, partitions: frozenset[tuple[str, int]] | None = None) -> object:
     replies: list[object] = []
-    cluster.process(node, ListPartitionReassignments(partitions, replies.append))
+    wanted = None if partitions is None else frozenset(TopicPartition(*tp) for tp in partitions)
+    cluster.process(node, ListPartitionReassignments(wanted, replies.append))
     assert len(replies) == 1
     return replies[0]
 
@@ -52,7 +56,10 @@ def listed(cluster: Cluster, node: Node, partitions: frozenset[tuple[str, int]] 
 def elect(cluster: Cluster, node: Node, kind: ElectionType, *tps: tuple[str, int]) -> list[ElectionResults]:
     replies: list[ElectionResults] = []
     event = ReplicaLeaderElection(
-        frozenset(tps), kind, ElectionTrigger.ADMIN_CLIENT_TRIGGERED, replies.append
+        frozenset(TopicPartition(*tp) for tp in tps),
+        kind,
+        ElectionTrigger.ADMIN_CLIENT_TRIGGERED,
+        replies.append,
     )
     cluster.process(node, event)
     return replies
@@ -137,17 +144,17 @@ def test_validation_results_per_entry_and_only_valid_entries_written() -> None:
         ("t", 0): 39, ("t", 1): 39, ("t", 2): 39, ("t", 3): 39, ("t", 4): 85,
         ("nosuch", 0): 3, ("nosuch", 1): 39,
     }  # fmt: skip
-    assert result[("t", 0)].message == "Empty replica list specified in partition reassignment."
-    assert result[("t", 1)].message == (
+    assert result[TopicPartition("t", 0)].message == "Empty replica list specified in partition reassignment."
+    assert result[TopicPartition("t", 1)].message == (
         "Duplicate replica ids in partition reassignment replica list: ArrayBuffer(1, 2, 2)"
     )
-    assert result[("t", 2)].message == "Invalid broker id in replica list: ArrayBuffer(-1, 2)"
-    assert result[("t", 3)].message == (
+    assert result[TopicPartition("t", 2)].message == "Invalid broker id in replica list: ArrayBuffer(-1, 2)"
+    assert result[TopicPartition("t", 3)].message == (
         "Replica assignment has brokers that are not alive. Replica list: ArrayBuffer(7), live broker list: "
         "Set(1, 2)"
     )
-    assert result[("t", 4)] == ApiError.of(85)
-    assert result[("nosuch", 0)] == ApiError(3, "The partition does not exist.")
+    assert result[TopicPartition("t", 4)] == ApiError.of(85)
+    assert result[TopicPartition("nosuch", 0)] == ApiError(3, "The partition does not exist.")
     assert cluster.zk.history[before:] == []
 
 
@@ -208,7 +215,10 @@ def test_the_api_removes_its_partitions_from_the_znode_and_rewrites_it_whenever_
     cluster.create_topic("t", {0: [1], 1: [1], 2: [1]})
     node = cluster.controller()
     cluster.admin.create(
-        CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("t", 0): [2], ("t", 1): [2]}))
+        CreateOp(
+            zd.REASSIGN_PARTITIONS,
+            zd.encode_reassignment({TopicPartition("t", 0): [2], TopicPartition("t", 1): [2]}),
+        )
     )
     cluster.run()
     assert alter(cluster, node, (TP, (3,))) == {TP: ok()}

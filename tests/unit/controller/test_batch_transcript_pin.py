@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller.effects import SendRequest
 from reference_controller.controller.events import ControlledShutdown, ControlledShutdownResult
@@ -96,7 +97,9 @@ def _scenario(out: list[str]) -> None:
     drain("beta queued for deletion")
     cluster.start(1, 3)
     drain("brokers 1 and 3 back")
-    cluster.admin.create(CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("alpha", 2): [5, 1, 2]})))
+    cluster.admin.create(
+        CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({TopicPartition("alpha", 2): [5, 1, 2]}))
+    )
     cluster.run()
     drain("reassignment of alpha-2 started")
     cluster.expand_isr("alpha", 2, [3, 4, 5, 1, 2])
@@ -108,7 +111,11 @@ def _scenario(out: list[str]) -> None:
         lai.zk_version,
     )
     cluster.admin.create(
-        CreateOp(zd.isr_change_path("isr_change_"), zd.encode_isr_change([("alpha", 1)]), sequential=True)
+        CreateOp(
+            zd.isr_change_path("isr_change_"),
+            zd.encode_isr_change([TopicPartition("alpha", 1)]),
+            sequential=True,
+        )
     )
     cluster.run()
     drain("isr change notification")

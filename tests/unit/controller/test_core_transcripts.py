@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller.effects import (
     AddBroker,
@@ -199,7 +200,9 @@ def test_reassignment_123_to_456_ends_at_leader_epoch_5() -> None:
     cluster = Cluster()
     cluster.start(1, 2, 3, 4, 5, 6)
     cluster.create_topic("foo", {0: [1, 2, 3]})
-    cluster.admin.create(CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("foo", 0): [4, 5, 6]})))
+    cluster.admin.create(
+        CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({TopicPartition("foo", 0): [4, 5, 6]}))
+    )
     cluster.run()
     during = cluster.topic_assignment("foo")[0]
     assert during == zd.ReplicaAssignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))
@@ -220,7 +223,9 @@ def test_reassignment_single_replica_ends_at_leader_epoch_3() -> None:
     cluster = Cluster()
     cluster.start(0, 1)
     cluster.create_topic("foo", {0: [0]})
-    cluster.admin.create(CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("foo", 0): [1]})))
+    cluster.admin.create(
+        CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({TopicPartition("foo", 0): [1]}))
+    )
     cluster.run()
     cluster.expand_isr("foo", 0, [0, 1])
     lai, _ = cluster.state("foo", 0)
@@ -231,7 +236,9 @@ def test_reassignment_to_unregistered_broker_waits_and_resumes_on_registration()
     cluster = Cluster()
     cluster.start(0)
     cluster.create_topic("foo", {0: [0]})
-    cluster.admin.create(CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("foo", 0): [1]})))
+    cluster.admin.create(
+        CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({TopicPartition("foo", 0): [1]}))
+    )
     cluster.run()
     assert cluster.topic_assignment("foo")[0].adding == (1,)
     cluster.start(1)
@@ -243,7 +250,9 @@ def test_reassignment_to_unregistered_broker_waits_and_resumes_on_registration()
 def test_reassignment_of_unknown_partition_is_removed_from_znode() -> None:
     cluster = Cluster()
     cluster.start(1)
-    cluster.admin.create(CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("nope", 0): [1]})))
+    cluster.admin.create(
+        CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({TopicPartition("nope", 0): [1]}))
+    )
     cluster.run()
     assert cluster.zk.get(zd.REASSIGN_PARTITIONS) is None
 
@@ -261,7 +270,9 @@ def test_failover_mid_reassignment_completes_from_topic_znode() -> None:
     cluster = Cluster()
     cluster.start(9, 1, 2)
     cluster.create_topic("foo", {0: [1]})
-    cluster.admin.create(CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("foo", 0): [2]})))
+    cluster.admin.create(
+        CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({TopicPartition("foo", 0): [2]}))
+    )
     cluster.run()
     cluster.kill(9)
     cluster.expand_isr("foo", 0, [1, 2])
@@ -283,7 +294,9 @@ def test_topic_deletion_removes_znodes_after_stop_replica_responses() -> None:
     deletes = [r for r in stop_replica_requests(node.effects[mark:]) if r.delete_partitions]
     assert sorted(r.broker_id for r in deletes) == [1, 2]
     for r in deletes:
-        cluster.process(node, TopicDeletionStopReplicaResponseReceived(r.broker_id, 0, ((("foo", 0), 0),)))
+        cluster.process(
+            node, TopicDeletionStopReplicaResponseReceived(r.broker_id, 0, ((TopicPartition("foo", 0), 0),))
+        )
     cluster.run()
     assert cluster.zk.get(zd.topic_path("foo")) is None
     assert cluster.zk.get(zd.config_topic_path("foo")) is None
@@ -329,11 +342,15 @@ def test_preferred_election_via_zookeeper_deletes_the_znode() -> None:
     cluster.start(1)
     assert cluster.state("foo", 0)[0].leader == 2
     cluster.expand_isr("foo", 0, [2, 1])
-    cluster.admin.create(CreateOp(zd.PREFERRED_REPLICA_ELECTION, zd.encode_preferred_election([("foo", 0)])))
+    cluster.admin.create(
+        CreateOp(zd.PREFERRED_REPLICA_ELECTION, zd.encode_preferred_election([TopicPartition("foo", 0)]))
+    )
     cluster.run()
     assert cluster.state("foo", 0)[0].leader == 1
     assert cluster.zk.get(zd.PREFERRED_REPLICA_ELECTION) is None
-    cluster.admin.create(CreateOp(zd.PREFERRED_REPLICA_ELECTION, zd.encode_preferred_election([("foo", 0)])))
+    cluster.admin.create(
+        CreateOp(zd.PREFERRED_REPLICA_ELECTION, zd.encode_preferred_election([TopicPartition("foo", 0)]))
+    )
     cluster.run()
     assert cluster.zk.get(zd.PREFERRED_REPLICA_ELECTION) is None  # deleted even when nothing was elected
 
@@ -374,7 +391,11 @@ def test_isr_change_notification_refreshes_cache_and_deletes_children() -> None:
     )
     mark = len(node.effects)
     cluster.admin.create(
-        CreateOp(zd.isr_change_path("isr_change_"), zd.encode_isr_change([("foo", 0)]), sequential=True)
+        CreateOp(
+            zd.isr_change_path("isr_change_"),
+            zd.encode_isr_change([TopicPartition("foo", 0)]),
+            sequential=True,
+        )
     )
     cluster.run()
     assert cluster.zk.children(zd.ISR_CHANGE_NOTIFICATION) == []

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kafkawire.states import TopicPartition
 from reference_controller.controller.decisions import elections as el
 from reference_controller.controller.decisions import reassignment as plan
 from reference_controller.controller.decisions import rebalance
@@ -141,15 +142,19 @@ def test_reassign_to_agrees_with_a_dumb_version(origin: list[int], target: list[
 
 # ---- rebalance -------------------------------------------------------------------------------------
 def test_imbalance_ratio_worked_example() -> None:
-    preferred = [("t", 0), ("t", 1), ("t", 2), ("t", 3)]
-    ratio, off = rebalance.imbalance(1, preferred, {("t", 0): 1, ("t", 1): 2, ("t", 2): 2})
+    preferred = [TopicPartition("t", p) for p in range(4)]
+    ratio, off = rebalance.imbalance(
+        1, preferred, {TopicPartition("t", 0): 1, TopicPartition("t", 1): 2, TopicPartition("t", 2): 2}
+    )
     assert ratio == 0.5
     assert off == [("t", 1), ("t", 2)]
 
 
 def test_imbalanced_partitions_respects_percentage() -> None:
-    assignments = {("t", p): [1, 2] for p in range(10)}
-    leaders = {("t", 0): 2, **{("t", p): 1 for p in range(1, 10)}}
+    assignments = {TopicPartition("t", p): [1, 2] for p in range(10)}
+    leaders = {TopicPartition("t", 0): 2, **{TopicPartition("t", p): 1 for p in range(1, 10)}}
     assert rebalance.imbalanced_partitions(assignments, leaders, 10) == {}
-    leaders[("t", 1)] = 2
-    assert rebalance.imbalanced_partitions(assignments, leaders, 10) == {1: [("t", 0), ("t", 1)]}
+    leaders[TopicPartition("t", 1)] = 2
+    assert rebalance.imbalanced_partitions(assignments, leaders, 10) == {
+        1: [TopicPartition("t", 0), TopicPartition("t", 1)]
+    }

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller.ports import CreateOp
 from tests.unit.controller.harness import Cluster
@@ -33,7 +34,9 @@ def test_deleting_a_topic_mid_reassignment_strands_its_entry_until_failover() ->
     cluster = Cluster(auto_delete_responses=True)
     cluster.start(1, 2, 3)
     cluster.create_topic("foo", {0: [1], 1: [1]})
-    cluster.admin.create(CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("foo", 1): [2]})))
+    cluster.admin.create(
+        CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({TopicPartition("foo", 1): [2]}))
+    )
     cluster.run()
     assert cluster.topic_assignment("foo")[1].adding == (2,)  # pending: 2 never joins the ISR
 

@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller.decisions.states import PartitionState
 from reference_controller.controller.effects import Resigned, SendRequest
@@ -32,7 +33,9 @@ def test_reconnect_with_pending_reassignment_writes_and_sends_nothing() -> None:
     cluster = Cluster()
     cluster.start(0)
     cluster.create_topic("foo", {0: [0]})
-    cluster.admin.create(CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("foo", 0): [1]})))
+    cluster.admin.create(
+        CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({TopicPartition("foo", 0): [1]}))
+    )
     cluster.run()  # pending on unregistered broker 1
     node = cluster.controller()
     writes, effects, epoch = len(controller_writes(cluster, node)), len(node.effects), cluster.state("foo", 0)
@@ -50,7 +53,9 @@ def test_reconnect_processes_a_reassignment_created_while_disconnected() -> None
     cluster.create_topic("foo", {0: [0]})
     node = cluster.controller()
     node.client.drop_watches()
-    cluster.admin.create(CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("foo", 0): [1]})))
+    cluster.admin.create(
+        CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({TopicPartition("foo", 0): [1]}))
+    )
     cluster.run()
     assert cluster.topic_assignment("foo")[0].adding == ()  # the watch was lost
     cluster.process(node, ZkReconnected())
@@ -138,7 +143,9 @@ def test_failover_with_reassigning_partition_without_state_moves_the_controller(
     cluster = Cluster()
     cluster.start(1)
     cluster.create_topic("foo", {0: [2]})  # no live replica: no state znode
-    cluster.admin.create(CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("foo", 0): [3]})))
+    cluster.admin.create(
+        CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({TopicPartition("foo", 0): [3]}))
+    )
     cluster.run()
     assert cluster.topic_assignment("foo")[0].adding == (3,)  # U1 written, then A1 threw
     assert cluster.zk.get(zd.REASSIGN_PARTITIONS) is None  # UNKNOWN_SERVER_ERROR: removed
@@ -162,8 +169,8 @@ def test_failed_parent_creates_are_ignored_and_the_state_create_error_logged(
     cluster.start(1)
     node = cluster.controller()
     ctx = node.controller.context
-    ctx.update_partition_full_replica_assignment(("foo", 0), zd.ReplicaAssignment((1,)))
-    ctx.partition_states[("foo", 0)] = PartitionState.NewPartition  # no /brokers/topics/foo
+    ctx.update_partition_full_replica_assignment(TopicPartition("foo", 0), zd.ReplicaAssignment((1,)))
+    ctx.partition_states[TopicPartition("foo", 0)] = PartitionState.NewPartition  # no /brokers/topics/foo
     caplog.set_level(TRACE, logger=STATE_CHANGE_LOGGER)
     node.controller.partition_state_machine.trigger_online_partition_state_change()
     record = next(r for r in caplog.records if r.levelno == logging.ERROR)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller import common, election
 from reference_controller.controller.events import (
@@ -77,7 +78,9 @@ def test_a_live_controllers_registered_handlers_are_all_covered() -> None:
     cluster = Cluster()
     cluster.start(0, 1)
     cluster.create_topic("foo", {0: [0]})
-    cluster.admin.create(CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("foo", 0): [0, 1]})))
+    cluster.admin.create(
+        CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({TopicPartition("foo", 0): [0, 1]}))
+    )
     cluster.run()
     ctl = cluster.controller().controller
     registered: list[NodeHandler | ChildHandler] = [*ctl.node_handlers.values(), *ctl.child_handlers.values()]

@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from kafkawire.states import TopicPartition
 from reference_controller.controller.context import PartitionAndReplica
 from reference_controller.controller.core import KafkaController
 from reference_controller.controller.decisions.elections import OfflinePartitionLeaderElectionStrategy
@@ -24,8 +25,8 @@ from tests.unit.controller.harness import broker_info, make_config
 
 pytestmark = pytest.mark.unit
 R, P = ReplicaState, PartitionState
-TP = ("foo", 0)
-REPLICA = PartitionAndReplica("foo", 0, 2)
+TP = TopicPartition("foo", 0)
+REPLICA = PartitionAndReplica(TP, 2)
 
 
 def bare_controller() -> KafkaController:

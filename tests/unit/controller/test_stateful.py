@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.controller.effects import BecameController
 from reference_controller.controller.ports import CreateOp
@@ -78,7 +79,7 @@ class ControllerCluster(RuleBasedStateMachine):
             return
         if self.cluster.zk.get(zd.REASSIGN_PARTITIONS) is None:
             self.cluster.admin.create(
-                CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({(topic, 0): replicas}))
+                CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({TopicPartition(topic, 0): replicas}))
             )
             self.cluster.run()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.context import ControllerContext, replica_of
@@ -43,7 +44,9 @@ def _reassigned_away() -> Cluster:
     cluster = Cluster()
     cluster.start(0, 1)
     cluster.create_topic("foo", {0: [0]})
-    cluster.admin.create(CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({("foo", 0): [1]})))
+    cluster.admin.create(
+        CreateOp(zd.REASSIGN_PARTITIONS, zd.encode_reassignment({TopicPartition("foo", 0): [1]}))
+    )
     cluster.run()
     cluster.expand_isr("foo", 0, [0, 1])
     assert cluster.topic_assignment("foo")[0] == zd.ReplicaAssignment((1,))
@@ -61,7 +64,9 @@ def test_delete_response_for_a_reassigned_topic_changes_nothing(
     node = cluster.controller()
     ctx = node.controller.context
     states, ineligible = dict(ctx.replica_states), set(ctx.topics_ineligible_for_deletion)
-    event = TopicDeletionStopReplicaResponseReceived(0, request_error, ((("foo", 0), partition_error),))
+    event = TopicDeletionStopReplicaResponseReceived(
+        0, request_error, ((TopicPartition("foo", 0), partition_error),)
+    )
     assert cluster.process(node, event) == []
     cluster.run()
     assert ctx.replica_states == states
@@ -77,7 +82,7 @@ def test_deletion_manager_moves_only_replicas_of_queued_topics() -> None:
     ctx, tdm = node.controller.context, node.controller.topic_deletion_manager
     cluster.admin.create(CreateOp(zd.delete_topic_path("foo"), None))
     cluster.run()  # foo: deletion started, waiting for the delete responses
-    foo1, bar1 = replica_of(("foo", 0), 1), replica_of(("bar", 0), 1)
+    foo1, bar1 = replica_of(TopicPartition("foo", 0), 1), replica_of(TopicPartition("bar", 0), 1)
     assert ctx.replica_state(foo1) == ReplicaState.ReplicaDeletionStarted
     assert ctx.replica_state(bar1) == ReplicaState.OnlineReplica
     tdm.complete_replica_deletion([bar1])
@@ -103,7 +108,7 @@ def _batch(config: KafkaConfig, *brokers: BrokerInfo) -> ControllerBrokerRequest
     ctx = ControllerContext()
     ctx.epoch = 1
     ctx.set_live_broker_and_epochs({b.broker_id: (b, 10 + b.broker_id) for b in brokers})
-    tp = ("foo", 0)
+    tp = TopicPartition("foo", 0)
     ctx.update_partition_full_replica_assignment(tp, zd.ReplicaAssignment((1, 2)))
     batch = ControllerBrokerRequestBatch(
         1, ctx, StateChangeLogger(1, lambda: 1), config.inter_broker_listener_name

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from kafkawire.api_error import ApiError
+from kafkawire.states import TopicPartition
 from reference_controller.controller.driver.event_manager import ControllerEventManager
 from reference_controller.controller.driver.scheduler import ControllerScheduler
 from reference_controller.controller.effects import (
@@ -112,7 +113,8 @@ def test_clear_and_put_preempts_queued_api_events_with_their_answers() -> None:
     manager.put(ControlledShutdown(3, 77, shutdown_answers.append))
     manager.put(
         ReplicaLeaderElection(
-            frozenset({("t", 0), ("t", 1)}), ElectionType.PREFERRED, ElectionTrigger.ADMIN_CLIENT_TRIGGERED,
+            frozenset({TopicPartition("t", 0), TopicPartition("t", 1)}), ElectionType.PREFERRED,
+            ElectionTrigger.ADMIN_CLIENT_TRIGGERED,
             election_answers.append,
         )
     )  # fmt: skip
@@ -127,7 +129,7 @@ def test_clear_and_put_preempts_queued_api_events_with_their_answers() -> None:
 
 
 def test_effects_are_executed_in_order_and_track_controllership() -> None:
-    request = StopReplicaRequest(2, 10, 1, 1, False, (("t", 0),))
+    request = StopReplicaRequest(2, 10, 1, 1, False, (TopicPartition("t", 0),))
     effects: list[Effect] = [
         BecameController(1, 1), AddBroker(BrokerInfo(2, ())), SendRequest(request),
         ScheduleEvent("k", 5, BrokerChange()), CancelScheduled("k"), RemoveBroker(2),

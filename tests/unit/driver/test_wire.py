@@ -15,7 +15,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkawire import framing
-from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader
+from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader, TopicPartition
 from reference_controller.config import InterBrokerProtocolVersion
 from reference_controller.controller.driver import wire
 from reference_controller.controller.effects import (
@@ -73,7 +73,7 @@ def um_request(*, custom: bool) -> UpdateMetadataRequest:
 
 SR = StopReplicaRequest(
     broker_id=2, broker_epoch=4242, controller_id=1, controller_epoch=3, delete_partitions=True,
-    partitions=(("a", 0), ("b", 3), ("a", 1)),
+    partitions=(TopicPartition("a", 0), TopicPartition("b", 3), TopicPartition("a", 1)),
 )  # fmt: skip
 
 
@@ -227,9 +227,9 @@ def test_responses_decode_into_the_events_the_core_expects(request_: Any, versio
     assert decoded.correlation_id == 99
     event = wire.response_event(request_, decoded.body)
     expected = {
-        wire.LEADER_AND_ISR: LeaderAndIsrResponseReceived(2, 0, ((("a", 0), 11),)),
+        wire.LEADER_AND_ISR: LeaderAndIsrResponseReceived(2, 0, ((TopicPartition("a", 0), 11),)),
         wire.UPDATE_METADATA: UpdateMetadataResponseReceived(2, 0),
-        wire.STOP_REPLICA: TopicDeletionStopReplicaResponseReceived(2, 0, ((("a", 0), 11),)),
+        wire.STOP_REPLICA: TopicDeletionStopReplicaResponseReceived(2, 0, ((TopicPartition("a", 0), 11),)),
     }[api_key]
     assert event == expected
 

@@ -1,0 +1,180 @@
+"""``python -m chaos.sim.bench``: the simulator's figures (ring: drivers — a benchmark that prints).
+
+1. **throughput**: ``--schedules`` schedules of the default mix in ``-n`` worker processes: wall
+   seconds, schedules/hour, and CPU seconds per schedule (the machine's other load shows in wall
+   time, not in CPU time);
+2. **memory**: one process plays ``--rss-first`` schedules, then up to ``--rss-last``; its resident
+   set size (``VmRSS``) after each;
+3. **mutants**: for each mutant of ``conformance/mutants`` named by ``--mutants`` (default: every
+   one), a copy of the kit with the patch applied plays seeds 1, 2, … until the first invalid run
+   (at most ``--per-mutant``): simulated schedules to first catch and the seconds it took. The real
+   chaos column is printed only from ``--real-table`` (a JSON file of measured real runs), never
+   made up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from chaos.generator import generate
+from chaos.scenarios import DEFAULT_MIX
+from chaos.sim.run import simulate
+
+REPO = Path(__file__).resolve().parents[2]
+MUTANTS = REPO / "conformance" / "mutants"
+
+
+def _play(seed: int) -> float:
+    logging.disable(logging.CRITICAL)
+    started = time.process_time()
+    simulate(generate(DEFAULT_MIX[seed % len(DEFAULT_MIX)], seed), None)
+    return time.process_time() - started
+
+
+def throughput(schedules: int, workers: int) -> dict[str, float]:
+    started = time.monotonic()
+    with get_context("fork").Pool(workers) as pool:
+        cpu = sum(pool.map(_play, range(1, schedules + 1), chunksize=4))
+    wall = time.monotonic() - started
+    return {
+        "schedules": schedules,
+        "workers": workers,
+        "wall_s": round(wall, 1),
+        "per_hour": round(3600 * schedules / wall),
+        "cpu_s_per_schedule": round(cpu / schedules, 3),
+    }
+
+
+def _rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def memory(first: int, last: int) -> dict[str, float]:
+    for seed in range(1, first + 1):
+        _play(seed)
+    after_first = _rss_mib()
+    for seed in range(first + 1, last + 1):
+        _play(seed)
+    after_last = _rss_mib()
+    return {
+        "after_first": round(after_first, 1),
+        "first": first,
+        "after_last": round(after_last, 1),
+        "last": last,
+        "growth_pct": round(100 * (after_last - after_first) / after_first, 1),
+    }
+
+
+def _mutant_tree(patch: Path, scratch: Path) -> Path | None:
+    tree = scratch / patch.stem
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True)
+    for name in listed.stdout.decode().split("\0"):
+        source = REPO / name
+        if name and source.is_file():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            (tree / name).write_bytes(source.read_bytes())
+    applied = subprocess.run(
+        ["git", "apply", "--whitespace=nowarn", str(patch)], cwd=tree, capture_output=True, check=False
+    )
+    return tree if applied.returncode == 0 else None
+
+
+def first_catch(patch: Path, limit: int, scratch: Path) -> dict[str, Any]:
+    tree = _mutant_tree(patch, scratch)
+    if tree is None:
+        return {"mutant": patch.stem, "caught_at": None, "seconds": None, "note": "patch does not apply"}
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+    started = time.monotonic()
+    code = (
+        "import logging,sys,json\nlogging.disable(logging.CRITICAL)\n"
+        "from chaos.generator import generate\nfrom chaos.scenarios import DEFAULT_MIX\n"
+        "from chaos.sim.run import simulate\n"
+        f"for i in range(1, {limit} + 1):\n"
+        "    r = simulate(generate(DEFAULT_MIX[i % len(DEFAULT_MIX)], i), None)\n"
+        "    if r.verdict == 'invalid':\n"
+        "        print(json.dumps({'at': i, 'why': r.reason})); sys.exit(0)\n"
+        "print(json.dumps({'at': None}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True, check=False
+    )
+    seconds = round(time.monotonic() - started, 1)
+    try:
+        found = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {
+            "mutant": patch.stem,
+            "caught_at": None,
+            "seconds": seconds,
+            "note": out.stderr.strip()[-200:],
+        }
+    why = (found.get("why") or "").split(":")[0]
+    return {"mutant": patch.stem, "caught_at": found["at"], "seconds": seconds, "note": why}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m chaos.sim.bench", description=__doc__.split("\n")[0])
+    p.add_argument("--schedules", type=int, default=200)
+    p.add_argument("-n", "--parallel", type=int, default=2)
+    p.add_argument("--rss-first", type=int, default=1000)
+    p.add_argument("--rss-last", type=int, default=3000)
+    p.add_argument("--mutants", default="", help="comma list of mutant names (default: every one)")
+    p.add_argument("--per-mutant", type=int, default=60, help="simulated schedules per mutant at most")
+    p.add_argument(
+        "--real-table", type=Path, default=None, help="JSON: mutant -> {runs, seconds} of real chaos"
+    )
+    p.add_argument("--skip", default="", help="comma list of parts to skip: throughput,memory,mutants")
+    args = p.parse_args(argv)
+    skip = set(args.skip.split(","))
+    os.environ["PYTHONHASHSEED"] = "0"
+    if "throughput" not in skip:
+        t = throughput(args.schedules, args.parallel)
+        print(
+            f"throughput: {t['schedules']} schedules, {t['workers']} workers, {t['wall_s']} s wall -> "
+            f"{t['per_hour']:,} schedules/hour; {t['cpu_s_per_schedule']} CPU s per schedule"
+        )
+    if "memory" not in skip:
+        m = memory(args.rss_first, args.rss_last)
+        print(
+            f"memory: RSS {m['after_first']} MiB after {m['first']} schedules, {m['after_last']} MiB after "
+            f"{m['last']} ({m['growth_pct']:+} %)"
+        )
+    if "mutants" not in skip:
+        real = json.loads(args.real_table.read_text()) if args.real_table else {}
+        wanted = {n for n in args.mutants.split(",") if n}
+        patches = sorted(q for q in MUTANTS.glob("*.patch") if not wanted or q.stem in wanted)
+        print(
+            "| mutant | real chaos runs to first catch (s) | simulated schedules to first catch (s)"
+            " | first failing checker |"
+        )
+        print("|---|---|---|---|")
+        with tempfile.TemporaryDirectory(prefix="chaos-sim-bench-") as scratch:
+            for patch in patches:
+                row = first_catch(patch, args.per_mutant, Path(scratch))
+                measured = real.get(patch.stem)
+                real_cell = f"{measured['runs']} ({measured['seconds']})" if measured else "not measured"
+                sim_cell = (
+                    f"{row['caught_at']} ({row['seconds']})"
+                    if row["caught_at"]
+                    else f"not within {args.per_mutant} ({row['seconds']})"
+                )
+                print(f"| {row['mutant']} | {real_cell} | {sim_cell} | {row['note']} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""``python -m chaos sim``: seeded schedules in the deterministic simulator, replay by seed,
+shrinking of failures (ring: drivers).
+
+::
+
+    python -m chaos sim --runs 1000 --seed 1 [--scenario process,composed] [-n 2] [--out DIR]
+    python -m chaos sim --replay composed:1234@<kit version>
+    python -m chaos sim --replay DIR/sim.json
+
+Run ``i`` has seed ``S + i`` and scenario ``i mod k`` of the ``k`` selected ones, as ``chaos run``.
+A failing seed prints its reason, the command that replays it and, unless ``--no-shrink``, its
+shrunk schedule (written to ``<run dir>/shrunk/``). A seed names a run only with the kit version
+it was found on: replaying one recorded by another version is refused (exit 2), never a silently
+different run. Exit status: 0 every run valid, 1 any invalid, 3 none invalid but some unknown,
+2 bad input.
+
+Python randomises ``str`` hashes per process, and set iteration order follows them; so that a seed
+gives the same run in every process the command runs itself again with ``PYTHONHASHSEED=0`` when
+that is not already so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from chaos.generator import Schedule, generate
+from chaos.scenarios import SCENARIOS, NameError_, Scenario, resolve_faults, resolve_scenarios
+from chaos.sim.run import SimResult, simulate
+from chaos.sim.shrink import shrink
+from chaos.sim.version import sim_version, token
+
+__all__ = ["SIM_VERSION", "main", "parse_replay"]
+
+USAGE_ERROR, SOME_UNKNOWN = 2, 3
+SIM_VERSION = sim_version()
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer seed") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"seed {value} is outside 0 .. 2**63-1")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="python -m chaos sim",
+        description="Play seeded chaos schedules against a simulated 3-node cluster in one process, "
+        "fast and repeatably: the same checkers judge each run; a failing seed prints the command "
+        "that replays it and is shrunk to a smaller schedule that still fails. Exit status: 0 when "
+        f"every run is valid, 1 when any is invalid, {SOME_UNKNOWN} when none is invalid but some is "
+        "unknown, 2 for bad arguments (unknown scenario or fault, a bad seed range, a replay seed "
+        "recorded by another kit version).",
+    )
+    p.add_argument("--runs", "--seeds", dest="runs", type=_count, default=100, help="how many schedules")
+    p.add_argument("--seed", type=_seed, default=1, help="seed of the first schedule (run i: seed + i)")
+    p.add_argument(
+        "--scenario",
+        default="",
+        help="comma list of scenarios (default: the default mix; zk-ensemble cannot be simulated)",
+    )
+    p.add_argument("--faults", default="", help="restrict the scenarios to these fault kinds")
+    p.add_argument("-n", "--parallel", type=_count, default=1, help="worker processes (at most the cores)")
+    p.add_argument("--out", type=Path, default=Path("sim-results"), help="where failing runs are written")
+    p.add_argument(
+        "--keep-all", action="store_true", help="write every run's directory, not only failing ones"
+    )
+    p.add_argument("--no-shrink", action="store_true", help="do not shrink failing schedules")
+    p.add_argument("--shrink-budget-s", type=float, default=60.0, help="wall-time bound of one shrink")
+    p.add_argument("--replay", default=None, metavar="SEED", help="scenario:seed@version, or a sim.json")
+    return p
+
+
+def _pin_hash_seed(argv: Sequence[str]) -> None:
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        os.execve(sys.executable, [sys.executable, "-m", "chaos", "sim", *argv], env)  # noqa: S606 - ourselves again
+
+
+class BadInput(ValueError):
+    """What the user asked cannot be run; the message says why and what to do."""
+
+
+def _scenarios(raw: str, faults: str) -> tuple[Scenario, ...]:
+    try:
+        chosen = resolve_faults(faults, resolve_scenarios(raw))
+    except NameError_ as exc:
+        raise BadInput(str(exc)) from None
+    ensemble = [s.name for s in chosen if s.zookeeper == "ensemble"]
+    if ensemble:
+        runnable = ", ".join(n for n, s in SCENARIOS.items() if s.zookeeper != "ensemble")
+        raise BadInput(
+            f"scenario {', '.join(ensemble)} needs a ZooKeeper ensemble, which the simulator does not "
+            f"model; scenarios it runs: {runnable}"
+        )
+    return chosen
+
+
+def parse_replay(text: str) -> Schedule:
+    """The schedule a replay names; :class:`BadInput` for a bad token or another version."""
+    path = Path(text)
+    if text.endswith(".json") or path.is_file():
+        try:
+            body = json.loads(path.read_text(encoding="utf-8"))
+            version, schedule = str(body["kit_version"]), Schedule.from_json(body["schedule"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise BadInput(f"{text}: not a simulated run's sim.json ({type(exc).__name__}: {exc})") from None
+    else:
+        scenario, sep, rest = text.partition(":")
+        seed_text, at, version = rest.partition("@")
+        if not sep or not at or not seed_text.isdigit():
+            raise BadInput(
+                f"{text!r} is not a replay seed; expected <scenario>:<seed>@<kit version>, as a failing run "
+                "prints"
+            )
+        if scenario not in SCENARIOS:
+            raise BadInput(f"unknown scenario {scenario!r}; valid scenarios: {', '.join(SCENARIOS)}")
+        schedule = generate(scenario, int(seed_text))
+    if version != SIM_VERSION:
+        raise BadInput(
+            f"seed recorded by kit version {version}, this is {SIM_VERSION}: the same seed would be "
+            "a different run; replay it with the kit version that found it"
+        )
+    return schedule
+
+
+def _run_one(job: tuple[Schedule, float, str | None]) -> dict[str, Any]:
+    schedule, duration_s, out = job
+    logging.disable(logging.CRITICAL)
+    result = simulate(schedule, Path(out) if out else None, duration_s)
+    return _summary(schedule, result)
+
+
+def _summary(schedule: Schedule, result: SimResult) -> dict[str, Any]:
+    return {
+        "token": token(schedule),
+        "verdict": result.verdict,
+        "reason": result.reason,
+        "run_dir": str(result.run_dir) if result.run_dir else None,
+        "schedule": schedule.to_json(),
+        "ops": result.ops,
+        "faults": result.faults,
+    }
+
+
+def _report(done: dict[str, Any], args: argparse.Namespace) -> None:
+    print(
+        f"{done['verdict']:8} {done['token']}  ({done['faults']} faults, {done['ops']} ops)", file=sys.stderr
+    )
+    if done["verdict"] == "valid":
+        return
+    print(f"  reason: {(done['reason'] or '').splitlines()[0][:400]}", file=sys.stderr)
+    print(f"  replay: python -m chaos sim --replay {done['token']}", file=sys.stderr)
+    if done["verdict"] != "invalid" or args.no_shrink:
+        return
+    schedule = Schedule.from_json(done["schedule"])
+    duration = SCENARIOS[schedule.scenario].duration_s
+    out = Path(done["run_dir"] or args.out) / "shrunk"
+    first = simulate(schedule, None, duration)
+    shrunk = shrink(schedule, first, lambda s: simulate(s, None, duration), args.shrink_budget_s)
+    final = simulate(shrunk.schedule, out, duration)
+    print(
+        f"  shrunk in {shrunk.seconds:.1f} s ({shrunk.tries} tries): {len(schedule.steps)} → "
+        f"{len(shrunk.schedule.steps)} steps, still {final.verdict}; replay: python -m chaos sim --replay "
+        f"{final.run_dir}/sim.json",
+        file=sys.stderr,
+    )
+    print("  " + shrunk.schedule.describe().replace("\n", "\n    "), file=sys.stderr)
+
+
+def _campaign(args: argparse.Namespace, schedules: list[Schedule]) -> int:
+    args.out.mkdir(parents=True, exist_ok=True)
+    keep = str(args.out) if args.keep_all else None
+    jobs = [(s, SCENARIOS[s.scenario].duration_s, keep) for s in schedules]
+    counts: Counter[str] = Counter()
+    started = time.monotonic()
+    workers = min(args.parallel, os.cpu_count() or 1)
+    ctx = get_context("fork")
+    with ctx.Pool(workers) if workers > 1 else _Inline() as pool:
+        for done in pool.imap(_run_one, jobs):
+            counts[done["verdict"]] += 1
+            if done["verdict"] != "valid" and not args.keep_all:
+                again_schedule = Schedule.from_json(done["schedule"])
+                again = simulate(again_schedule, args.out, SCENARIOS[again_schedule.scenario].duration_s)
+                done["run_dir"] = str(again.run_dir)
+            _report(done, args)
+    elapsed = time.monotonic() - started
+    total = sum(counts.values())
+    print(
+        f"{total} schedules: {counts['valid']} valid, {counts['invalid']} invalid, "
+        f"{counts['unknown']} unknown in {elapsed:.1f} s ({total / elapsed:.2f} schedules/s, "
+        f"{3600 * total / elapsed:,.0f}/hour)"
+    )
+    if counts["invalid"]:
+        return 1
+    return SOME_UNKNOWN if counts["unknown"] else 0
+
+
+class _Inline:
+    """A pool of one: runs jobs in this process."""
+
+    def __enter__(self) -> _Inline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def imap(self, fn: Any, jobs: list[Any]) -> Any:
+        return map(fn, jobs)
+
+
+def _schedules(args: argparse.Namespace) -> list[Schedule]:
+    """The schedules the arguments name; :class:`BadInput` says what is wrong with them."""
+    if args.out.exists() and not args.out.is_dir():
+        raise BadInput(f"--out {args.out} exists and is not a directory")
+    if args.replay is not None:
+        args.keep_all = True
+        return [parse_replay(args.replay)]
+    if args.seed + args.runs > 2**63:
+        last = args.seed + args.runs - 1
+        raise BadInput(f"seeds {args.seed} .. {last} go past 2**63-1; lower --seed or --runs")
+    chosen = _scenarios(args.scenario, args.faults)
+    return [generate(chosen[i % len(chosen)], args.seed + i) for i in range(args.runs)]
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse_args(argv)
+    _pin_hash_seed(argv)
+    logging.disable(logging.CRITICAL)
+    try:
+        schedules = _schedules(args)
+    except BadInput as exc:
+        print(f"python -m chaos sim: error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    return _campaign(args, schedules)

@@ -1,0 +1,272 @@
+"""One simulated node: the reference node's broker side and controller component, run by the
+world's event loop instead of threads (ring: drivers — a simulated one).
+
+The broker side is the reference node's own: `NodeContext`, `ReplicaManager`, `MetadataCache`,
+`KafkaApis.handle` (called without a socket: the coroutine never waits, so one `send` runs it to
+its answer) and `register_broker` on its ZooKeeper session. The controller component is the
+reference `KafkaController` core over the same session (`MemoryZkClient` is both ports); its event
+queue is this object's ``queue`` and the world decides when the next event runs, as the
+`ControllerEventManager` thread would: one at a time, FIFO, `Expire` pre-empting the queue.
+Effects are executed as the event manager and the service execute them: requests go to the
+world's channels, timers to the world's clock, channel changes at once inside the event.
+
+Not modelled: replication (no fetchers, so no ISR shrink/expand by brokers), dynamic broker
+config, the ISR-change and log-dir tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from pathlib import Path
+from typing import Any, Protocol
+
+from kafkawire.states import LiveLeader, TopicPartition
+from reference_controller import zkdata
+from reference_controller.config import KafkaConfig
+from reference_controller.controller.core import KafkaController
+from reference_controller.controller.effects import (
+    AddBroker,
+    BecameController,
+    BrokerRequest,
+    CancelScheduled,
+    Effect,
+    RemoveBroker,
+    Resigned,
+    ScheduleEvent,
+    SendRequest,
+)
+from reference_controller.controller.events import (
+    ControllerEvent,
+    Expire,
+    RegisterBrokerAndReelect,
+    ShutdownEventThread,
+    Startup,
+    ZkReconnected,
+)
+from reference_controller.node.apis import KafkaApis
+from reference_controller.node.context import NodeContext
+from reference_controller.node.isr import IsrManager
+from reference_controller.node.journal import ControllerRequestJournal
+from reference_controller.node.log_manager import LogManager
+from reference_controller.node.metadata_cache import MetadataCache
+from reference_controller.node.protocol import RequestContext
+from reference_controller.node.registration import RegistrationError, register_broker
+from reference_controller.node.replica_manager import ReplicaManager
+from reference_controller.node.zk_port import NodeZkError, SessionState, create_if_absent
+from reference_controller.testing.memory_zk import MemoryZkClient
+from reference_controller.zkdata import BrokerInfo, EndPoint
+
+__all__ = ["Host", "SimNode", "run_coroutine"]
+
+log = logging.getLogger("chaos.sim.node")
+
+
+class Host(Protocol):
+    """What a node needs of the world it runs in."""
+
+    def now_ms(self) -> int: ...
+    def new_session(self) -> MemoryZkClient: ...
+    def kick(self, node: SimNode) -> None: ...
+    def send(self, node: SimNode, request: BrokerRequest) -> None: ...
+    def open_channel(self, node: SimNode, broker: BrokerInfo) -> None: ...
+    def close_channel(self, node: SimNode, broker_id: int | None) -> None: ...
+    def set_timer(self, node: SimNode, key: str, delay_ms: int, event: ControllerEvent) -> None: ...
+    def cancel_timer(self, node: SimNode, key: str | None) -> None: ...
+
+
+class _SilentJournal(ControllerRequestJournal):
+    """The node's own journal file is not the evidence here: the world's channels journal what
+    each broker received and answered (as the real run's request proxies do)."""
+
+    def __init__(self) -> None:  # no file: nothing to open
+        pass
+
+    def record(self, entry: dict[str, Any]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _NoFetcher:
+    def add_partitions(
+        self, partitions: dict[TopicPartition, tuple[int, int]], hints: list[LiveLeader]
+    ) -> None:
+        pass
+
+    def remove_partitions(self, partitions: Any) -> None:
+        pass
+
+
+def run_coroutine(coro: Any) -> Any:
+    """Run a coroutine that never suspends (a handler whose awaits complete at once) to its value."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("a simulated handler suspended: it needs a real event loop")
+
+
+class SimNode:
+    """One broker with its controller component (module docstring)."""
+
+    def __init__(self, broker_id: int, props: dict[str, str], data_dir: Path, host: Host) -> None:
+        self.broker_id = broker_id
+        self.host = host
+        self.config = KafkaConfig.from_properties(
+            {**props, "broker.id": str(broker_id), "log.dirs": str(data_dir)}
+        )
+        self.data_dir = data_dir
+        self.info = BrokerInfo(
+            broker_id, (EndPoint("PLAINTEXT", "127.0.0.1", 9090 + broker_id),), timestamp_ms=0
+        )
+        self.running = False
+        self.paused = False
+        self.zk: MemoryZkClient | None = None
+        self.controller: KafkaController | None = None
+        self.apis: KafkaApis | None = None
+        self.context: NodeContext | None = None
+        self.queue: deque[ControllerEvent] = deque()
+        self.active = False
+        self.registered = False
+        self.session_lost = False  # waiting for a new session to register again
+        self.incarnation = 0  # bumped on every start: stale callbacks of an old life are ignored
+
+    # ---- life cycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        self.incarnation += 1
+        self.running, self.paused, self.active, self.registered = True, False, False, False
+        self.session_lost = False
+        self.queue.clear()
+        zk = self.host.new_session()
+        self.zk = zk
+        for path in zkdata.PERSISTENT_PATHS:
+            create_if_absent(zk, path, None)
+        create_if_absent(zk, zkdata.CLUSTER_ID, zkdata.encode_cluster_id("simulated"))
+        lm = LogManager((self.data_dir,), 1, 0)
+        lm.startup("simulated")
+        rm = ReplicaManager(self.broker_id, lm, MetadataCache(), _NoFetcher(), clock_ms=self._now)
+        isr = IsrManager(zk, rm, 2000, 5000, 60_000, wall_clock_ms=self._now)
+        self.context = NodeContext(self.config, zk, "simulated", rm, rm.metadata_cache, isr, _SilentJournal())
+        self.apis = KafkaApis(self.context)
+        zk.add_session_listener(self._on_session)
+        self.controller = KafkaController(self.config, zk, self, -1)
+        self.controller.channel_now = self._channel_now
+        self.try_register()
+        self.put(Startup())
+
+    def _now(self) -> float:
+        return float(self.host.now_ms())
+
+    def now_ms(self) -> int:  # the core's Clock
+        return self.host.now_ms()
+
+    def try_register(self) -> bool:
+        """Register `/brokers/ids/<id>`; False while an earlier session's znode still stands."""
+        assert self.zk is not None
+        assert self.context is not None
+        try:
+            epoch = register_broker(self.zk, self.info)
+        except (RegistrationError, NodeZkError):
+            return False
+        self.registered = True
+        self.context.replica_manager.broker_epoch = epoch
+        if self.controller is not None:
+            self.controller.broker_epoch = epoch
+        return True
+
+    def stop(self, *, close_session: bool) -> None:
+        """The process ends: a clean shutdown closes the session (its ephemerals go at once); a
+        kill leaves it to expire on the server."""
+        if self.controller is not None and close_session:
+            self._process(ShutdownEventThread())
+        self.running, self.active = False, False
+        if self.zk is not None and close_session:
+            self.zk.close()
+        self.queue.clear()
+        self.host.close_channel(self, None)
+        self.host.cancel_timer(self, None)
+
+    # ---- ZooKeeper session --------------------------------------------------------------------
+    def _on_session(self, state: SessionState) -> None:
+        if not self.running:
+            return
+        if state == SessionState.LOST:
+            self.session_lost = True
+            self.clear_and_put(Expire())
+        elif state == SessionState.CONNECTED and self.session_lost:
+            self.session_lost = False
+            self.registered = False  # the world registers again on the new session
+        elif state == SessionState.CONNECTED:
+            self.put(ZkReconnected())
+
+    def reregister(self) -> bool:
+        """After a new session: register (new broker epoch), then RegisterBrokerAndReelect."""
+        if not self.try_register():
+            return False
+        assert self.context is not None
+        self.put(RegisterBrokerAndReelect(self.context.replica_manager.broker_epoch))
+        return True
+
+    # ---- the event queue --------------------------------------------------------------------------
+    def put(self, event: ControllerEvent) -> None:
+        self.queue.append(event)
+        self.host.kick(self)
+
+    def clear_and_put(self, event: ControllerEvent) -> None:
+        from reference_controller.controller.driver.event_manager import preempt  # noqa: PLC0415
+
+        dropped = list(self.queue)
+        self.queue.clear()
+        self.queue.append(event)
+        for queued in dropped:
+            try:
+                preempt(queued)
+            except Exception:
+                log.debug("pre-empting %s failed", queued)
+        self.host.kick(self)
+
+    def process_next(self) -> None:
+        if self.queue:
+            self._process(self.queue.popleft())
+
+    def _process(self, event: ControllerEvent) -> None:
+        assert self.controller is not None
+        try:
+            effects = self.controller.process(event)
+        except Exception:
+            log.debug("Error processing event %s", event, exc_info=True)
+            return
+        for effect in effects:
+            self._execute(effect)
+
+    def _execute(self, effect: Effect) -> None:
+        match effect:
+            case SendRequest(request=request):
+                self.host.send(self, request)
+            case AddBroker() | RemoveBroker():
+                self._channel_now(effect)
+            case ScheduleEvent(key=key, delay_ms=delay_ms, event=event):
+                self.host.set_timer(self, key, delay_ms, event)
+            case CancelScheduled(key=key):
+                self.host.cancel_timer(self, key)
+            case BecameController():
+                self.active = True
+            case Resigned():
+                self.active = False
+
+    def _channel_now(self, effect: AddBroker | RemoveBroker | Resigned) -> None:
+        if isinstance(effect, AddBroker):
+            self.host.open_channel(self, effect.broker)
+        elif isinstance(effect, RemoveBroker):
+            self.host.close_channel(self, effect.broker_id)
+        else:
+            self.host.close_channel(self, None)
+
+    # ---- the broker side -----------------------------------------------------------------------
+    def handle(self, api_key: int, version: int, correlation_id: int, request: Any) -> Any:
+        assert self.apis is not None
+        ctx = RequestContext("PLAINTEXT", "simulated", api_key, version, correlation_id, "controller")
+        return run_coroutine(self.apis.handle(ctx, request))

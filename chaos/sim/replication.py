@@ -1,0 +1,134 @@
+"""Followers fetching from leaders, and the leaders' ISR tasks, on the virtual clock (ring:
+drivers — a simulated one).
+
+The reference node runs these as asyncio tasks and worker threads (`IsrManager`); here the same
+steps run synchronously from the world's heap, through the reference's own pieces:
+`ReplicaManager.record_follower_fetch` / `out_of_sync_replicas` decide, `isr.conditional_update`
+writes the partition state (the cached zkVersion checked), `isr.propagate_isr_changes` writes
+`/isr_change_notification` when `isr_change_propagation_due` says so. What the glue does is what
+`IsrManager.maybe_expand_isr` / `maybe_shrink_isr` / `_update_isr` do, minus the threads.
+
+A follower fetches every ``FETCH_MS`` over its ``FROM_<follower>_<leader>`` link; with empty logs
+every fetch is caught up, so a follower that can reach its leader joins the ISR, and one that
+cannot for ``replica.lag.time.max.ms`` leaves it.
+"""
+
+from __future__ import annotations
+
+from chaos.sim.node import SimNode
+from chaos.sim.world import World
+from kafkawire.states import TopicPartition
+from reference_controller import zkdata
+from reference_controller.node.isr import (
+    ISR_CHANGE_PROPAGATION_CHECK_MS,
+    conditional_update,
+    isr_change_propagation_due,
+    propagate_isr_changes,
+)
+from reference_controller.node.partition import Partition
+from reference_controller.node.zk_port import NodeZkError
+
+__all__ = ["FETCH_MS", "Replication"]
+
+FETCH_MS = 200
+LAG_MS = 2000
+
+
+class _Disconnected(Exception):
+    """A write lost its connection: given up here, tried again by the next tick."""
+
+
+def _no_resend() -> None:
+    raise _Disconnected
+
+
+class Replication:
+    """The periodic fetch, ISR-expiration and ISR-propagation ticks of every node."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        world.at(FETCH_MS, self._fetch_tick)
+        world.at(LAG_MS // 2, self._shrink_tick)
+        world.at(ISR_CHANGE_PROPAGATION_CHECK_MS, self._propagate_tick)
+
+    def _up(self, node: SimNode) -> bool:
+        return node.running and not node.paused and node.context is not None
+
+    def _fetch_tick(self) -> None:
+        for follower in self.world.nodes.values():
+            if not self._up(follower):
+                continue
+            assert follower.context is not None
+            for tp, p in sorted(follower.context.replica_manager.partitions.items()):
+                if p.is_leader or p.leader < 0:
+                    continue
+                leader = self.world.nodes.get(p.leader)
+                if (
+                    leader is None
+                    or not self._up(leader)
+                    or self.world.link(f"FROM_{follower.broker_id}_{p.leader}").cut
+                ):
+                    continue
+                assert leader.context is not None
+                if leader.context.replica_manager.record_follower_fetch(tp, follower.broker_id, 0):
+                    self._expand(leader, tp, follower.broker_id)
+        self.world.at(FETCH_MS, self._fetch_tick)
+
+    def _shrink_tick(self) -> None:
+        for leader in self.world.nodes.values():
+            if not self._up(leader):
+                continue
+            assert leader.context is not None
+            rm = leader.context.replica_manager
+            for p in sorted(rm.leader_partitions(), key=lambda q: q.tp):
+                out = rm.out_of_sync_replicas(p, LAG_MS)
+                new_isr = tuple(r for r in p.isr if r not in out)
+                if out and new_isr:
+                    self._update_isr(leader, p, new_isr)
+        self.world.at(LAG_MS // 2, self._shrink_tick)
+
+    def _expand(self, leader: SimNode, tp: TopicPartition, follower: int) -> None:
+        assert leader.context is not None
+        p = leader.context.replica_manager.partitions.get(tp)
+        if p is None or not p.is_leader or follower in p.isr or follower not in p.replicas:
+            return
+        self._update_isr(leader, p, (*p.isr, follower))
+
+    def _update_isr(self, leader: SimNode, p: Partition, new_isr: tuple[int, ...]) -> None:
+        if not self.world.zk_connected(leader) or leader.zk is None or leader.context is None:
+            return  # kazoo would hold the write until reconnected; the next tick tries again
+        state = zkdata.LeaderAndIsr(leader.broker_id, p.leader_epoch, new_isr, p.zk_version)
+        try:
+            version = conditional_update(leader.zk, p.tp, state, p.controller_epoch, _no_resend)
+        except (_Disconnected, NodeZkError):
+            return
+        if version is None:
+            return  # "Cached zkVersion … not equal to that in zookeeper, skip updating ISR"
+        p.isr, p.zk_version = new_isr, version
+        leader.context.isr_manager.record_isr_change(p.tp)
+
+    def _propagate_tick(self) -> None:
+        for node in self.world.nodes.values():
+            if not self._up(node) or node.zk is None or not self.world.zk_connected(node):
+                continue
+            assert node.context is not None
+            isr = node.context.isr_manager
+            now = float(self.world.now)
+            due = isr_change_propagation_due(
+                pending=bool(isr.isr_change_set),
+                now_ms=now,
+                last_change_ms=isr.last_isr_change_ms,
+                last_propagation_ms=isr.last_isr_propagation_ms,
+                blackout_ms=isr.blackout_ms,
+                interval_ms=isr.interval_ms,
+            )
+            if not due:
+                continue
+            changes = sorted(isr.isr_change_set)
+            try:
+                propagate_isr_changes(node.zk, changes, _no_resend)
+            except (_Disconnected, NodeZkError):
+                continue
+            isr.isr_change_set.difference_update(changes)
+            isr.last_isr_propagation_ms = now
+        self.world.at(ISR_CHANGE_PROPAGATION_CHECK_MS, self._propagate_tick)

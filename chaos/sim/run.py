@@ -1,0 +1,225 @@
+"""One simulated run: a schedule played in the simulated world, judged by the chaos checkers,
+its evidence written as a real run writes it (ring: drivers — a simulated one).
+
+Phases as in :mod:`chaos.runner`: the cluster starts (every node, until a controller is
+elected), each process of the schedule plays its steps at their (virtual) times, one op at a
+time, into a :class:`~chaos.history.History` on the virtual clock; the nemesis heals
+everything; the final phase runs the world until the healed invariants and every liveness
+checker hold (or 30 virtual seconds pass); then :func:`chaos.checkers.check_all` judges the
+history, the transaction log and the final state. The run directory holds the same evidence
+(``history.jsonl``, ``txn-records.jsonl``, ``final-state.json``, ``verdict.json``,
+``requests.txt``, ``schedule.txt``, ``manifest.json``) plus ``sim.json`` (kit version, scenario,
+seed, schedule): ``python -m chaos check RUN_DIR`` judges it again unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.checkers import LIVENESS_CHECKERS, check_all, judge_all
+from chaos.checkers.final_state import FinalState
+from chaos.checkers.findings import RunInputs
+from chaos.checkers.timeline import Timeline, follow
+from chaos.checkers.verdict import Verdict, aggregate
+from chaos.final_state import Quiescence
+from chaos.generator import Schedule, Step
+from chaos.history import History
+from chaos.run.artefacts import Judged, write_artefacts
+from chaos.run.manifest import write_manifest
+from chaos.sim.actions import Actions
+from chaos.sim.evidence import build_final_state
+from chaos.sim.replication import Replication
+from chaos.sim.version import replay_command, sim_version
+from chaos.sim.world import World
+from cluster.profile import SPEED_PROFILE
+
+__all__ = ["SimResult", "simulate"]
+
+START_BOUND_MS = 20_000
+QUIET_BOUND_MS = 30_000
+POLL_MS = 250
+PROPS = {**SPEED_PROFILE, "zookeeper.connect": "simulated:2181", "listeners": "PLAINTEXT://127.0.0.1:0"}
+
+
+@dataclass(frozen=True)
+class SimResult:
+    verdict: str
+    reason: str | None
+    verdicts: tuple[Verdict, ...]
+    run_dir: Path | None
+    ops: int
+    faults: int
+
+
+def _scratch() -> Path:
+    """A fresh directory for the nodes' log dirs (in memory where the system offers it); those
+    left by a simulator process that was killed are removed first."""
+    shm = Path("/dev/shm")
+    parent = shm if shm.is_dir() else Path(tempfile.gettempdir())
+    for old in parent.glob("chaos-sim-*-*"):
+        pid = old.name.split("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"chaos-sim-{os.getpid()}-", dir=parent))
+
+
+def simulate(schedule: Schedule, out_dir: Path | None = None, duration_s: float = 5.0) -> SimResult:
+    """Play ``schedule``; write its run directory under ``out_dir`` when given (the caller
+    decides whether to keep it)."""
+    work = _scratch()
+    try:
+        return _simulate(schedule, out_dir, duration_s, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _simulate(schedule: Schedule, out_dir: Path | None, duration_s: float, work: Path) -> SimResult:
+    world = World(schedule.seed, schedule.broker_ids, dict(PROPS), work)
+    actions = Actions(world)
+    for node in world.nodes.values():
+        actions.start_node(node)
+    Replication(world)
+    world.run_until(world.now + START_BOUND_MS, lambda: actions.controller_node() is not None)
+    history = History(clock=lambda: (world.now - world.zk.log[0].time_ms) * 1_000_000)
+    _play(world, actions, schedule, history, duration_s)
+    op = history.invoke("nemesis", "heal", {})
+    history.complete(op, "ok", actions.heal_all())
+    op = history.invoke("nemesis", "quiesce", {})
+    quiet = _quiesce(world, history)
+    summary = {"time_to_heal_s": quiet.time_to_heal_s, "quiesced": quiet.quiesced, "waited_s": quiet.waited_s}
+    history.complete(op, "ok" if quiet.quiesced else "info", summary, quiet.last_problem)
+    records = list(world.zk.log)
+    verdicts = check_all(history.ops, follow(quiet.timeline, records), quiet.final_state)
+    verdict = aggregate(verdicts)
+    reason = (
+        None
+        if verdict == "valid"
+        else "; ".join(f"{v.checker}: {v.message}" for v in verdicts if not v.is_valid)[:1000]
+    )
+    run_dir = None
+    if out_dir is not None:
+        run_dir = out_dir / f"{schedule.scenario}-s{schedule.seed}"
+        _write(
+            run_dir,
+            world,
+            schedule,
+            Judged(history.ops, records, quiet.final_state),
+            verdicts,
+            verdict,
+            quiet,
+            reason,
+        )
+    faults = sum(1 for s in schedule.steps if s.f == "start_fault")
+    return SimResult(verdict, reason, tuple(verdicts), run_dir, len(schedule.steps) - 2 * faults, faults)
+
+
+def _play(world: World, actions: Actions, schedule: Schedule, history: History, duration_s: float) -> None:
+    """Each process plays its steps at their times, one op at a time (a step starts later when
+    the previous op of its process was slow)."""
+    t0 = world.now
+    running: set[str] = set()
+
+    def next_step(process: str, steps: list[Step], index: int) -> None:
+        if index >= len(steps):
+            running.discard(process)
+            return
+        step = steps[index]
+
+        def invoke() -> None:
+            op = history.invoke(process, step.f, step.value)
+
+            def done(kind: str, value: dict[str, Any] | None, error: str | None) -> None:
+                history.complete(op, kind, value, error)  # type: ignore[arg-type]
+                next_step(process, steps, index + 1)
+
+            try:
+                actions.invoke(step.f, step.value, done)
+            except Exception as exc:
+                done("info", None, f"{type(exc).__name__}: {exc}".splitlines()[0])
+
+        world.at(t0 + int(step.at_s * 1000) - world.now, invoke)
+
+    for process in schedule.processes:
+        running.add(process)
+        next_step(process, schedule.for_process(process), 0)
+    world.run_until(t0 + int((duration_s + 90) * 1000), lambda: not running)
+
+
+def _problem(
+    world: World, history: History, timeline: Timeline | None
+) -> tuple[str | None, FinalState, Timeline]:
+    """The healed invariants and the liveness checkers on a fresh final state (as the real final
+    phase polls them), over the timeline extended with the records it has not replayed."""
+    final = build_final_state(world, quiesced=True)
+    timeline = follow(timeline, world.zk.log)
+    missing = set(world.nodes) - set(final.live_brokers)
+    if missing:
+        return f"brokers {sorted(missing)} not registered", final, timeline
+    if final.controller not in final.live_brokers:
+        return f"controller {final.controller} not a live broker", final, timeline
+    for verdict in judge_all(LIVENESS_CHECKERS, RunInputs(history.ops, timeline, final)):
+        if not verdict.is_valid:
+            return f"{verdict.checker}: {verdict.message}", final, timeline
+    return None, final, timeline
+
+
+def _quiesce(world: World, history: History) -> Quiescence:
+    start = world.now
+    problem, final, timeline = _problem(world, history, None)
+    while problem is not None and world.now - start < QUIET_BOUND_MS:
+        world.run_until(world.now + POLL_MS)
+        problem, final, timeline = _problem(world, history, timeline)
+    quiet = problem is None
+    if not quiet:
+        final = build_final_state(world, quiesced=False)
+    waited = round((world.now - start) / 1000, 3)
+    return Quiescence(waited if quiet else None, quiet, waited, final, problem, timeline)
+
+
+def _write(  # noqa: PLR0917 - the parts of one run's evidence
+    run_dir: Path,
+    world: World,
+    schedule: Schedule,
+    judged: Judged,
+    verdicts: list[Verdict],
+    verdict: str,
+    quiet: Quiescence,
+    reason: str | None,
+) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    sealed = write_artefacts(
+        run_dir, None, None, judged, verdicts, verdict, quiet, schedule, reason, commit="simulated"
+    )
+    body = json.loads((run_dir / "verdict.json").read_text())
+    body["replay"] = replay_command(schedule)
+    (run_dir / "verdict.json").write_text(json.dumps(body, indent=1, default=str))
+    sim = {
+        "kind": "sim-run",
+        "kit_version": sim_version(),
+        "scenario": schedule.scenario,
+        "seed": schedule.seed,
+        "verdict": sealed.verdict,
+        "schedule": schedule.to_json(),
+    }
+    (run_dir / "sim.json").write_text(json.dumps(sim, indent=1) + "\n")
+    lines = [
+        json.dumps({"dest": b, **r.__dict__, "partitions": [p.__dict__ for p in r.partitions]})
+        for b, rs in sorted(world.journals.items())
+        for r in rs
+    ]
+    (run_dir / "requests.txt").write_text("\n".join(lines) + "\n")
+    (run_dir / "manifest.json").unlink(missing_ok=True)
+    _manifest(run_dir)
+
+
+def _manifest(run_dir: Path) -> None:
+    """The manifest without its wall-clock line, so two runs of one seed are byte-identical."""
+    body = write_manifest(run_dir, commit="simulated")
+    body.pop("written_at", None)
+    (run_dir / "manifest.json").write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")

@@ -1,0 +1,28 @@
+"""The simulator's version, recorded with every seed (ring: drivers, pure but for the installed
+package's metadata): a seed names a run only together with the version that played it."""
+
+from __future__ import annotations
+
+from chaos.generator import Schedule, generate
+from chaos.run.manifest import kit_version
+
+__all__ = ["SIM_FORMAT", "replay_command", "sim_version", "token"]
+
+SIM_FORMAT = 1  # bumped whenever the simulator's behaviour for a seed changes
+
+
+def sim_version() -> str:
+    return f"{kit_version() or 'unversioned'}+sim{SIM_FORMAT}"
+
+
+def token(schedule: Schedule) -> str:
+    """``<scenario>:<seed>@<version>``: what ``python -m chaos sim --replay`` takes."""
+    return f"{schedule.scenario}:{schedule.seed}@{sim_version()}"
+
+
+def replay_command(schedule: Schedule) -> str:
+    """The seed's replay when the schedule is the seed's own, else the run directory's sim.json
+    (a shrunk schedule is no seed's)."""
+    if schedule == generate(schedule.scenario, schedule.seed):
+        return f"python -m chaos sim --replay {token(schedule)}"
+    return "python -m chaos sim --replay sim.json  (in this run's directory: a shrunk schedule)"

@@ -137,6 +137,9 @@ def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
     kept = verdict != "valid" or plan.keep_all
     if not kept:
         shutil.rmtree(run_dir, ignore_errors=True)
+    # No checker ran (the cluster never started, the runner failed first): nothing was reported
+    # either way, so the record says null rather than "no quirk excused anything".
+    excused = excused_counts(verdicts) if verdicts else None
     record = RunRecord(
         kind="chaos-run",
         run_id=plan.campaign_id,
@@ -156,6 +159,7 @@ def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
         phase_metrics=tuple(metrics),
         commit=env.commit,
         worker=env.slot,
+        excused=excused,
     )
     return RunResult(
         verdict,
@@ -163,7 +167,7 @@ def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
         str(run_dir) if kept else None,
         reason,
         schedule.describe(),
-        excused_counts(verdicts),
+        excused,
     )
 
 

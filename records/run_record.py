@@ -1,7 +1,9 @@
-"""Run-record schema, version 1 (shared data contract: conformance plugin, chaos runner, reports).
+"""Run-record schema, version 2 (shared data contract: conformance plugin, chaos runner, simulator,
+reports).
 
-One record = one execution of one conformance test (``kind="conformance-test"``) or one chaos
-scenario run (``kind="chaos-run"``), written as one JSON line under a results directory. Readers
+One record = one execution of one conformance test (``kind="conformance-test"``), one chaos
+scenario run (``kind="chaos-run"``) or one run of the deterministic simulator (``kind="sim-run"``,
+the same fields as a chaos run), written as one JSON line under a results directory. Readers
 (the Spark reports) compute pass rates and flip rates from ``run_order``: records of one
 ``test_id`` sorted by it are consecutive executions.
 
@@ -10,8 +12,13 @@ Fields (all required unless marked optional):
 =================  ============  ====================================================================
 field              type          meaning
 =================  ============  ====================================================================
-schema_version     int           ``SCHEMA_VERSION`` (1); readers reject newer major versions
-kind               str           ``conformance-test`` | ``chaos-run``
+schema_version     int           ``SCHEMA_VERSION`` (2); readers also accept 1 (below)
+kind               str           ``conformance-test`` | ``chaos-run`` | ``sim-run``
+record_id          str           the execution's unique, deterministic id (:func:`derive_record_id`):
+                                 ``<run_id>:<test_id>`` for a conformance test,
+                                 ``<run_id>:<test_id>:<seed>`` for a chaos or simulator run, so the
+                                 same run executed again (a retried shard of the same campaign)
+                                 has the same id and readers count it once
 run_id             str           one suite/campaign invocation (all workers of a run share it)
 run_order          str           sortable key ``<UTC start, ISO basic>-<run_id>``: flip rates
 test_id            str           pytest node id, or the chaos scenario id
@@ -20,18 +27,24 @@ target             str           target name (``reference``, ``kafka``, …)
 target_version     str|null      what the target reports (optional)
 profile            str           behaviour profile, e.g. ``2.5``
 fault_package      str           ``none`` for conformance; the nemesis package for chaos
-seed               int|null      the generator seed (chaos); null for conformance
+seed               int|null      the generator seed (chaos, simulator); null for conformance
 outcome            str           ``passed`` | ``failed`` | ``skipped`` | ``error`` (chaos verdicts
                                  map: valid→passed, invalid→failed, unknown→error)
 reason             str|null      skip reason or first line of the failure (optional)
 duration_s         float         wall time of the execution (setup+call+teardown)
 phase_metrics      list[obj]     ``{"name","value","unit"}`` with ``name`` from :data:`METRICS`
+excused            obj|null      chaos and simulator runs only (optional): Kafka-quirk name → how
+                                 many items the quirk registry excused in this run; ``{}`` = the
+                                 registry excused nothing, null/absent = not reported
 commit             str|null      git commit of the suite/implementation under test
 host               str           hostname
 worker             str|null      xdist worker id or runner slot (optional)
 started_at         str           ISO-8601 UTC
 finished_at        str           ISO-8601 UTC
 =================  ============  ====================================================================
+
+Version 1 is version 2 without ``record_id`` and ``excused`` and without the ``sim-run`` kind;
+its records stay valid, and :func:`record_id_of` derives their id by the same rule.
 
 Phase metrics are measured black-box only; :data:`METRICS` enumerates each with its unit and
 how it is measured, so any target's numbers are comparable. Times are wall-clock times of one
@@ -53,23 +66,35 @@ from typing import Any, Final
 
 __all__ = [
     "KINDS",
+    "KINDS_BY_VERSION",
     "METRICS",
     "OUTCOMES",
     "SCHEMA_VERSION",
+    "SEEDED_KINDS",
+    "STREAMS",
+    "SUPPORTED_VERSIONS",
     "MetricDefinition",
     "PhaseMetric",
     "RecordError",
     "RunRecord",
+    "derive_record_id",
     "new_run_id",
     "read_records",
+    "record_id_of",
     "run_order_key",
     "utc_now_iso",
     "validate",
     "write_record",
 ]
 
-SCHEMA_VERSION: Final = 1
-KINDS: Final = ("conformance-test", "chaos-run")
+SCHEMA_VERSION: Final = 2
+SUPPORTED_VERSIONS: Final = (1, 2)
+KINDS: Final = ("conformance-test", "chaos-run", "sim-run")
+KINDS_BY_VERSION: Final[dict[int, tuple[str, ...]]] = {1: ("conformance-test", "chaos-run"), 2: KINDS}
+# The file-name prefixes of the record streams (``<stream>-<writer>.jsonl``).
+STREAMS: Final = ("runs", "chaos-runs", "sim-runs")
+# Kinds whose executions are identified by their seed too, and may carry ``excused``.
+SEEDED_KINDS: Final = ("chaos-run", "sim-run")
 OUTCOMES: Final = ("passed", "failed", "skipped", "error")
 
 
@@ -151,9 +176,27 @@ class PhaseMetric:
             object.__setattr__(self, "unit", METRICS[self.name].unit)
 
 
+def derive_record_id(kind: str, run_id: str, test_id: str, seed: int | None) -> str:
+    """The default ``record_id``: ``<run_id>:<test_id>``, plus ``:<seed>`` for a chaos or simulator
+    run (when it has a seed). Deterministic, so a re-executed run gets the same id."""
+    parts = [run_id, test_id]
+    if kind in SEEDED_KINDS and seed is not None:
+        parts.append(str(seed))
+    return ":".join(parts)
+
+
+def record_id_of(d: dict[str, Any]) -> str:
+    """A record's ``record_id``: the one it carries (version 2), else derived (version 1)."""
+    given = d.get("record_id")
+    if isinstance(given, str) and given:
+        return given
+    return derive_record_id(str(d["kind"]), str(d["run_id"]), str(d["test_id"]), d.get("seed"))
+
+
 @dataclass(frozen=True)
 class RunRecord:
-    """A run record; :meth:`to_json` validates before serialising."""
+    """A run record; :meth:`to_json` validates before serialising. ``record_id`` left empty is
+    derived (:func:`derive_record_id`)."""
 
     kind: str
     run_id: str
@@ -174,12 +217,22 @@ class RunRecord:
     host: str = field(default_factory=platform.node)
     worker: str | None = None
     target_version: str | None = None
+    record_id: str = ""
+    excused: dict[str, int] | None = None
     schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        if not self.record_id:
+            rid = derive_record_id(self.kind, self.run_id, self.test_id, self.seed)
+            object.__setattr__(self, "record_id", rid)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["behaviour_ids"] = list(self.behaviour_ids)
         d["phase_metrics"] = [asdict(m) for m in self.phase_metrics]
+        d["excused"] = None if self.excused is None else dict(self.excused)
+        if self.schema_version == 1:  # a version-1 record has neither field
+            del d["record_id"], d["excused"]
         return d
 
     def to_json(self) -> str:
@@ -190,7 +243,8 @@ class RunRecord:
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
 
-_REQUIRED: Final[dict[str, type | tuple[type, ...]]] = {
+_Types = dict[str, type | tuple[type, ...]]
+_REQUIRED_V1: Final[_Types] = {
     "schema_version": int,
     "kind": str,
     "run_id": str,
@@ -209,11 +263,17 @@ _REQUIRED: Final[dict[str, type | tuple[type, ...]]] = {
     "started_at": str,
     "finished_at": str,
 }
-_OPTIONAL: Final[dict[str, type | tuple[type, ...]]] = {
+_OPTIONAL_V1: Final[_Types] = {
     "reason": (str, type(None)),
     "worker": (str, type(None)),
     "target_version": (str, type(None)),
 }
+# version → (required, optional) fields and their JSON types
+_FIELDS: Final[dict[int, tuple[_Types, _Types]]] = {
+    1: (_REQUIRED_V1, _OPTIONAL_V1),
+    2: (_REQUIRED_V1 | {"record_id": str}, _OPTIONAL_V1 | {"excused": (dict, type(None))}),
+}
+assert tuple(_FIELDS) == SUPPORTED_VERSIONS == tuple(KINDS_BY_VERSION)
 
 
 def _check_time(d: dict[str, Any], key: str, problems: list[str]) -> None:
@@ -239,31 +299,54 @@ def _check_metrics(metrics: list[Any], problems: list[str]) -> None:
             problems.append(f"phase_metrics[{i}]: value must be a number")
 
 
-def validate(d: dict[str, Any]) -> list[str]:
-    """Every schema violation of record ``d`` (empty list = valid)."""
+def _check_excused(d: dict[str, Any], problems: list[str]) -> None:
+    excused = d.get("excused")
+    if excused is None:
+        return
+    if d["kind"] not in SEEDED_KINDS:
+        problems.append(f"excused: only for {' and '.join(SEEDED_KINDS)} records")
+    for quirk, count in excused.items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            problems.append(f"excused[{quirk!r}]: must be a count (a whole number >= 0)")
+
+
+def _type_problems(d: dict[str, Any], required: _Types, optional: _Types) -> list[str]:
     problems: list[str] = []
-    for key, typ in {**_REQUIRED, **_OPTIONAL}.items():
+    for key, typ in {**required, **optional}.items():
         if key not in d:
-            if key in _REQUIRED:
+            if key in required:
                 problems.append(f"{key}: missing")
         elif (isinstance(d[key], bool) and typ is not bool) or not isinstance(d[key], typ):
             problems.append(f"{key}: wrong type {type(d[key]).__name__}")
-    problems += [f"{k}: unknown field" for k in d if k not in _REQUIRED and k not in _OPTIONAL]
+    return problems + [f"{k}: unknown field" for k in d if k not in required and k not in optional]
+
+
+def validate(d: dict[str, Any]) -> list[str]:
+    """Every schema violation of record ``d`` (empty list = valid), by the rules of its
+    ``schema_version`` (a version this module does not know is checked as the newest)."""
+    version = d.get("schema_version")
+    known = version if version in _FIELDS and not isinstance(version, bool) else SCHEMA_VERSION
+    problems = _type_problems(d, *_FIELDS[known])
     if problems:
         return problems
-    if d["schema_version"] != SCHEMA_VERSION:
-        problems.append(f"schema_version: {d['schema_version']} not supported (this is {SCHEMA_VERSION})")
-    if d["kind"] not in KINDS:
-        problems.append(f"kind: {d['kind']!r} not in {KINDS}")
+    if version not in SUPPORTED_VERSIONS:
+        supported = list(SUPPORTED_VERSIONS)
+        problems.append(f"schema_version: {version} not supported (this reader knows {supported})")
+    kinds = KINDS_BY_VERSION[known]
+    if d["kind"] not in kinds:
+        problems.append(f"kind: {d['kind']!r} not in {kinds}")
     if d["outcome"] not in OUTCOMES:
         problems.append(f"outcome: {d['outcome']!r} not in {OUTCOMES}")
     if d["kind"] == "conformance-test" and d["fault_package"] != "none":
         problems.append("fault_package: must be 'none' for conformance-test")
+    if "record_id" in d and not d["record_id"]:
+        problems.append("record_id: empty")
     if not all(isinstance(b, str) for b in d["behaviour_ids"]):
         problems.append("behaviour_ids: must be strings")
     if d["duration_s"] < 0:
         problems.append("duration_s: negative")
     _check_metrics(d["phase_metrics"], problems)
+    _check_excused(d, problems)
     for key in ("started_at", "finished_at"):
         _check_time(d, key, problems)
     return problems
@@ -285,7 +368,9 @@ def run_order_key(started: datetime, run_id: str) -> str:
 def write_record(results_dir: Path, record: RunRecord, stream: str = "runs") -> Path:
     """Append ``record`` as one JSON line to ``<results_dir>/<stream>-<worker or main>.jsonl``.
 
-    One file per writer process: xdist workers never interleave partial lines.
+    One file per writer process: xdist workers never interleave partial lines. The streams are
+    ``runs`` (conformance), ``chaos-runs`` and ``sim-runs``: the reports find run records by these
+    file names (:data:`STREAMS`), at any depth, so nothing else in a results directory is read.
     """
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / f"{stream}-{record.worker or 'main'}.jsonl"

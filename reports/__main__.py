@@ -63,6 +63,26 @@ def _fraction(text: str) -> float:
     return x
 
 
+def _share(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not 0 <= x < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 0 and below 1: {text!r}")
+    return x
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
+    return n
+
+
 def _spark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--master", default=None, help="Spark master URL (default local[*]; spark://, yarn, k8s://)"
@@ -103,6 +123,13 @@ def _build_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--confidence", type=_fraction, default=0.95, help="confidence for runs-needed (0.95)")
     p.add_argument("--top", type=_positive_int, default=20, help="flakes in the ranking (20)")
+    p.add_argument(
+        "--quarantine-above",
+        type=_fraction,
+        default=0.05,
+        help="policy backtest: quarantine a flaky test whose failure rate so far is above this (0.05)",
+    )
+    p.add_argument("--retries", type=_count, default=1, help="policy backtest: retries of a failing test (1)")
     p.add_argument("--default-target", default="reference", help="target of JUnit/allure inputs (reference)")
     p.add_argument("--default-profile", default="2.5", help="profile of JUnit/allure inputs (2.5)")
     _spark_args(p)
@@ -121,6 +148,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out", "-o", type=Path, required=True, help="output directory (part-*.json.gz)")
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--days", type=_positive_int, default=30, help="days the runs span (30)")
+    s.add_argument(
+        "--duplicate-rate",
+        type=_share,
+        default=0.001,
+        help="share of records that execute an earlier one again (same record_id; 0.001)",
+    )
     s.add_argument("--no-gzip", action="store_true")
     _spark_args(s)
     b = sub.add_parser("bench", help="time the report for 100k, 1M, 10M synthetic records")

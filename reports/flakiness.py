@@ -198,7 +198,8 @@ def flakiness(runs: DataFrame, keys: tuple[str, ...], params: FlakinessParams) -
 
 
 def behaviour_runs(records: DataFrame) -> DataFrame:
-    """Canonical records → one run per (behaviour ID, target, profile, fault package, run_id)."""
+    """Canonical records → one run per (behaviour ID, target, profile, fault package, run_id),
+    with the run's ``commit`` and ``target_version`` (the smallest, should a run have several)."""
     exploded = records.select("*", F.explode("behaviour_ids").alias("behaviour_id"))
     any_of = {o: F.max((F.col("outcome") == o).cast("int")) for o in ("failed", "error", "passed")}
     outcome = (
@@ -212,20 +213,26 @@ def behaviour_runs(records: DataFrame) -> DataFrame:
         F.min("started_at").alias("started_at"),
         outcome.alias("outcome"),
         F.min(F.when(F.col("outcome").isin(*_FAIL), F.col("reason"))).alias("reason"),
+        F.min("commit").alias("commit"),
+        F.min("target_version").alias("target_version"),
     )
 
 
-def flakiness_levels(records: DataFrame, params: FlakinessParams) -> DataFrame:
+def flakiness_levels(
+    records: DataFrame, params: FlakinessParams, behaviours: DataFrame | None = None
+) -> DataFrame:
     """:func:`flakiness` per test and per behaviour ID in one pass (one shuffle, one sort, one
-    aggregation for both): the union of the test runs and :func:`behaviour_runs`, grouped by
-    :data:`LEVEL_KEYS`. :func:`level` takes one level back out with its usual key names."""
+    aggregation for both): the union of the test runs and :func:`behaviour_runs` (``behaviours``
+    when given, e.g. cached for other tables), grouped by :data:`LEVEL_KEYS`. :func:`level` takes
+    one level back out with its usual key names."""
     tests = records.select(F.lit("test").alias("level"), "kind", F.col("test_id").alias("id"),
                            "target", "profile", "fault_package", *_RUN_COLUMNS)  # fmt: skip
-    behaviours = behaviour_runs(records).select(
+    per_run = behaviour_runs(records) if behaviours is None else behaviours
+    per_behaviour = per_run.select(
         F.lit("behaviour").alias("level"), "kind", F.col("behaviour_id").alias("id"),
         "target", "profile", "fault_package", *_RUN_COLUMNS,
     )  # fmt: skip
-    return flakiness(tests.unionByName(behaviours), LEVEL_KEYS, params)
+    return flakiness(tests.unionByName(per_behaviour), LEVEL_KEYS, params)
 
 
 def level(levels: DataFrame, name: str) -> DataFrame:

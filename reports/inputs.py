@@ -1,14 +1,20 @@
 """Input discovery and the JUnit XML / allure-result mappings (reports, drivers ring; no Spark).
 
-``discover`` turns the ``--input`` arguments (files, directories, globs, URIs) into three lists:
+``discover`` turns the ``--input`` arguments (files, directories, globs, URIs) into three lists,
+and counts what it skipped:
 
-- run records: ``*.jsonl``, ``*.ndjson``, Spark's ``part-*.json`` (each optionally ``.gz``),
-  and any file named explicitly that is not XML or an allure result; URIs (``hdfs://``,
+- run records, found by the writers' file layout at any depth: ``runs-*.jsonl``,
+  ``chaos-runs-*.jsonl``, ``sim-runs-*.jsonl`` (:data:`records.run_record.STREAMS`) and Spark's
+  ``part-*.json`` (each optionally ``.gz``); any other JSON-lines file (``*.jsonl``, ``*.ndjson``,
+  optionally ``.gz``) only if its first line is a run record (it has ``schema_version``,
+  ``kind``, ``run_id`` and ``test_id``), so a kept chaos run's history, transaction records and
+  request journals are skipped; a file named explicitly (not through a directory or a glob) that
+  is not XML or an allure result is read as records whatever its name; URIs (``hdfs://``,
   ``s3a://`` …) are passed to Spark as they are;
 - JUnit XML: ``*.xml``;
-- allure results: ``*-result.json`` (containers, attachments and other files are ignored).
+- allure results: ``*-result.json`` (containers, attachments and other files are skipped).
 
-JUnit testcases and allure results become rows of the canonical record shape (schema version 1,
+JUnit testcases and allure results become rows of the canonical record shape (schema version 2,
 ``kind = conformance-test``, ``fault_package = none``), with the window in which the execution
 happened (``window_start`` / ``window_end``) so the reader can drop the ones a run record
 already describes. JUnit has no per-test start: every testcase of a suite starts at the suite's
@@ -23,6 +29,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -31,12 +38,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from records.run_record import run_order_key
+from records.run_record import STREAMS, derive_record_id, run_order_key
 from reports.errors import InputError
 
 __all__ = ["Defaults", "Inputs", "Rejected", "discover", "locate_lines", "parse_allure", "parse_junit"]
 
-_RECORD_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
+_JSON_LINES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
+_STREAM_FILE = re.compile(rf"^(?:{'|'.join(map(re.escape, STREAMS))})-.+\.jsonl(?:\.gz)?$")
+_SPARK_PART = re.compile(r"^part-.+\.json(?:\.gz)?$")
+_RECORD_KEYS = frozenset({"schema_version", "kind", "run_id", "test_id"})
 
 
 @dataclass(frozen=True)
@@ -62,11 +72,39 @@ class Inputs:
     records: list[str] = field(default_factory=list)
     junit: list[Path] = field(default_factory=list)
     allure: list[Path] = field(default_factory=list)
-    ignored: list[Path] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)
 
     @property
     def files(self) -> int:
         return len(self.records) + len(self.junit) + len(self.allure)
+
+    def record_bytes(self) -> int:
+        """Size of the local record files (URIs count 0)."""
+        return sum(os.path.getsize(p) for p in self.records if "://" not in p and os.path.isfile(p))
+
+    def skipped_line(self) -> str | None:
+        """One line on what was not read: how many files, and one of them (a JSON-lines one if
+        any, since those are the ones a reader might take for records)."""
+        if not self.skipped:
+            return None
+        lines = [p for p in self.skipped if p.name.endswith(_JSON_LINES)]
+        example = (lines or self.skipped)[0]
+        return (
+            f"skipped {len(self.skipped)} file(s) that are not run records, JUnit XML or allure "
+            f"results (e.g. {example})"
+        )
+
+
+def _first_line_is_a_record(path: Path) -> bool:
+    """The first non-blank line of a JSON-lines file is a JSON object with a run record's keys."""
+    try:
+        for line in _open_text(str(path)):
+            if line.strip():
+                head = json.loads(line)
+                return isinstance(head, dict) and head.keys() >= _RECORD_KEYS
+    except (OSError, ValueError, EOFError):
+        return False
+    return False
 
 
 def _classify(path: Path, explicit: bool) -> str:
@@ -75,9 +113,11 @@ def _classify(path: Path, explicit: bool) -> str:
         return "allure"
     if name.endswith(".xml"):
         return "junit"
-    if name.endswith(_RECORD_SUFFIXES) or (name.startswith("part-") and name.endswith((".json", ".json.gz"))):
+    if _STREAM_FILE.match(name) or _SPARK_PART.match(name) or explicit:
         return "records"
-    return "records" if explicit else "ignored"
+    if name.endswith(_JSON_LINES) and _first_line_is_a_record(path):
+        return "records"
+    return "skipped"
 
 
 def _walk(root: Path) -> Iterator[Path]:
@@ -97,19 +137,20 @@ def _add(inputs: Inputs, path: Path, explicit: bool) -> None:
     elif kind == "allure":
         inputs.allure.append(path)
     else:
-        inputs.ignored.append(path)
+        inputs.skipped.append(path)
 
 
-def _expand(spec: str) -> list[Path]:
+def _expand(spec: str) -> tuple[list[Path], bool]:
+    """The paths ``spec`` names, and whether it named them itself (not through a glob)."""
     if any(c in spec for c in "*?["):
         matches = sorted(glob.glob(spec, recursive=True))
         if not matches:
             raise InputError(f"input {spec}: no file matches this pattern")
-        return [Path(m) for m in matches]
+        return [Path(m) for m in matches], False
     path = Path(spec)
     if not path.exists():
         raise InputError(f"input {spec}: no such file or directory")
-    return [path]
+    return [path], True
 
 
 def discover(specs: Sequence[str]) -> Inputs:
@@ -121,24 +162,27 @@ def discover(specs: Sequence[str]) -> Inputs:
         if "://" in spec and not spec.startswith("file://"):
             inputs.records.append(spec)
             continue
-        before = inputs.files
-        for path in _expand(spec.removeprefix("file://")):
+        before, skipped_before = inputs.files, len(inputs.skipped)
+        paths, named = _expand(spec.removeprefix("file://"))
+        for path in paths:
             if path.is_dir():
                 for f in _walk(path):
                     _add(inputs, f, explicit=False)
             else:
-                _add(inputs, path, explicit=True)
+                _add(inputs, path, explicit=named)
         if inputs.files == before:
+            skipped = len(inputs.skipped) - skipped_before
             raise InputError(
-                f"input {spec}: no run records (*.jsonl[.gz], part-*.json[.gz]), JUnit XML (*.xml) "
-                "or allure results (*-result.json) in it"
+                f"input {spec}: no run records ({', '.join(f'{s}-*.jsonl' for s in STREAMS)}, or "
+                "part-*.json, each optionally .gz), JUnit XML (*.xml) or allure results "
+                f"(*-result.json) in it{f' ({skipped} other file(s) skipped)' if skipped else ''}"
             )
     return inputs
 
 
 def _row(**kw: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "schema_version": 1,
+        "schema_version": 2,
         "kind": "conformance-test",
         "fault_package": "none",
         "seed": None,
@@ -147,8 +191,11 @@ def _row(**kw: Any) -> dict[str, Any]:
         "worker": None,
         "target_version": None,
         "behaviour_ids": [],
+        "excused": None,
     }
-    return base | kw
+    row = base | kw
+    row["record_id"] = derive_record_id(row["kind"], row["run_id"], row["test_id"], row["seed"])
+    return row
 
 
 def _first_line(text: str | None) -> str | None:

@@ -1,15 +1,18 @@
 """The report job: inputs → tables → files (reports, drivers ring; the transforms are pure).
 
 ``build(spark, options)`` discovers and loads the inputs (:mod:`reports.read`), computes the
-tables with the pure transforms (:mod:`reports.flakiness`, :mod:`reports.latency`), collects
-them (they are aggregates: one row per test × target × …, per metric × …) and writes every
-output (:mod:`reports.outputs`, :mod:`reports.html`). It returns the ``summary.json`` content.
+tables with the pure transforms (:mod:`reports.flakiness`, :mod:`reports.latency`,
+:mod:`reports.policy`, :mod:`reports.breakdowns`), collects them (they are aggregates: one row
+per test × target × …, per metric × …) and writes every output (:mod:`reports.outputs`,
+:mod:`reports.page`). It returns the ``summary.json`` content. ``main`` checks the inputs and
+the output directory before it starts Spark, and says what it is doing as it goes (stderr).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,14 +24,17 @@ from typing import Any, Final
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark convention
 
+from reports import breakdowns as bd
 from reports import flakiness as fl
 from reports import latency as lat
+from reports import policy as pol
 from reports import session
-from reports.inputs import Defaults, discover
+from reports.errors import InputError
+from reports.inputs import Defaults, Inputs, discover
 from reports.outputs import Table, terminal_summary, write_outputs
 from reports.read import Loaded, load
 
-__all__ = ["BuildOptions", "build", "compute_tables", "main"]
+__all__ = ["BuildOptions", "build", "check_output", "compute_tables", "main"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,26 @@ class BuildOptions:
     confidence: float = 0.95
     top: int = 20
     defaults: Defaults = field(default_factory=Defaults)
+    policy: pol.PolicyParams = field(default_factory=pol.PolicyParams)
+
+
+def check_output(out: Path) -> None:
+    """``out`` must be a directory this process can write in (or be creatable in one): checked by
+    writing a temporary file, since permission bits say nothing to root or on a read-only mount."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: exists and is not a directory: name a directory for the report")
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise InputError(f"--out {out}: {probe} is a file, not a directory: name a directory for the report")
+    try:
+        with tempfile.TemporaryFile(dir=probe, prefix=".kzk-reports-probe-"):
+            pass
+    except OSError as exc:
+        raise InputError(
+            f"--out {out}: cannot write in {probe} ({exc.strerror or exc}): name a writable directory"
+        ) from exc
 
 
 def _cutoff(loaded: Loaded, options: BuildOptions) -> datetime | None:
@@ -52,19 +78,29 @@ def _cutoff(loaded: Loaded, options: BuildOptions) -> datetime | None:
     return loaded.latest_started_at - timedelta(days=options.recent_days)
 
 
-def compute_tables(records: DataFrame, params: fl.FlakinessParams, top: int) -> dict[str, DataFrame]:
+def compute_tables(
+    records: DataFrame,
+    params: fl.FlakinessParams,
+    top: int,
+    policy: pol.PolicyParams | None = None,
+) -> dict[str, DataFrame]:
     """Every report table as a lazy DataFrame (pure transforms of the canonical records).
 
-    The heavy work is three fused passes over the records, each cached when it first runs:
-    flakiness of tests and behaviour IDs together (:func:`reports.flakiness.flakiness_levels`),
-    failure signatures, and the exact percentiles of every latency grain together
-    (:func:`reports.latency.latency_grains`); the tables are small selections of those.
+    The heavy work is four fused passes over the records, each cached when it first runs:
+    flakiness of tests and behaviour IDs together (:func:`reports.flakiness.flakiness_levels`,
+    over the cached behaviour runs that the behaviour trend reads too), failure signatures, the
+    exact percentiles of every latency grain together (:func:`reports.latency.latency_grains`),
+    and the policy replay of the conformance executions (:func:`reports.policy.executions`); the
+    tables are small selections and aggregations of those.
     """
-    levels = fl.flakiness_levels(records, params).persist()
+    behaviours = fl.behaviour_runs(records).persist()
+    levels = fl.flakiness_levels(records, params, behaviours).persist()
     per_test = fl.level(levels, "test")
     signatures = fl.failure_signatures(records, fl.TEST_KEYS).persist()
     values = lat.metric_values(records)
     grains = lat.latency_grains(values).persist()
+    execs = pol.executions(records, policy or pol.PolicyParams()).persist()
+    gates = pol.gates(execs).persist()
     return {
         "flakiness": per_test.orderBy(F.desc_nulls_last("failure_rate"), *fl.TEST_KEYS),
         "behaviour_flakiness": fl.level(levels, "behaviour").orderBy(
@@ -77,6 +113,12 @@ def compute_tables(records: DataFrame, params: fl.FlakinessParams, top: int) -> 
         "latency_by_day": lat.grain(grains, "day"),
         "latency_by_commit": lat.grain(grains, "commit"),
         "latency_histogram": lat.latency_histogram(values),
+        "gate_policies": pol.gate_policies(gates, execs),
+        "policy_backtest": pol.policy_backtest(execs),
+        "impact": pol.impact(execs, gates, per_test),
+        "failure_clusters": bd.failure_clusters(signatures),
+        "excusals": bd.excusals(records),
+        "behaviour_trend": bd.behaviour_trend(behaviours),
     }
 
 
@@ -101,17 +143,19 @@ class _Clock:
 # from several threads concurrently), so one pass's single-task stages leave the other core to
 # another pass. Each group first fills the cache its later tables read; the ranking reads two.
 _THREADS: Final = (
-    ("flakiness", "behaviour_flakiness"),
-    ("failure_signatures", "failure_trend"),
+    ("flakiness", "behaviour_flakiness", "behaviour_trend"),
+    ("failure_signatures", "failure_trend", "failure_clusters", "excusals"),
     ("latency", "latency_by_day", "latency_by_commit", "latency_histogram"),
+    ("gate_policies", "policy_backtest"),
 )
-_AFTER: Final = ("flake_ranking",)
+_AFTER: Final = ("flake_ranking", "impact")
 
 
 def _collect(tables: dict[str, DataFrame], log: Callable[[str], None]) -> dict[str, Table]:
     out: dict[str, Table] = {}
 
     def collect(names: tuple[str, ...]) -> None:
+        log(f"  pass: {', '.join(names)} …")
         for name in names:
             t0 = time.monotonic()
             df = tables[name]
@@ -134,20 +178,41 @@ def _params(loaded: Loaded, options: BuildOptions) -> fl.FlakinessParams:
     )
 
 
-def build(spark: SparkSession, options: BuildOptions, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the whole report; returns the summary written to ``summary.json``."""
+def inputs_line(inputs: Inputs) -> str:
+    """What ``discover`` found, in one line (plus one on what it skipped)."""
+    line = (
+        f"reports: inputs: {len(inputs.records)} record file(s) ({inputs.record_bytes() / 1e6:.1f} MB), "
+        f"{len(inputs.junit)} JUnit XML, {len(inputs.allure)} allure result(s)"
+    )
+    skipped = inputs.skipped_line()
+    return f"{line}\nreports: {skipped}" if skipped else line
+
+
+def build(
+    spark: SparkSession,
+    options: BuildOptions,
+    log: Callable[[str], None] = print,
+    inputs: Inputs | None = None,
+) -> dict[str, Any]:
+    """Run the whole report; returns the summary written to ``summary.json``. ``inputs``: what
+    :func:`reports.inputs.discover` found for ``options.inputs``, if the caller has it already."""
     t0 = time.monotonic()
     clock = _Clock(spark)
     started = datetime.now(UTC)
-    inputs = discover(options.inputs)
-    loaded: Loaded = load(spark, inputs, permissive=options.permissive, defaults=options.defaults)
+    if inputs is None:
+        inputs = discover(options.inputs)
+        log(inputs_line(inputs))
+    check_output(options.out)
+    loaded: Loaded = load(spark, inputs, permissive=options.permissive, defaults=options.defaults, log=log)
     log(
-        f"reports: {sum(loaded.counts.values())} records loaded, {loaded.rejected_total} rejected "
+        f"reports: {sum(loaded.counts.values())} records to report on, {loaded.rejected_total} rejected "
         f"({clock.lap()})"
     )
     params = _params(loaded, options)
-    tables = _collect(compute_tables(loaded.records, params, options.top), log)
-    log(f"  tables computed ({clock.lap()})")
+    log(f"reports: computing {len(_THREADS)} passes at once, then {', '.join(_AFTER)} …")
+    tables = _collect(compute_tables(loaded.records, params, options.top, options.policy), log)
+    log(f"reports: tables computed ({clock.lap()})")
+    log(f"reports: writing outputs to {options.out} …")
     context = {
         "started_at": started.isoformat(timespec="seconds"),
         "spark": {"version": spark.version, "master": spark.sparkContext.master},
@@ -156,15 +221,19 @@ def build(spark: SparkSession, options: BuildOptions, log: Callable[[str], None]
             "record_files": len(inputs.records),
             "junit_files": len(inputs.junit),
             "allure_results": len(inputs.allure),
-            "ignored_files": len(inputs.ignored),
+            "skipped_files": len(inputs.skipped),
+            "skipped_example": str(inputs.skipped[0]) if inputs.skipped else None,
         },
         "records": loaded.counts,
+        "duplicates": loaded.duplicates,
         "rejected": loaded.rejected,
         "rejected_total": loaded.rejected_total,
+        "unknown_kinds": loaded.unknown_kinds,
         "params": params,
+        "policy": options.policy,
     }
     summary = write_outputs(spark, options.out, tables, context, wall_s=lambda: time.monotonic() - t0)
-    log(f"  outputs written ({clock.lap()})")
+    log(f"reports: outputs written ({clock.lap()})")
     spark.catalog.clearCache()
     return summary
 
@@ -181,13 +250,21 @@ def main(args: argparse.Namespace) -> int:
         confidence=args.confidence,
         top=args.top,
         defaults=Defaults(target=args.default_target, profile=args.default_profile),
+        policy=pol.PolicyParams(quarantine_above=args.quarantine_above, retries=args.retries),
     )
-    discover(options.inputs)  # a bad path fails before a JVM starts
+    log = _stderr
+    inputs = discover(options.inputs)  # a bad path or output fails before a JVM starts
+    check_output(options.out)
+    log(inputs_line(inputs))
+    memory = session.auto_driver_memory() if args.driver_memory == "auto" else args.driver_memory
+    log(f"reports: starting Spark ({args.master or 'local[*]'}, driver memory {memory}) …")
+    t0 = time.monotonic()
     spark = session.start(
         args.master, driver_memory=args.driver_memory, shuffle_partitions=args.shuffle_partitions
     )
+    log(f"reports: Spark {spark.version} started ({time.monotonic() - t0:.1f} s)")
     try:
-        summary = build(spark, options, log=lambda m: print(m, file=sys.stderr))
+        summary = build(spark, options, log=log, inputs=inputs)
         cpu = session.jvm_cpu_s(spark)
         if cpu is not None:
             print(f"reports: JVM CPU {cpu:.1f} s in all (Spark start-up included)", file=sys.stderr)
@@ -195,3 +272,7 @@ def main(args: argparse.Namespace) -> int:
         spark.stop()
     print(terminal_summary(summary, args.out))
     return 0
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

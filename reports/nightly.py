@@ -9,8 +9,9 @@ Layout under ``--store`` (default ``results/nightly``)::
 Steps: drop nights older than ``--keep-days``; run ``python -m chaos run --runs N --out
 <night>/chaos`` (plus any arguments after ``--``), or with ``--budget-minutes M`` batches of
 ``--batch-runs`` runs while the next batch still fits in the budget; optionally run the
-conformance suite; build the report over ``nights/``. Invalid chaos runs (runner exit 1) are
-findings and go into the report; a missing or failing runner is reported in one line, the report
+conformance suite; build the report over ``nights/``. Invalid chaos runs (runner exit 1) and
+runs that could not be judged (exit 3; their records say ``error``) are findings and go into the
+report; a missing or failing runner is reported in one line, the report
 is still built over what is kept, and the exit status is then 1.
 """
 
@@ -68,11 +69,12 @@ def _run_step(cmd: list[str], what: str, timeout_s: float | None) -> int | str:
 
 
 def _batch_problem(status: int | str) -> str | None:
-    """The chaos runner exits 0 (all runs valid), 1 (a run was invalid: a finding, reported), 2 (bad
-    arguments) or anything else (it failed)."""
+    """The chaos runner exits 0 (all runs valid), 1 (a run was invalid), 3 (none invalid, some could
+    not be judged) — each with its records written, findings the report shows — 2 (bad arguments)
+    or anything else (it failed)."""
     if isinstance(status, str):
         return status
-    if status in (0, 1):
+    if status in (0, 1, 3):
         return None
     if status == 2:
         return "the chaos runner rejected its arguments (exit 2): see its message above"

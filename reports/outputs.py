@@ -21,11 +21,13 @@ from pyspark.sql import Row, SparkSession
 from reports import page
 from reports.flakiness import FlakinessParams
 from reports.inputs import Rejected
+from reports.policy import PolicyParams
+from reports.read import Duplicates, duplicates_line, unknown_kinds_line
 from reports.table import Table, plain
 
 __all__ = ["CSV_TABLES", "SUMMARY_VERSION", "Table", "plain", "terminal_summary", "write_outputs"]
 
-SUMMARY_VERSION: Final = 1
+SUMMARY_VERSION: Final = 2
 _PARQUET_WRITERS: Final = 3
 CSV_TABLES: Final = (
     "flakiness",
@@ -37,6 +39,12 @@ CSV_TABLES: Final = (
     "latency_by_day",
     "latency_by_commit",
     "latency_histogram",
+    "gate_policies",
+    "policy_backtest",
+    "impact",
+    "failure_clusters",
+    "excusals",
+    "behaviour_trend",
 )
 _RANKING_FIELDS: Final = (
     "rank", "kind", "test_id", "target", "profile", "fault_package", "runs", "executed", "failures",
@@ -84,6 +92,7 @@ def _ranking(table: Table) -> list[dict[str, Any]]:
 
 def _summary(tables: dict[str, Table], context: dict[str, Any], out: Path) -> dict[str, Any]:
     params: FlakinessParams = context["params"]
+    policy: PolicyParams = context["policy"]
     flak = tables["flakiness"].dicts()
     regressions = sorted((d for d in flak if d["regressed"]), key=lambda d: d["regression_p_value"])
     return {
@@ -91,9 +100,14 @@ def _summary(tables: dict[str, Table], context: dict[str, Any], out: Path) -> di
         "started_at": context["started_at"],
         "spark": context["spark"],
         "inputs": context["inputs"],
-        "records": {"total": sum(context["records"].values()), "by_source_and_kind": context["records"]},
+        "records": {
+            "total": sum(context["records"].values()),
+            "by_source_and_kind": context["records"],
+            "duplicates": asdict(context["duplicates"]),
+        },
         "rejected": {
             "total": context["rejected_total"],
+            "unknown_kinds": context["unknown_kinds"],
             "listed": [asdict(r) for r in context["rejected"]],
         },
         "parameters": {
@@ -102,10 +116,14 @@ def _summary(tables: dict[str, Table], context: dict[str, Any], out: Path) -> di
             "runs_needed": params.runs_needed,
             "baseline_before": plain(params.baseline_before) if params.baseline_before else None,
             "regression_alpha": params.alpha,
+            "quarantine_above": policy.quarantine_above,
+            "retries": policy.retries,
         },
         "classification": dict(Counter(d["classification"] for d in flak)),
         "top_flakes": _ranking(tables["flake_ranking"]),
         "regressions": regressions[:20],
+        "gate_policies": tables["gate_policies"].dicts(),
+        "top_impact": tables["impact"].dicts()[:20],
         "latency": tables["latency"].dicts(),
         "outputs": sorted(str(p.relative_to(out)) for p in out.iterdir()),
     }
@@ -142,6 +160,18 @@ def write_outputs(
     return summary
 
 
+def _gate_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Per target × profile: gated runs and how many each policy blocks."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["target"], r["profile"]), []).append(r)
+    return [
+        f"  gates [{target}/{profile}]: {rs[0]['gated_runs']} gated runs; blocked: "
+        + ", ".join(f"{r['policy']} {r['blocked']} ({100 * r['blocked_rate']:.1f} %)" for r in rs)
+        for (target, profile), rs in sorted(groups.items())
+    ]
+
+
 def terminal_summary(summary: dict[str, Any], out: Path) -> str:
     """A few lines for the terminal: counts, the worst flakes, latency headlines, where to look."""
     cls = summary["classification"]
@@ -149,6 +179,13 @@ def terminal_summary(summary: dict[str, Any], out: Path) -> str:
         f"records: {summary['records']['total']}  rejected: {summary['rejected']['total']}  "
         f"groups: {sum(cls.values())} ({', '.join(f'{k} {v}' for k, v in sorted(cls.items()))})",
     ]
+    dup = summary["records"]["duplicates"]
+    if dup["dropped"]:
+        lines.append(f"  {duplicates_line(Duplicates(**dup))}")
+    kinds = unknown_kinds_line(summary["rejected"]["unknown_kinds"])
+    if kinds:
+        lines.append(f"  rejected: {kinds}")
+    lines += _gate_lines(summary["gate_policies"])
     for f in summary["top_flakes"][:5]:
         lines.append(
             f"  flake #{f['rank']}: {f['test_id']} [{f['target']}/{f['fault_package']}] "

@@ -12,7 +12,8 @@ from datetime import date
 from html import escape
 from typing import Any, Final
 
-from reports import flakiness, latency, svg
+from reports import breakdowns, dedup, flakiness, latency, policy, svg
+from reports.sections import decision_sections
 from reports.table import Table
 
 __all__ = ["render"]
@@ -42,6 +43,7 @@ def _num(v: Any, pct: bool = False) -> str:
 def _table(
     rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], pct: set[str] | None = None
 ) -> str:
+    """An HTML table of ``rows`` (the first :data:`_MAX_ROWS`); ``pct`` columns as percentages."""
     pct = pct or set()
     head = "".join(f"<th>{escape(label)}</th>" for _, label in columns)
     body = []
@@ -87,9 +89,13 @@ def _header(s: dict[str, Any]) -> str:
         f"<p>Generated {escape(s['started_at'])} by Spark {escape(s['spark']['version'])} "
         f"({escape(s['spark']['master'])}) in {s['wall_s']} s.</p>"
         f"<p>Inputs: {escape(', '.join(inputs['paths']))} — {inputs['record_files']} record files, "
-        f"{inputs['junit_files']} JUnit XML, {inputs['allure_results']} allure results, "
-        f"{inputs['ignored_files']} other files ignored.</p>"
-        f"<p><b>{rec['total']}</b> records ({escape(by)}); <b>{s['rejected']['total']}</b> rejected.</p>"
+        f"{inputs['junit_files']} JUnit XML, {inputs['allure_results']} allure results; "
+        f"{inputs['skipped_files']} other files skipped"
+        + (f" (e.g. {escape(inputs['skipped_example'])})" if inputs["skipped_example"] else "")
+        + ".</p>"
+        f"<p><b>{rec['total']}</b> records ({escape(by)}); <b>{s['rejected']['total']}</b> rejected; "
+        f"<b>{rec['duplicates']['dropped']}</b> duplicates dropped ({rec['duplicates']['ids']} "
+        f"record_id(s) seen more than once, {rec['duplicates']['conflicting']} with different outcomes).</p>"
         f"<p>Groups: {escape(cls)}. A flake of {100 * s['parameters']['flake_rate']:g} % is ruled out "
         f"with {100 * s['parameters']['confidence']:g} % confidence after "
         f"{s['parameters']['runs_needed']} clean runs. Baseline window: runs before "
@@ -130,7 +136,11 @@ def _trend_section(t: dict[str, Table]) -> str:
         series[f"{r['kind']} / {r['target']}"].append(
             (date.fromisoformat(r["day"]).toordinal(), 100 * r["failure_rate"])
         )
-    plot = svg.lines(series=dict(series), title="Failure rate by day", x_label=_day, y_unit="% failed")
+    # The axis spans at least 0–1 %, so a period in which every run passed shows a flat line at 0
+    # on a readable scale.
+    plot = svg.lines(
+        series=dict(series), title="Failure rate by day", x_label=_day, y_unit="% failed", y_min_top=1.0
+    )
     return f'<h2 id="trend">Failure-rate trend</h2><div class="plots">{plot}</div>'
 
 
@@ -203,9 +213,12 @@ def render(t: dict[str, Table], s: dict[str, Any]) -> str:
         _latency_plots(t),
         "<h3>By commit (first seen order)</h3>"
         + _table(by_commit, [("commit", "commit"), ("first_seen", "first seen"), *_LAT_COLUMNS]),
+        *decision_sections(t, _table),
         _rejected_section(s),
         '<h2 id="definitions">Definitions</h2>'
-        f"<pre>{escape(flakiness.__doc__ or '')}</pre><pre>{escape(latency.__doc__ or '')}</pre>",
+        + "".join(
+            f"<pre>{escape(m.__doc__ or '')}</pre>" for m in (flakiness, latency, policy, breakdowns, dedup)
+        ),
         "</body></html>",
     ]
     return "\n".join(parts)

@@ -104,10 +104,13 @@ def lines(
     x_label: Callable[[float], str],
     y_unit: str = "",
     log_y: bool = False,
+    y_min_top: float = 0.0,
     width: int = 960,
     height: int = 300,
 ) -> str:
-    """One polyline (with dots) per series; ``x_label`` formats x ticks (e.g. day ordinals)."""
+    """One polyline (with dots) per series; ``x_label`` formats x ticks (e.g. day ordinals). A
+    linear y axis runs from 0 to at least ``y_min_top`` (and to 1 when every value is 0), so
+    all-zero series sit on a readable scale instead of one of 1e-9."""
     pts = [(x, y) for s in series.values() for x, y in s if not log_y or y > 0]
     if not pts:
         return _empty(title, width)
@@ -115,7 +118,7 @@ def lines(
     fy: Callable[[float], float] = math.log10 if log_y else float
     xs, ys = [p[0] for p in pts], [fy(p[1]) for p in pts]
     x_lo, x_hi = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
-    y_lo, y_hi = (min(ys), max(ys)) if log_y else (0.0, max(*ys, 1e-9) * 1.05)
+    y_lo, y_hi = (min(ys), max(ys)) if log_y else (0.0, max(max(ys) * 1.05, y_min_top) or 1.0)
     y_hi = y_hi if y_hi > y_lo else y_lo + 1
 
     def px(x: float) -> float:

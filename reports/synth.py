@@ -1,6 +1,6 @@
 """Synthetic run records for tests, demos and the benchmark (reports, drivers ring).
 
-``python -m reports synth --records N --out DIR`` writes schema-valid version-1 records as
+``python -m reports synth --records N --out DIR`` writes schema-valid version-2 records as
 gzip JSON lines (``part-*.json.gz``) with Spark, so 10M records take minutes, not hours:
 
 - 480 conformance tests (real behaviour IDs from the catalogue) × 3 targets and 120 chaos
@@ -11,7 +11,14 @@ gzip JSON lines (``part-*.json.gz``) with Spark, so 10M records take minutes, no
   days), 4 % always skipped; errors are 20 % of the failures; reasons from templates with
   numbers and ids in them (so signatures cluster);
 - phase metrics with heavy tails: a log-normal body (σ = 0.6) around a per-metric median, and
-  2 % of values multiplied by a Pareto(α = 1.5) factor; 4 decimals, in seconds.
+  2 % of values multiplied by a Pareto(α = 1.5) factor; 4 decimals, in seconds;
+- ``record_id`` as the writers derive it (``<run_id>:<test_id>``, chaos ``…:<seed>``); a share
+  ``--duplicate-rate`` (0.001) of the N records are executions again of earlier ones (a retried
+  shard: same ``record_id``, outcome and timings drawn again);
+- chaos records carry ``excused``: empty in most runs, 1–3 items of one of seven Kafka quirks
+  in 15 % of them;
+- ``target_version``: ``2.5.1`` for kafka-2.5, ``2.8.1`` then ``2.8.2`` (from the middle of the
+  runs) for kafka-2.8, and for the reference one version per 100 runs.
 """
 
 from __future__ import annotations
@@ -57,6 +64,15 @@ _REASONS: Final = (
     "ConnectionLossException at /brokers/ids/%1$d (session 0x%1$x)",
 )
 _EPOCH_2026_S: Final = 1767225600
+QUIRKS: Final = (
+    "reassignment-stranded-by-deletion",
+    "reassignment-abandoned-after-topic-znode",
+    "deletion-dropped-before-creation",
+    "deleted-topic-kept-by-unregistered-broker",
+    "leaderless-after-failed-reassignment-election",
+    "isr-outside-replicas-after-failed-election",
+    "deletion-halted-by-earlier-incarnation",
+)
 
 
 @dataclass(frozen=True)
@@ -160,13 +176,18 @@ def _iso(ts: Column) -> Column:
     return F.concat(F.date_format(ts, "yyyy-MM-dd'T'HH:mm:ss.SSS"), F.lit("+00:00"))
 
 
-def synthetic_records(spark: SparkSession, n: int, seed: int = 1, days: int = 30) -> DataFrame:
-    """``n`` records as a DataFrame of version-1 record columns (JSON-ready strings)."""
-    runs = max(1, -(-n // _TESTS_PER_RUN))
+def synthetic_records(
+    spark: SparkSession, n: int, seed: int = 1, days: int = 30, duplicate_rate: float = 0.001
+) -> DataFrame:
+    """``n`` records as a DataFrame of version-2 record columns (JSON-ready strings); the last
+    ``duplicate_rate`` of them execute earlier records again (same ``record_id``)."""
+    unique = max(1, n - int(n * duplicate_rate))
+    runs = max(1, -(-unique // _TESTS_PER_RUN))
     run_span_s = days * 86400.0 / runs
     files = max(1, min(64, n // 500_000))
+    source = F.when(F.col("id") < unique, F.col("id")).otherwise(F.pmod(F.xxhash64("id"), F.lit(unique)))
     ids = spark.range(0, n, 1, files).select(
-        (F.col("id") % _TESTS_PER_RUN).alias("slot"), (F.col("id") / _TESTS_PER_RUN).cast("long").alias("run")
+        (source % _TESTS_PER_RUN).alias("slot"), (source / _TESTS_PER_RUN).cast("long").alias("run")
     )
     df = ids.join(F.broadcast(_spec_frame(spark, seed)), "slot")
     run_start_s = F.lit(_EPOCH_2026_S) + F.col("run") * run_span_s
@@ -192,10 +213,29 @@ def synthetic_records(spark: SparkSession, n: int, seed: int = 1, days: int = 30
         F.array(*[_heavy_tail(seed, i) for i in range(2)]).alias("_noise"),
         F.rand(seed + 2).alias("_r"),
     )
-    return df.select(*_columns(seed))
+    return df.select(*_columns(seed, runs))
 
 
-def _columns(seed: int) -> list[Column | str]:
+def _target_version(target: Column, runs: int) -> Column:
+    return (
+        F.when(target == "kafka-2.5", F.lit("2.5.1"))
+        .when(target == "kafka-2.8", F.when(F.col("run") < runs // 2, "2.8.1").otherwise("2.8.2"))
+        .otherwise(F.concat(F.lit("2.5-ref."), (F.col("run") / 100).cast("long").cast("string")))
+    )
+
+
+def _excused(seed: int) -> Column:
+    """Most chaos runs excuse nothing; 15 % excuse 1–3 items of one quirk."""
+    quirk = F.element_at(F.array(*map(F.lit, QUIRKS)), (F.rand(seed + 3) * len(QUIRKS)).cast("int") + 1)
+    items = (F.rand(seed + 4) * 3).cast("long") + 1
+    some = F.create_map(quirk, items)
+    none = F.create_map().cast("map<string,bigint>")
+    return F.when(F.col("kind") != "chaos-run", F.lit(None).cast("map<string,bigint>")).otherwise(
+        F.when(F.rand(seed + 5) < 0.15, some).otherwise(none)
+    )
+
+
+def _columns(seed: int, runs: int) -> list[Column | str]:
     failing = F.col("outcome").isin("failed", "error")
     formatted = F.expr("format_string(element_at(reasons, cast(_r * 2 AS INT) + 1), run % 50, _r * 30)")
     reason = F.when(F.col("skipped"), F.lit("target does not support this behaviour")).when(
@@ -211,26 +251,30 @@ def _columns(seed: int) -> list[Column | str]:
         )
     )
     chaos = F.col("kind") == "chaos-run"
+    record_seed = F.when(chaos, F.col("run") * 1000 + F.col("slot"))
+    target = F.when(chaos, F.lit("reference")).otherwise(
+        F.element_at(F.array(*map(F.lit, TARGETS)), (F.col("run") % 3 + 1).cast("int"))
+    )
     return [
-        F.lit(1).alias("schema_version"),
+        F.lit(2).alias("schema_version"),
         "kind",
+        F.concat_ws(":", "run_id", "test_id", record_seed.cast("string")).alias("record_id"),
         "run_id",
         F.concat(F.date_format("_run_start", "yyyyMMdd'T'HHmmss.SSSSSS"), F.lit("Z-"), F.col("run_id")).alias(
             "run_order"
         ),
         "test_id",
         "behaviour_ids",
-        F.when(chaos, F.lit("reference"))
-        .otherwise(F.element_at(F.array(*map(F.lit, TARGETS)), (F.col("run") % 3 + 1).cast("int")))
-        .alias("target"),
-        F.lit(None).cast("string").alias("target_version"),
+        target.alias("target"),
+        _target_version(target, runs).alias("target_version"),
         F.lit("2.5").alias("profile"),
         "fault_package",
-        F.when(chaos, F.col("run") * 1000 + F.col("slot")).alias("seed"),
+        record_seed.alias("seed"),
         "outcome",
         reason.alias("reason"),
         "duration_s",
         metrics.alias("phase_metrics"),
+        _excused(seed).alias("excused"),
         F.sha1(F.concat(F.lit(f"commit-{seed}-"), (F.col("run") / 25).cast("long").cast("string"))).alias(
             "commit"
         ),
@@ -254,9 +298,8 @@ def main(args: argparse.Namespace) -> int:
         args.master, driver_memory=args.driver_memory, shuffle_partitions=args.shuffle_partitions
     )
     try:
-        write(
-            synthetic_records(spark, args.records, args.seed, args.days), str(args.out), gzip=not args.no_gzip
-        )
+        records = synthetic_records(spark, args.records, args.seed, args.days, args.duplicate_rate)
+        write(records, str(args.out), gzip=not args.no_gzip)
     finally:
         spark.stop()
     print(f"synth: {args.records} records in {args.out}")

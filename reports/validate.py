@@ -3,12 +3,15 @@
 Pure ``DataFrame -> DataFrame`` transforms. Input: ``value`` (one JSON line) and ``source_file``.
 Each line is parsed twice, both with explicit schemas (no inference):
 
-1. with the record version's ``StructType`` (:mod:`reports.schema`) — the typed values;
+1. with :data:`reports.schema.PARSE_SCHEMA` (every version's fields) — the typed values;
 2. as ``map<string,string>`` — which keys are present and their raw text, so that a missing key,
    an unknown key, an explicit ``null`` and a value of the wrong type are told apart.
 
-``problems`` lists every schema violation of the line, worded as ``records.run_record.validate``
-words them (``kind: 'x' not in (...)``); an empty list means the record is valid.
+Each line is checked by the rules of its own ``schema_version`` (which keys it must have and may
+have, which kinds; a version this reader does not know, by the newest version's rules, plus the
+problem that it is unknown). ``problems`` lists every schema violation of the line, worded as
+``records.run_record.validate`` words them (``kind: 'x' not in (...)``); an empty list means the
+record is valid. A version-1 record's ``record_id`` is derived as the writers derive it.
 
 Spark's JSON parser reads any JSON value into a string field (``"test_id": 5`` becomes ``"5"``,
 an object its JSON text). A string field whose parsed text could be such a rendering (a number,
@@ -19,33 +22,71 @@ few lines pay for that third parse, and a non-string value is ``<field>: wrong t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - PySpark convention
 from pyspark.sql import types as T  # noqa: N812 - PySpark convention
 
-from reports.schema import CANONICAL, KINDS, METRIC_UNITS, OUTCOMES, RECORD_SCHEMAS, V1, RecordVersion
+from reports.schema import (
+    CANONICAL,
+    METRIC_UNITS,
+    OUTCOMES,
+    PARSE_SCHEMA,
+    RECORD_SCHEMAS,
+    SCHEMA_VERSION,
+    SEEDED_KINDS,
+    RecordVersion,
+)
 
-__all__ = ["accepted", "parse_lines", "rejected"]
+__all__ = ["accepted", "derived_record_id", "parse_lines", "rejected"]
+
+_VERSIONS: Final = tuple(RECORD_SCHEMAS.values())
 
 
-def _in(col: Column, values: tuple[str, ...] | list[str]) -> Column:
-    return col.isin(*values)
+def _version() -> Column:
+    """The version whose rules a line is checked by: its own, or the newest if it has none this
+    reader knows (that problem is reported on its own)."""
+    sv = F.col("_r.schema_version")
+    return F.when(sv.isin(*RECORD_SCHEMAS), sv).otherwise(F.lit(SCHEMA_VERSION))
 
 
-def _key_problems(v: RecordVersion) -> list[Column]:
+def _versions_where(keep: Callable[[RecordVersion], bool]) -> Column:
+    """True for the lines whose version satisfies ``keep`` (a constant when all or none do)."""
+    chosen = [v.version for v in _VERSIONS if keep(v)]
+    if len(chosen) in (0, len(_VERSIONS)):
+        return F.lit(bool(chosen))
+    return _version().isin(*chosen)
+
+
+def _by_version(value: Callable[[RecordVersion], Column]) -> Column:
+    """``value(v)`` of each line's version ``v``."""
+    out = F.when(_version() == _VERSIONS[0].version, value(_VERSIONS[0]))
+    for v in _VERSIONS[1:]:
+        out = out.when(_version() == v.version, value(v))
+    return out
+
+
+def _known_keys() -> Column:
+    return _by_version(lambda v: F.array(*[F.lit(n) for n in sorted(v.known)]))
+
+
+def _key_problems() -> list[Column]:
     raw, r = F.col("_raw"), F.col("_r")
     out: list[Column] = []
-    for name in v.schema.fieldNames():
+    for name in PARSE_SCHEMA.fieldNames():
         present = F.map_contains_key(raw, F.lit(name))
         raw_value = raw.getItem(name)
-        if name in v.required:
-            out.append(F.when(~present, F.lit(f"{name}: missing")))
-        out.append(F.when(present & raw_value.isNotNull() & r[name].isNull(), F.lit(f"{name}: wrong type")))
-        if name not in v.nullable:
-            out.append(F.when(present & raw_value.isNull(), F.lit(f"{name}: null")))
-    unknown = F.array_except(F.map_keys(raw), F.array(*[F.lit(n) for n in sorted(v.known)]))
+        required = _versions_where(lambda v, n=name: n in v.required)  # type: ignore[misc]
+        known = _versions_where(lambda v, n=name: n in v.known)  # type: ignore[misc]
+        not_null = _versions_where(lambda v, n=name: n in v.known and n not in v.nullable)  # type: ignore[misc]
+        out.append(F.when(required & ~present, F.lit(f"{name}: missing")))
+        out.append(
+            F.when(known & present & raw_value.isNotNull() & r[name].isNull(), F.lit(f"{name}: wrong type"))
+        )
+        out.append(F.when(not_null & present & raw_value.isNull(), F.lit(f"{name}: null")))
+    unknown = F.array_except(F.map_keys(raw), _known_keys())
     out.append(F.when(F.size(unknown) > 0, F.concat(F.lit("unknown field(s): "), F.concat_ws(", ", unknown))))
     return out
 
@@ -64,17 +105,17 @@ _COERCED_ELEMENT: Final = (
 _STRING_ARRAYS: Final = ("ARRAY<STRING>", "ARRAY<VOID>")
 
 
-def _string_fields(v: RecordVersion) -> list[str]:
-    return [f.name for f in v.schema.fields if isinstance(f.dataType, T.StringType)]
+def _string_fields() -> list[str]:
+    return [f.name for f in PARSE_SCHEMA.fields if isinstance(f.dataType, T.StringType)]
 
 
-def _type_problems(v: RecordVersion) -> list[Column]:
+def _type_problems() -> list[Column]:
     """String fields that held another JSON type (see the module docstring): a cheap look at the
     parsed text first; the variant parse only where that text could be a rendering."""
     r = F.col("_r")
     typed = F.from_json(F.col("value"), "map<string,variant>")
     out: list[Column] = []
-    for name in _string_fields(v):
+    for name in _string_fields():
         maybe = r[name].rlike(_COERCED)
         out.append(
             F.when(maybe & (F.schema_of_variant(typed[name]) != "STRING"), F.lit(f"{name}: wrong type"))
@@ -113,6 +154,25 @@ def _metric_problems() -> list[Column]:
     ]
 
 
+def _kind_unknown() -> Column:
+    return _by_version(lambda v: ~F.col("_r.kind").isin(*v.kinds))
+
+
+def _excused_problems() -> list[Column]:
+    r = F.col("_r")
+    counts = F.map_values(r["excused"])  # null when absent: no problem
+    return [
+        F.when(
+            r["excused"].isNotNull() & ~r["kind"].isin(*SEEDED_KINDS),
+            F.lit(f"excused: only for {' and '.join(SEEDED_KINDS)} records"),
+        ),
+        F.when(
+            F.exists(counts, lambda c: c.isNull() | (c < 0)),
+            F.lit("excused: counts must be whole numbers >= 0"),
+        ),
+    ]
+
+
 def _value_problems() -> list[Column]:
     r = F.col("_r")
     version_ok = r["schema_version"].isNull() | r["schema_version"].isin(*RECORD_SCHEMAS)
@@ -125,11 +185,17 @@ def _value_problems() -> list[Column]:
                 F.lit(f" not supported (this reader knows {sorted(RECORD_SCHEMAS)})"),
             ),
         ),
-        F.when(~_in(r["kind"], KINDS), F.concat(F.lit("kind: '"), r["kind"], F.lit(f"' not in {KINDS}"))),
         F.when(
-            ~_in(r["outcome"], OUTCOMES),
+            _kind_unknown(),
+            F.concat(
+                F.lit("kind: '"), r["kind"], F.lit("' not in "), _by_version(lambda v: F.lit(str(v.kinds)))
+            ),
+        ),
+        F.when(
+            ~r["outcome"].isin(*OUTCOMES),
             F.concat(F.lit("outcome: '"), r["outcome"], F.lit(f"' not in {OUTCOMES}")),
         ),
+        F.when(r["record_id"] == "", F.lit("record_id: empty")),
         F.when(
             (r["kind"] == "conformance-test") & (r["fault_package"] != "none"),
             F.lit("fault_package: must be 'none' for conformance-test"),
@@ -145,7 +211,7 @@ def _value_problems() -> list[Column]:
         out.append(
             F.when(r[key].isNotNull() & ts.isNull(), F.concat(F.lit(f"{key}: not ISO-8601: "), r[key]))
         )
-    return out + _metric_problems()
+    return out + _metric_problems() + _excused_problems()
 
 
 def _lowest_is_null(values: Column) -> Column:
@@ -163,35 +229,43 @@ def _maybe_coerced(parsed: Column, name: str) -> Column:
     return parsed.rlike(_COERCED) & (line.contains("\\u") | non_string_after_key)
 
 
-def _suspect(v: RecordVersion) -> Column:
+def _suspect() -> Column:
     """True for every line that has a problem, and for few valid ones: the checks above reduced to
     plain (code-generated) expressions. The checks themselves use higher-order functions, which
     Spark evaluates row by row without code generation, so they only run where this is true."""
     raw, r = F.col("_raw"), F.col("_r")
-    known = F.array(*[F.lit(n) for n in sorted(v.known)])
     pm = r["phase_metrics"]
     pairs = F.arrays_zip(pm["name"].alias("n"), pm["unit"].alias("u"))
     allowed = F.array(
         *[F.struct(F.lit(n).alias("n"), F.lit(u).alias("u")) for n, u in sorted(METRIC_UNITS.items())]
     )
-    non_string = [f.name for f in v.schema.fields if not isinstance(f.dataType, T.StringType)]
+    always = frozenset.intersection(*(v.known - v.nullable for v in _VERSIONS))
+    newer = sorted(frozenset.union(*(v.known - v.nullable for v in _VERSIONS)) - always)
+    nullable = frozenset.union(*(v.nullable for v in _VERSIONS))
+    non_string = [f.name for f in PARSE_SCHEMA.fields if not isinstance(f.dataType, T.StringType)]
+    counts = F.map_values(r["excused"])
     # A null condition means a null field, which the checks of the null fields catch: False.
     conditions = [
-        F.size(F.array_except(F.map_keys(raw), known)) > 0,
-        F.size(raw) != len(v.known),
-        *[r[n].isNull() for n in sorted(v.known - v.nullable)],
-        *[r[n].isNull() & raw.getItem(n).isNotNull() for n in non_string if n in v.nullable],
-        *[_maybe_coerced(r[n], n) for n in _string_fields(v)],
+        F.size(F.array_except(F.map_keys(raw), _known_keys())) > 0,
+        F.size(raw) != _by_version(lambda v: F.lit(len(v.known))),
+        *[r[n].isNull() for n in sorted(always)],
+        *[r[n].isNull() & _versions_where(lambda v, n=n: n in v.required) for n in newer],  # type: ignore[misc]
+        *[r[n].isNull() & raw.getItem(n).isNotNull() for n in non_string if n in nullable],
+        *[_maybe_coerced(r[n], n) for n in _string_fields()],
         F.array_join(r["behaviour_ids"], "\u0001").rlike(_COERCED_ELEMENT),
         ~r["schema_version"].isin(*RECORD_SCHEMAS),
-        ~r["kind"].isin(*KINDS),
+        _kind_unknown(),
         ~r["outcome"].isin(*OUTCOMES),
+        r["record_id"] == "",
         (r["kind"] == "conformance-test") & (r["fault_package"] != "none"),
         r["duration_s"] < 0,
         _lowest_is_null(r["behaviour_ids"]),
         *[r[k].isNotNull() & F.try_to_timestamp(r[k]).isNull() for k in ("started_at", "finished_at")],
         F.size(F.array_except(pairs, allowed)) > 0,
         _lowest_is_null(pm["value"]),
+        r["excused"].isNotNull() & ~r["kind"].isin(*SEEDED_KINDS),
+        F.array_min(counts) < 0,
+        _lowest_is_null(counts),
     ]
     out = F.lit(False)
     for c in conditions:
@@ -199,7 +273,23 @@ def _suspect(v: RecordVersion) -> Column:
     return out
 
 
-def parse_lines(lines: DataFrame, version: RecordVersion = V1) -> DataFrame:
+def derived_record_id(kind: Column, run_id: Column, test_id: Column, seed: Column) -> Column:
+    """:func:`records.run_record.derive_record_id` as a column: ``<run_id>:<test_id>``, plus
+    ``:<seed>`` for a chaos or simulator run with a seed."""
+    return F.concat_ws(":", run_id, test_id, F.when(kind.isin(*SEEDED_KINDS), seed.cast("string")))
+
+
+def _canonical(name: str) -> Column:
+    r = F.col("_r")
+    if name in ("started_at", "finished_at"):
+        return F.try_to_timestamp(r[name]).alias(name)
+    if name == "record_id":
+        derived = derived_record_id(r["kind"], r["run_id"], r["test_id"], r["seed"])
+        return F.coalesce(r["record_id"], derived).alias(name)
+    return r[name].alias(name)
+
+
+def parse_lines(lines: DataFrame) -> DataFrame:
     """``value, source_file`` → canonical columns + ``problems`` (array) + ``value``.
 
     Blank lines are dropped; a line that is not a JSON object has the one problem saying so.
@@ -208,22 +298,16 @@ def parse_lines(lines: DataFrame, version: RecordVersion = V1) -> DataFrame:
     parsed = nonblank.select(
         "value",
         "source_file",
-        F.from_json("value", version.schema).alias("_r"),
+        F.from_json("value", PARSE_SCHEMA).alias("_r"),
         F.from_json("value", "map<string,string>").alias("_raw"),
     )
-    checks = _key_problems(version) + _type_problems(version) + _value_problems()
+    checks = _key_problems() + _type_problems() + _value_problems()
     problems = (
         F.when(F.col("_raw").isNull(), F.array(F.lit("not a JSON object")))
-        .when(_suspect(version), F.filter(F.array(*checks), lambda p: p.isNotNull()))
+        .when(_suspect(), F.filter(F.array(*checks), lambda p: p.isNotNull()))
         .otherwise(F.array().cast("array<string>"))
     )
-    canonical = [
-        F.try_to_timestamp(F.col(f"_r.{f.name}")).alias(f.name)
-        if f.name in ("started_at", "finished_at")
-        else F.col(f"_r.{f.name}").alias(f.name)
-        for f in CANONICAL.fields
-        if f.name not in ("source", "source_file")
-    ]
+    canonical = [_canonical(f.name) for f in CANONICAL.fields if f.name not in ("source", "source_file")]
     return parsed.select(
         *canonical,
         F.lit("records").alias("source"),

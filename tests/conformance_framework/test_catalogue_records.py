@@ -93,7 +93,8 @@ def test_record_roundtrip(tmp_path: Path) -> None:
     assert path.name == "runs-gw0.jsonl"
     (rec,) = list(read_records([path]))
     assert rec["phase_metrics"] == [{"name": "controller_election", "value": 0.2, "unit": "s"}]
-    assert rec["schema_version"] == 1
+    assert rec["schema_version"] == 2
+    assert rec["record_id"] == "abc:t::x"
     assert rec["fault_package"] == "none"
 
 

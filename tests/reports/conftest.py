@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+from records.run_record import derive_record_id
 from reports import session
 from reports.schema import CANONICAL
 
@@ -24,9 +25,10 @@ def spark() -> Iterator[SparkSession]:
 
 
 def record(**kw: Any) -> dict[str, Any]:
-    """A valid version-1 run record; keyword arguments override fields."""
+    """A valid version-2 run record; keyword arguments override fields. ``record_id`` is derived
+    from the result (as the writers derive it) unless given."""
     base: dict[str, Any] = {
-        "schema_version": 1,
+        "schema_version": 2,
         "kind": "conformance-test",
         "run_id": "r0",
         "run_order": "20260101T000000.000000Z-r0",
@@ -46,8 +48,19 @@ def record(**kw: Any) -> dict[str, Any]:
         "worker": None,
         "started_at": "2026-01-01T00:00:00+00:00",
         "finished_at": "2026-01-01T00:00:01+00:00",
+        "excused": None,
     }
-    return base | kw
+    out = base | kw
+    if "record_id" not in kw:
+        out["record_id"] = derive_record_id(out["kind"], out["run_id"], out["test_id"], out["seed"])
+    return out
+
+
+def v1_record(**kw: Any) -> dict[str, Any]:
+    """A valid version-1 run record (no ``record_id``, no ``excused``)."""
+    out = record(**kw) | {"schema_version": 1}
+    del out["record_id"], out["excused"]
+    return out
 
 
 def runs(test_id: str, outcomes: str, *, day: int = 1, **kw: Any) -> list[dict[str, Any]]:
@@ -83,9 +96,10 @@ def frame(spark: SparkSession, records: list[dict[str, Any]]) -> DataFrame:
     """Records as a canonical DataFrame (what the reader produces), built directly."""
     rows = []
     for r in records:
-        d = {k: r.get(k) for k in CANONICAL.fieldNames()}
+        d = {k: r.get(k) for k in CANONICAL.fieldNames() if k not in ("source", "source_file")}
+        d["record_id"] = d["record_id"] or derive_record_id(r["kind"], r["run_id"], r["test_id"], r["seed"])
         for key in ("started_at", "finished_at"):
             d[key] = datetime.fromisoformat(r[key])
-        d["source"], d["source_file"] = "records", "test"
+        d["source"], d["source_file"] = "records", r.get("source_file", "test")
         rows.append(tuple(d[k] for k in CANONICAL.fieldNames()))
     return spark.createDataFrame(rows, CANONICAL)

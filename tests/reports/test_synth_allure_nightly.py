@@ -28,13 +28,28 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_synthetic_records_are_schema_valid_and_varied(spark: SparkSession, tmp_path: Path) -> None:
-    synth.write(synth.synthetic_records(spark, 3_000, seed=2, days=2), str(tmp_path / "s"))
+    synth.write(
+        synth.synthetic_records(spark, 3_000, seed=2, days=2, duplicate_rate=0.01), str(tmp_path / "s")
+    )
     records = []
     for f in sorted((tmp_path / "s").glob("part-*.json.gz")):
         with gzip.open(f, "rt", encoding="utf-8") as fh:
             records += [json.loads(line) for line in fh]
     assert len(records) == 3_000
     assert [p for r in records for p in validate(r)] == []
+    assert {r["schema_version"] for r in records} == {2}
+    # record_id as the writers derive it; the last 1 % execute earlier records again: 2,970 ids.
+    for r in records:
+        suffix = f":{r['seed']}" if r["kind"] == "chaos-run" else ""
+        assert r["record_id"] == f"{r['run_id']}:{r['test_id']}{suffix}"
+    assert len({r["record_id"] for r in records}) == 2_970
+    chaos = [r for r in records if r["kind"] == "chaos-run"]
+    assert all(isinstance(r["excused"], dict) for r in chaos)
+    assert all(r["excused"] is None for r in records if r["kind"] != "chaos-run")
+    with_items = [r for r in chaos if r["excused"]]
+    assert 0.05 < len(with_items) / len(chaos) < 0.3
+    assert {q for r in with_items for q in r["excused"]} <= set(synth.QUIRKS)
+    assert {r["target_version"] for r in records if r["target"] == "kafka-2.5"} == {"2.5.1"}
     outcomes = Counter(r["outcome"] for r in records)
     assert {"passed", "failed", "error", "skipped"} <= set(outcomes)
     assert {r["kind"] for r in records} == {"conformance-test", "chaos-run"}
@@ -103,6 +118,7 @@ def test_nightly_chaos_command_and_runner_status() -> None:
     ]
     assert nightly._batch_problem(0) is None
     assert nightly._batch_problem(1) is None  # an invalid run is a finding, reported
+    assert nightly._batch_problem(3) is None  # so is a run that could not be judged (records: error)
     assert "rejected its arguments" in str(nightly._batch_problem(2))
     assert nightly._batch_problem(-9) == "the chaos runner failed (exit -9)"
 
@@ -183,7 +199,7 @@ def test_nightly_with_a_budget_runs_chaos_then_reports_and_leaves_nothing_runnin
     assert len(nights) == 1
     records = [
         json.loads(line)
-        for f in sorted((nights[0] / "chaos").rglob("*.jsonl"))
+        for f in sorted((nights[0] / "chaos").rglob("chaos-runs-*.jsonl"))
         for line in f.read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]

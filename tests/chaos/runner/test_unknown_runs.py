@@ -28,6 +28,9 @@ def test_nodes_that_never_start_make_the_run_unknown_with_the_reason(tmp_path: P
     assert record["target"] == "broken"
     assert str(record["reason"]).startswith("cluster did not start: ")
     assert "exited with 3 before registering" in str(record["reason"])
+    assert record["schema_version"] == 2
+    assert record["record_id"] == f"{record['run_id']}:chaos/process:5"
+    assert record["excused"] is None  # no checker ran: nothing excused, nothing reported
     assert "1 unknown" in done.stdout
     kept = list(out.glob("*/runs/process-00000-s5"))
     assert len(kept) == 1

@@ -77,6 +77,11 @@ KZK_DIFF_CACHE="$results/diff-smoke/cache" timeout 300 "$py" -m conformance diff
   --scenarios 2 --seed 20261271 --max-steps 6 -n 2 --no-cache --shrink-budget-s 0 --out "$results/diff-smoke"
 record "differential smoke" $?
 
+stage "simulation smoke (deterministic simulator: 40 seeded schedules, every scenario it models)"
+# The reference in the simulator must stay valid: any invalid or unknown schedule fails the stage.
+timeout 600 "$py" -m chaos sim --runs 40 --seed 20261126 -n 2 --out "$results/sim-smoke"
+record "simulation smoke" $?
+
 stage "chaos smoke (every scenario, two runs each: the runner, links, nemeses, checkers, records)"
 # The smoke gates the machinery: the runner must finish every run and write one schema-valid
 # record per run (exit 0 = all valid, 1 = some invalid). Invalid verdicts are printed with their

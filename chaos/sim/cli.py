@@ -29,15 +29,19 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from chaos.checkers.verdict import excused_counts
 from chaos.generator import Schedule, generate
+from chaos.runner import OUTCOME, PROFILE
 from chaos.scenarios import SCENARIOS, NameError_, Scenario, resolve_faults, resolve_scenarios
 from chaos.sim.run import SimResult, simulate
 from chaos.sim.shrink import shrink
 from chaos.sim.version import sim_version, token
+from records.run_record import RunRecord, new_run_id, run_order_key, utc_now_iso
 
 __all__ = ["SIM_VERSION", "main", "parse_replay"]
 
@@ -153,11 +157,38 @@ def parse_replay(text: str) -> Schedule:
     return schedule
 
 
-def _run_one(job: tuple[Schedule, float, str | None]) -> dict[str, Any]:
-    schedule, duration_s, out = job
+def _run_one(job: tuple[Schedule, float, str | None, str]) -> dict[str, Any]:
+    schedule, duration_s, out, campaign_id = job
     logging.disable(logging.CRITICAL)
+    started, t0 = datetime.now(UTC), time.monotonic()
     result = simulate(schedule, Path(out) if out else None, duration_s)
-    return _summary(schedule, result)
+    done = _summary(schedule, result)
+    done["record"] = _record(schedule, result, campaign_id, started, time.monotonic() - t0)
+    return done
+
+
+def _record(schedule: Schedule, result: SimResult, campaign_id: str, started: datetime, wall_s: float) -> str:
+    """The schedule's run record (``kind="sim-run"``) for the reports: the same fields as a real
+    chaos run's, with the wall time the simulation took (its evidence stays wall-clock free)."""
+    record = RunRecord(
+        kind="sim-run",
+        run_id=campaign_id,
+        run_order=run_order_key(started, f"{campaign_id}-{schedule.seed}"),
+        test_id=f"sim/{schedule.scenario}",
+        behaviour_ids=(),
+        target="reference",
+        target_version=sim_version(),
+        profile=PROFILE,
+        outcome=OUTCOME[result.verdict],
+        reason=result.reason.splitlines()[0][:1000] if result.reason else None,
+        duration_s=round(wall_s, 3),
+        started_at=started.isoformat(),
+        finished_at=utc_now_iso(),
+        fault_package="+".join(schedule.fault_kinds) or "none",
+        seed=schedule.seed,
+        excused=excused_counts(result.verdicts) if result.verdicts else None,
+    )
+    return record.to_json()
 
 
 def _summary(schedule: Schedule, result: SimResult) -> dict[str, Any]:
@@ -200,7 +231,9 @@ def _report(done: dict[str, Any], args: argparse.Namespace) -> None:
 def _campaign(args: argparse.Namespace, schedules: list[Schedule]) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     keep = str(args.out) if args.keep_all else None
-    jobs = [(s, SCENARIOS[s.scenario].duration_s, keep) for s in schedules]
+    campaign_id = new_run_id()
+    jobs = [(s, SCENARIOS[s.scenario].duration_s, keep, campaign_id) for s in schedules]
+    records_path = args.out / f"sim-runs-{campaign_id}.jsonl"
     counts: Counter[str] = Counter()
     started = time.monotonic()
     workers = min(args.parallel, os.cpu_count() or 1)
@@ -208,6 +241,8 @@ def _campaign(args: argparse.Namespace, schedules: list[Schedule]) -> int:
     with ctx.Pool(workers) if workers > 1 else _Inline() as pool:
         for done in pool.imap(_run_one, jobs):
             counts[done["verdict"]] += 1
+            with records_path.open("a", encoding="utf-8") as records:
+                records.write(done["record"] + "\n")
             if done["verdict"] != "valid" and not args.keep_all:
                 again_schedule = Schedule.from_json(done["schedule"])
                 again = simulate(again_schedule, args.out, SCENARIOS[again_schedule.scenario].duration_s)
@@ -220,6 +255,7 @@ def _campaign(args: argparse.Namespace, schedules: list[Schedule]) -> int:
         f"{counts['unknown']} unknown in {elapsed:.1f} s ({total / elapsed:.2f} schedules/s, "
         f"{3600 * total / elapsed:,.0f}/hour)"
     )
+    print(f"records: {records_path} (kind sim-run, for python -m reports build)")
     if counts["invalid"]:
         return 1
     return SOME_UNKNOWN if counts["unknown"] else 0

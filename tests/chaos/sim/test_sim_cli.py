@@ -7,6 +7,7 @@ Each test runs ``python -m chaos sim`` as a user would, in a child process.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from chaos.sim.version import sim_version
+from records.run_record import validate
 
 pytestmark = pytest.mark.unit
 
@@ -37,7 +39,26 @@ def _chaos(
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """The run directories' files (the campaign's run records carry wall-clock times: not compared)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.startswith("sim-runs-")
+    }
+
+
+def test_every_schedule_gets_one_valid_run_record_for_the_reports(tmp_path: Path) -> None:
+    done = _chaos("sim", "--runs", "3", "--seed", "11", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    files = list(tmp_path.glob("sim-runs-*.jsonl"))
+    assert len(files) == 1, files
+    records = [json.loads(line) for line in files[0].read_text().splitlines()]
+    assert sorted(r["seed"] for r in records) == [11, 12, 13]
+    assert {r["kind"] for r in records} == {"sim-run"}
+    assert {r["outcome"] for r in records} == {"passed"}
+    assert len({r["record_id"] for r in records}) == 3
+    assert all(validate(r) == [] for r in records), [validate(r) for r in records]
+    assert f"records: {files[0]}" in done.stdout
 
 
 def test_two_runs_of_one_seed_write_byte_identical_files(tmp_path: Path) -> None:

@@ -228,6 +228,21 @@ def _die_with_parent() -> None:  # runs in the forked child before exec
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
+#: how long the workers of a pytest run that has exited may take to finish their teardown
+GROUP_EXIT_GRACE_S = 60.0
+
+
+def _wait_group_gone(pgid: int, grace_s: float) -> None:
+    """Until no process of the group ``pgid`` is left (or ``grace_s`` has passed)."""
+    give_up = time.monotonic() + grace_s
+    while time.monotonic() < give_up:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+
+
 def _stop_group(proc: subprocess.Popen[bytes], grace_s: float = 15.0) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
@@ -279,6 +294,11 @@ def run_checks(
         )
         try:
             rc: int | None = proc.wait(timeout=timeout_s)
+            # with -x, xdist's main process exits while a worker is still tearing down the check
+            # that failed, and the worker writes that check's run record last: the kill is judged
+            # from the records, so they must all be written first (seen: mutants reported as
+            # survivors whose killing records appeared a moment later)
+            _wait_group_gone(proc.pid, GROUP_EXIT_GRACE_S)
         except subprocess.TimeoutExpired:
             rc = None
         finally:

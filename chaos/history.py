@@ -266,12 +266,23 @@ def validate(ops: Sequence[Op]) -> None:
             raise HistoryError(f"op {position}: {exc}") from None
 
 
+_last_pairs: list[tuple[tuple[Op, ...], tuple[OpPair, ...]]] = []
+
+
 def pairs(ops: Iterable[Op]) -> list[OpPair]:
     """Invocations with their completions, in invocation order (ops must be valid)."""
+    # the checkers of one run each pair the same tuple: a tuple cannot change, so the last
+    # answer is kept (holding the tuple keeps its identity from being reused)
+    last = _last_pairs[-1] if _last_pairs else None  # one read: safe against another thread
+    if last is not None and last[0] is ops:
+        return list(last[1])
     pairing = _Pairing()
     for op in ops:
         pairing.add(op, op.index)
-    return [pairing.pairs[i] for i in sorted(pairing.pairs)]
+    found = [pairing.pairs[i] for i in sorted(pairing.pairs)]
+    if isinstance(ops, tuple):
+        _last_pairs[:] = [(ops, tuple(found))]
+    return found
 
 
 class History:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import functools
 import io
 import struct
 from typing import Any, TypeVar
@@ -36,15 +37,24 @@ class FrameError(Exception):
     """A frame could not be read: bad size prefix or truncated body."""
 
 
+_MISSING = object()
+
+
+@functools.cache
+def _kafka_types(cls: type[Any]) -> dict[str, object]:
+    """Each field of a kio dataclass with its ``kafka_type`` (classes are immutable: computed once)."""
+    return {f.name: f.metadata.get("kafka_type") for f in dataclasses.fields(cls)}
+
+
 def build(cls: type[T], **values: Any) -> T:
     """Instantiate a kio dataclass, dropping fields that this version does not define."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    types = _kafka_types(cls)
     kwargs: dict[str, Any] = {}
     for name, value in values.items():
-        fld = fields.get(name)
-        if fld is None:
+        kafka_type = types.get(name, _MISSING)
+        if kafka_type is _MISSING:
             continue
-        kwargs[name] = _coerce(fld.metadata.get("kafka_type"), value)
+        kwargs[name] = _coerce(kafka_type, value)
     return cls(**kwargs)
 
 

@@ -57,15 +57,20 @@ class SimResult:
     faults: int
 
 
+_SWEPT: set[int] = set()
+
+
 def _scratch() -> Path:
     """A fresh directory for the nodes' log dirs (in memory where the system offers it); those
     left by a simulator process that was killed are removed first."""
     shm = Path("/dev/shm")
     parent = shm if shm.is_dir() else Path(tempfile.gettempdir())
-    for old in parent.glob("chaos-sim-*-*"):
-        pid = old.name.split("-")[2]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(old, ignore_errors=True)
+    if os.getpid() not in _SWEPT:  # once per process: a live worker leaves nothing behind
+        _SWEPT.add(os.getpid())
+        for old in parent.glob("chaos-sim-*-*"):
+            pid = old.name.split("-")[2]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                shutil.rmtree(old, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=f"chaos-sim-{os.getpid()}-", dir=parent))
 
 
@@ -173,8 +178,10 @@ def _quiesce(world: World, history: History) -> Quiescence:
     start = world.now
     problem, final, timeline = _problem(world, history, None)
     while problem is not None and world.now - start < QUIET_BOUND_MS:
+        before = world.actions_run
         world.run_until(world.now + POLL_MS)
-        problem, final, timeline = _problem(world, history, timeline)
+        if world.actions_run != before:  # nothing ran: the same state, the same problem
+            problem, final, timeline = _problem(world, history, timeline)
     quiet = problem is None
     if not quiet:
         final = build_final_state(world, quiesced=False)

@@ -48,7 +48,7 @@ def _kafka_types(cls: type[Any]) -> dict[str, object]:
 
 def build(cls: type[T], **values: Any) -> T:
     """Instantiate a kio dataclass, dropping fields that this version does not define."""
-    types = _kafka_types(cls)
+    types = _kafka_types(cls)  # type: ignore[arg-type]  # kio's dataclass types are hashable
     kwargs: dict[str, Any] = {}
     for name, value in values.items():
         kafka_type = types.get(name, _MISSING)

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,6 +174,7 @@ def _problem(
     if final.controller not in final.live_brokers:
         return f"controller {final.controller} not a live broker", final, timeline
     inputs = RunInputs(history.ops, timeline, final)
+    verdicts: Iterable[Verdict]
     if exact:
         verdicts = judge_all(LIVENESS_CHECKERS, inputs)
     else:  # each checker's verdict is its own (the recognisers are memos), so any order is sound

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Shard", "ShardError", "campaign_id_for", "parse_shard"]
+__all__ = ["SIM_RUNS_PER_SHARD", "Shard", "ShardError", "campaign_id_for", "parse_shard"]
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -39,6 +39,10 @@ class Shard:
 
 
 WHOLE = Shard(0, 1)
+
+#: simulated schedules cost about a tenth of a CPU second each: big shards keep Spark's per-task
+#: overhead small
+SIM_RUNS_PER_SHARD = 2000
 
 
 def parse_shard(text: str) -> Shard:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.scenarios import resolve_faults, resolve_scenarios
-from chaos.shard import Shard
+from chaos.shard import SIM_RUNS_PER_SHARD, Shard
 from records.run_record import new_run_id
 
 __all__ = ["run_on_spark", "shard_task"]
@@ -55,8 +55,9 @@ MAX_KEPT_BYTES = 64 * 2**20
 # --- executor side -----------------------------------------------------------------------------------
 
 
-def _provisioning_problem(python: str) -> str | None:
-    """What this executor lacks to run a chaos shard, or ``None``."""
+def _provisioning_problem(python: str, simulated: bool = False) -> str | None:
+    """What this executor lacks to run a chaos shard, or ``None`` (a simulated shard needs only
+    the kit: no Java, no ZooKeeper)."""
     import importlib.util  # noqa: PLC0415 - executor side: nothing from the kit at import time
     import subprocess  # noqa: PLC0415
 
@@ -66,6 +67,8 @@ def _provisioning_problem(python: str) -> str | None:
             f"executor on {host}: the kit is not importable by {python}; install it there "
             "(pip install -e '<checkout>[chaos]') and point PYSPARK_PYTHON at that Python"
         )
+    if simulated:
+        return None
     probe = (
         "from harness.zookeeper.jars import find_zookeeper; i = find_zookeeper(); "
         "import subprocess; subprocess.run([str(i.java), '-version'], check=True, capture_output=True)"
@@ -102,17 +105,20 @@ def shard_task(spec: dict[str, Any]) -> Iterator[str]:
     import tempfile  # noqa: PLC0415
 
     python = sys.executable
-    problem = _provisioning_problem(python)
+    simulated = spec.get("command") == "sim"
+    problem = _provisioning_problem(python, simulated)
     if problem:
         raise RuntimeError(problem)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kzk-chaos-shard-") as tmp:
         out = Path(tmp)
-        argv = [python, "-m", "chaos", "run", "--no-progress", "--out", str(out), *spec["argv"]]
+        command = ["sim"] if simulated else ["run", "--no-progress"]
+        argv = [python, "-m", "chaos", *command, "--out", str(out), *spec["argv"]]
         proc = subprocess.run(argv, capture_output=True, text=True, check=False, preexec_fn=_die_with_parent)
+        stream = "sim-runs" if simulated else "chaos-runs"
         records = [
             line
-            for path in sorted(out.glob("chaos-runs-*.jsonl"))
+            for path in sorted(out.glob(f"{stream}-*.jsonl"))
             for line in path.read_text().splitlines()
             if line
         ]
@@ -124,7 +130,12 @@ def shard_task(spec: dict[str, Any]) -> Iterator[str]:
             )
         for line in records:
             yield json.dumps({"type": "record", "record": json.loads(line)})
-        for run_dir in sorted((out / spec["campaign_id"] / "runs").glob("*")):
+        kept = (
+            sorted(p.parent for p in out.glob("*/sim.json"))
+            if simulated
+            else sorted((out / spec["campaign_id"] / "runs").glob("*"))
+        )
+        for run_dir in kept:
             if run_dir.is_dir():
                 yield json.dumps({"type": "kept", "archive": _archive(run_dir)})
         yield json.dumps(
@@ -148,6 +159,7 @@ class Campaign:
 
     out: Path
     campaign_id: str
+    stream: str = "chaos-runs"
     seen: set[str] = field(default_factory=set)
     verdicts: Counter[str] = field(default_factory=Counter)
     duplicates: int = 0
@@ -157,7 +169,7 @@ class Campaign:
 
     @property
     def records_path(self) -> Path:
-        return self.out / f"chaos-runs-spark-{self.campaign_id}.jsonl"
+        return self.out / f"{self.stream}-spark-{self.campaign_id}.jsonl"
 
     def take(self, lines: list[str]) -> None:
         with self.records_path.open("a", encoding="utf-8") as fh:
@@ -232,8 +244,11 @@ def _session(master: str, app_name: str) -> Any:
 
 def _shard_argv(args: argparse.Namespace, campaign_id: str, shard: Shard) -> list[str]:
     argv = ["--shard", str(shard), "--campaign-id", campaign_id, "--seed", str(args.seed)]
-    argv += ["--runs", str(args.runs), "--target", args.target, "--launcher", args.launcher]
-    argv += ["--parallel", str(args.parallel)]
+    argv += ["--runs", str(args.runs)]
+    if _simulated(args):
+        argv += ["--parallel", str(args.parallel), "--no-shrink"]
+    else:
+        argv += ["--target", args.target, "--launcher", args.launcher, "--parallel", str(args.parallel)]
     if args.scenario:
         argv += ["--scenario", args.scenario]
     if args.faults:
@@ -259,18 +274,24 @@ def _run_shard(spark: Any, spec: dict[str, Any]) -> list[str]:
     return list(rdd.collect())
 
 
+def _simulated(args: argparse.Namespace) -> bool:
+    return getattr(args, "command", "run") == "sim"
+
+
 def run_on_spark(args: argparse.Namespace) -> int:
-    """``chaos run --master``: exit 0 all valid, 1 any invalid or a shard missing, 2 bad input."""
+    """``chaos run --master`` or ``chaos sim --master``: exit 0 all valid, 1 any invalid or a shard
+    missing, 3 none invalid but some unknown, 2 bad input."""
     problem = _reachable(args.master)
     if problem:
         print(f"python -m chaos: error: {problem}", file=sys.stderr)
         return 2
     scenarios = resolve_faults(args.faults, resolve_scenarios(args.scenario))
     campaign_id = args.campaign_id or new_run_id()
-    count = args.spark_shards or max(1, math.ceil(args.runs / RUNS_PER_SHARD))
+    per_shard = SIM_RUNS_PER_SHARD if _simulated(args) else RUNS_PER_SHARD
+    count = args.spark_shards or max(1, math.ceil(args.runs / per_shard))
     shards = [Shard(i, count) for i in range(count) if len(Shard(i, count).indexes(args.runs))]
     args.out.mkdir(parents=True, exist_ok=True)
-    campaign = Campaign(args.out, campaign_id)
+    campaign = Campaign(args.out, campaign_id, "sim-runs" if _simulated(args) else "chaos-runs")
     print(
         f"campaign {campaign_id}: seed {args.seed}, {args.runs} runs of "
         f"{', '.join(s.name for s in scenarios)} in {len(shards)} shards on {args.master}",
@@ -314,6 +335,7 @@ def _submit_all(
             "shard": str(s),
             "campaign_id": campaign.campaign_id,
             "argv": _shard_argv(args, campaign.campaign_id, s),
+            "command": "sim" if _simulated(args) else "run",
             "expected": len(s.indexes(args.runs)),
         }
         for s in shards
@@ -348,7 +370,10 @@ def _summary(args: argparse.Namespace, campaign: Campaign, shards: list[Shard], 
             _shard_argv(args, campaign.campaign_id, next(s for s in shards if str(s) == name))
         )
         print(
-            f"missing shard {name}: {why}\n  run it elsewhere: python -m chaos run {shard_argv}",
+            f"missing shard {name}: {why}\n  run it elsewhere: python -m chaos "
+            f"{'sim' if _simulated(args) else 'run'} {shard_argv}",
             file=sys.stderr,
         )
-    return 1 if campaign.failed or v["invalid"] else 0
+    if campaign.failed or v["invalid"]:
+        return 1
+    return 3 if v["unknown"] else 0

@@ -38,6 +38,7 @@ from chaos.checkers.verdict import excused_counts
 from chaos.generator import Schedule, generate
 from chaos.runner import OUTCOME, PROFILE
 from chaos.scenarios import SCENARIOS, NameError_, Scenario, resolve_faults, resolve_scenarios
+from chaos.shard import SIM_RUNS_PER_SHARD, WHOLE, Shard, ShardError, campaign_id_for, parse_shard
 from chaos.sim.run import SimResult, simulate
 from chaos.sim.shrink import shrink
 from chaos.sim.version import sim_version, token
@@ -101,6 +102,31 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-shrink", action="store_true", help="do not shrink failing schedules")
     p.add_argument("--shrink-budget-s", type=float, default=60.0, help="wall-time bound of one shrink")
     p.add_argument("--replay", default=None, metavar="SEED", help="scenario:seed@version, or a sim.json")
+    p.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="play only shard I of N (0 <= I < N: schedules I, I+N, I+2N, …) of the campaign, e.g. one "
+        "job of a CI matrix",
+    )
+    p.add_argument(
+        "--campaign-id",
+        default=None,
+        help="the id every shard of one campaign shares (default with --shard: derived from --seed, "
+        "--runs, --scenario and --faults)",
+    )
+    p.add_argument(
+        "--master",
+        default=None,
+        metavar="spark://HOST:PORT",
+        help="play the campaign's shards on a Spark cluster's executors; records come back here",
+    )
+    p.add_argument(
+        "--spark-shards",
+        type=_count,
+        default=None,
+        help=f"with --master: how many shards (default: one per {SIM_RUNS_PER_SHARD} schedules)",
+    )
     return p
 
 
@@ -231,7 +257,7 @@ def _report(done: dict[str, Any], args: argparse.Namespace) -> None:
 def _campaign(args: argparse.Namespace, schedules: list[Schedule]) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     keep = str(args.out) if args.keep_all else None
-    campaign_id = new_run_id()
+    campaign_id = _campaign_id(args)
     jobs = [(s, SCENARIOS[s.scenario].duration_s, keep, campaign_id) for s in schedules]
     records_path = args.out / f"sim-runs-{campaign_id}.jsonl"
     counts: Counter[str] = Counter()
@@ -274,10 +300,39 @@ class _Inline:
         return map(fn, jobs)
 
 
+def _check_spread(args: argparse.Namespace) -> Shard:
+    """The shard this process plays (the whole campaign without --shard); :class:`BadInput` for
+    flags that do not go together."""
+    if args.replay is not None and (args.shard or args.master):
+        raise BadInput("--replay plays one schedule here: it goes with neither --shard nor --master")
+    if args.shard is not None and args.master:
+        raise BadInput(
+            "give either --shard (this machine plays one shard) or --master (Spark plays them all)"
+        )
+    if args.spark_shards and not args.master:
+        raise BadInput("--spark-shards goes with --master")
+    if args.shard is None:
+        return WHOLE
+    try:
+        return parse_shard(args.shard)
+    except ShardError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _campaign_id(args: argparse.Namespace) -> str:
+    if args.campaign_id:
+        return str(args.campaign_id)
+    if args.shard is None:
+        return new_run_id()
+    names = [s.name for s in _scenarios(args.scenario, args.faults)]
+    return campaign_id_for(args.seed, args.runs, names, args.faults, "sim")
+
+
 def _schedules(args: argparse.Namespace) -> list[Schedule]:
     """The schedules the arguments name; :class:`BadInput` says what is wrong with them."""
     if args.out.exists() and not args.out.is_dir():
         raise BadInput(f"--out {args.out} exists and is not a directory")
+    shard = _check_spread(args)
     if args.replay is not None:
         args.keep_all = True
         return [parse_replay(args.replay)]
@@ -285,7 +340,7 @@ def _schedules(args: argparse.Namespace) -> list[Schedule]:
         last = args.seed + args.runs - 1
         raise BadInput(f"seeds {args.seed} .. {last} go past 2**63-1; lower --seed or --runs")
     chosen = _scenarios(args.scenario, args.faults)
-    return [generate(chosen[i % len(chosen)], args.seed + i) for i in range(args.runs)]
+    return [generate(chosen[i % len(chosen)], args.seed + i) for i in shard.indexes(args.runs)]
 
 
 def main(argv: Sequence[str]) -> int:
@@ -297,4 +352,9 @@ def main(argv: Sequence[str]) -> int:
     except BadInput as exc:
         print(f"python -m chaos sim: error: {exc}", file=sys.stderr)
         return USAGE_ERROR
+    if args.master:
+        from chaos.spark import run_on_spark  # noqa: PLC0415 - pyspark only when asked for
+
+        args.command = "sim"
+        return run_on_spark(args)
     return _campaign(args, schedules)

@@ -182,7 +182,9 @@ def derive_record_id(kind: str, run_id: str, test_id: str, seed: int | None) -> 
     parts = [run_id, test_id]
     if kind in SEEDED_KINDS and seed is not None:
         parts.append(str(seed))
-    return ":".join(parts)
+    # str(): a damaged record (a null or numeric id) still gets an id, and is then rejected by
+    # validation with its problems named, never a crash of the reader
+    return ":".join(str(p) for p in parts)
 
 
 def record_id_of(d: dict[str, Any]) -> str:

@@ -87,16 +87,16 @@ stage "chaos smoke (every scenario, two runs each: the runner, links, nemeses, c
 # record per run (exit 0 = all valid, 1 = some invalid). Invalid verdicts are printed with their
 # kept run directories as findings to triage (README "Chaos"), not hidden: they fail the nightly
 # campaign, and KZK_CHAOS_STRICT=1 makes them fail this run too.
-timeout 900 "$py" -m chaos run --scenario all --runs 12 --parallel 2 --seed 20261123 --no-progress \
+timeout 900 "$py" -m chaos run --scenario all --runs 14 --parallel 2 --seed 20261123 --no-progress \
   --out "$results/chaos-smoke"
 rc=$?
 records=$(cat "$results"/chaos-smoke/chaos-runs-*.jsonl 2>/dev/null | wc -l)
 # exit 1 = some run invalid, 3 = none invalid but some could not be judged (unknown)
-if { [ "$rc" = 1 ] || [ "$rc" = 3 ]; } && [ "${KZK_CHAOS_STRICT:-0}" != 1 ] && [ "$records" -ge 12 ]; then
+if { [ "$rc" = 1 ] || [ "$rc" = 3 ]; } && [ "${KZK_CHAOS_STRICT:-0}" != 1 ] && [ "$records" -ge 14 ]; then
   echo "chaos smoke: invalid or unknown verdicts found (see the kept runs under $results/chaos-smoke): findings, not a harness failure"
   rc=0
 fi
-[ "$records" -ge 12 ] || { echo "chaos smoke: $records run records, expected 12" >&2; [ "$rc" != 0 ] || rc=1; }
+[ "$records" -ge 14 ] || { echo "chaos smoke: $records run records, expected 14" >&2; [ "$rc" != 0 ] || rc=1; }
 record "chaos smoke" $rc
 
 if [ "$docker_ok" = 1 ] && [ "${KZK_SKIP_CONFORMANCE:-0}" != 1 ]; then

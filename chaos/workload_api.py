@@ -29,7 +29,7 @@ AlterPartitionReassignments that threw after writing the topic znode, §13.1.5).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
@@ -89,8 +89,7 @@ class AdminApiOps:
     cluster: Cluster
     op_timeout_s: float
 
-    def _admin_client(self) -> AdminClient:  # provided by Client
-        raise NotImplementedError
+    _admin_client: Callable[[], AdminClient]  # a method of Client, the class this mixes into
 
     # --- AlterPartitionReassignments / ListPartitionReassignments (kio) --------------------------
 

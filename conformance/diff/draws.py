@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 
-from conformance.diff.adminsteps import ADMIN_SINGLE
+from conformance.diff.adminsteps import ADMIN_SINGLE, _via_node
 from conformance.diff.model import Model, TopicModel
 from conformance.diff.scenario import Step
 
@@ -101,7 +101,7 @@ def _create_api(rng: random.Random, model: Model) -> Iterator[Step]:
         assignment["0"] = (
             assignment["0"][:1] + [b for b in sorted(model.nodes) if b not in assignment["0"]][:1]
         )
-    via = rng.choice(model.up())
+    via = _via_node(rng, model)  # mostly the controller: Kafka 2.5 answers NOT_CONTROLLER elsewhere
     yield Step(
         "create_topics_api",
         {"topic": topic, "via": via, "assignment": assignment, "config": _topic_config(rng)},
@@ -141,8 +141,9 @@ def _delete(rng: random.Random, model: Model) -> Iterator[Step]:
     names = [t.name for t in chosen]
     if rng.random() < 0.05:
         names.append("gone")  # a marker for a topic that does not exist
-    if len(names) == 1 and model.up() and rng.random() < 0.3:
-        yield Step("delete_topics_api", {"topic": names[0], "via": rng.choice(model.up())})
+    via = _via_node(rng, model)
+    if len(names) == 1 and via is not None and rng.random() < 0.45:
+        yield Step("delete_topics_api", {"topic": names[0], "via": via})
     else:
         yield Step("delete_topics", {"topics": names})
 

@@ -2,7 +2,8 @@
 
 ``generate(seed, index)`` draws everything from ``random.Random(seed * 1_000_003 + index)``: the
 shape (3–5 nodes, each with a few of ``unclean.leader.election.enable``, ``delete.topic.enable``,
-``auto.leader.rebalance.enable``, ``min.insync.replicas``; the first controller) and a sequence of
+``auto.leader.rebalance.enable``, ``min.insync.replicas``, one cluster in ten without topic
+deletion; the first controller) and a sequence of
 *motifs* — short step sequences that reach the states example checks rarely reach:
 
 ==========================  ====================================================================
@@ -14,7 +15,10 @@ motif                       reaches
                             controller moves; the target returns afterwards
 ``reassign_target_back``    a broker that restarts while it is the target of a reassignment
 ``two_deletions``           two deletions one after the other (a watch that must be re-armed)
-``deletion_dead_replica``   a deletion that must wait for a dead replica's broker
+``deletion_dead_replica``   a deletion that must wait for a dead replica's broker, with partitions
+                            added or the controller moved while it waits
+``offline_creation``        a topic created while all its replicas' brokers are down (partitions
+                            with no state znode), then deleted or the controller moved
 ``unclean``                 a partition whose ISR is gone while an out-of-ISR replica lives,
                             then an unclean election: the topic's config (znode or admin API)
                             or ElectLeaders UNCLEAN
@@ -35,9 +39,11 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from conformance.diff.adminsteps import _via_node
 from conformance.diff.draws import (
     SINGLE,
     Motif,
+    _assignment,
     _create_zk,
     _fault,
     _move,
@@ -51,7 +57,7 @@ from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 5
+GENERATOR_VERSION = 6
 
 
 # --- motifs -------------------------------------------------------------------------------------
@@ -127,12 +133,17 @@ def _reassign_target_back(rng: random.Random, model: Model) -> Iterator[Step]:
 def _two_deletions(rng: random.Random, model: Model) -> Iterator[Step]:
     while len(model.live_topics()) < 2:
         yield from _create_zk(rng, model)
-    first, second = rng.sample(model.live_topics(), 2)
-    yield Step("delete_topics", {"topics": [first.name]})
-    yield Step("delete_topics", {"topics": [second.name]})
+    for t in rng.sample(model.live_topics(), 2):  # each through the znode or DeleteTopics
+        via = _via_node(rng, model)
+        if via is not None and rng.random() < 0.4:
+            yield Step("delete_topics_api", {"topic": t.name, "via": via})
+        else:
+            yield Step("delete_topics", {"topics": [t.name]})
 
 
 def _deletion_dead_replica(rng: random.Random, model: Model) -> Iterator[Step]:
+    """A deletion held up by a dead replica's broker; while it waits, partitions may be added to the
+    topic (Kafka undoes them) and the controller may move (the next one resumes the deletion)."""
     picked = _pick_tp(rng, model)
     if picked is None:
         return
@@ -145,7 +156,45 @@ def _deletion_dead_replica(rng: random.Random, model: Model) -> Iterator[Step]:
     victim = rng.choice(victims)
     yield Step("kill", {"node": victim, "successor": None})
     yield Step("delete_topics", {"topics": [t.name]})
+    meanwhile = rng.choice(("nothing", "add_partitions", "move", "add_partitions_then_move"))
+    if meanwhile.startswith("add_partitions"):
+        yield _grown(rng, model, t)
+    if meanwhile.endswith("move"):
+        yield from _move(rng, model)
     yield Step("restart", {"node": victim})
+
+
+def _grown(rng: random.Random, model: Model, t: TopicModel) -> Step:
+    """``t``'s assignment with one or two partitions more (replicas drawn like a creation's)."""
+    rf = len(next(iter(t.assignment.values())))
+    extra = _assignment(rng, model, len(t.assignment) + rng.randint(1, 2), rf)
+    new = {str(p): list(r) for p, r in t.assignment.items()}
+    new.update({p: r for p, r in extra.items() if int(p) not in t.assignment})
+    return Step("add_partitions", {"topic": t.name, "assignment": new})
+
+
+def _offline_creation(rng: random.Random, model: Model) -> Iterator[Step]:
+    """A topic created while every one of its replicas' brokers is down: its partitions stay new,
+    with no state znode, until a replica returns — and meanwhile it may be deleted, or the
+    controller may move."""
+    if not model.down():
+        others = [b for b in model.up() if b != model.controller]
+        if len(others) < 2:
+            return
+        yield Step("kill", {"node": rng.choice(others), "successor": None})
+    down = model.down()
+    replicas = rng.sample(down, min(len(down), rng.randint(1, 2)))
+    name = model.fresh_topic()
+    assignment = {str(p): rng.sample(replicas, len(replicas)) for p in range(rng.randint(1, 2))}
+    yield Step("create_topic_zk", {"topic": name, "assignment": assignment, "config": {}})
+    then = rng.choice(("delete", "move", "delete_then_move", "nothing"))
+    if then.startswith("delete"):
+        yield Step("delete_topics", {"topics": [name]})
+    if then.endswith("move"):
+        yield from _move(rng, model)
+    for b in replicas:
+        if model.state(b) == "down":
+            yield Step("restart", {"node": b})
 
 
 def _unclean(rng: random.Random, model: Model) -> Iterator[Step]:
@@ -217,6 +266,7 @@ MOTIFS: dict[str, tuple[float, Motif]] = {
     "reassign_target_back": (1.5, _reassign_target_back),
     "two_deletions": (1.5, _two_deletions),
     "deletion_dead_replica": (1.5, _deletion_dead_replica),
+    "offline_creation": (1.2, _offline_creation),
     "unclean": (1.5, _unclean),
     "api_reassign_cancel": (1.5, _api_reassign_cancel),
     "probes": (3, _probes),
@@ -238,6 +288,9 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
     rng = random.Random(seed * 1_000_003 + index)
     n = rng.choice((3, 3, 3, 3, 4, 4, 5))
     nodes = {b: _node_config(rng) for b in range(1, n + 1)}
+    if rng.random() < 0.1:  # a cluster without topic deletion: markers stay, DeleteTopics is refused
+        for conf in nodes.values():
+            conf["delete.topic.enable"] = "false"
     first = rng.choice(sorted(nodes))
     shell = Scenario(nodes, first, ())
     model = Model.of(shell)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance.diff.generator import generate
-from conformance.diff.model import replay
+from conformance.diff.model import Model, replay
 from conformance.diff.scenario import FORMAT, Scenario, ScenarioError, Step, load_scenario
 from conformance.diff.steps import KINDS
 
@@ -53,6 +53,31 @@ def _ops(s: Scenario) -> list[str]:
     return [step.op for step in s.steps]
 
 
+_DELETIONS = ("delete_topics", "delete_topics_api")
+
+
+def _model_states(s: Scenario) -> set[str]:
+    """States read off an independent walk of the scenario: the model before each step."""
+    model, found = Model.of(s), set()
+    for step in s.steps:
+        if step.op == "add_partitions" and step.params["topic"] in model.deleted:
+            found.add("partitions added to a topic whose deletion is pending")
+        if step.op == "move_controller" and model.deleted:
+            found.add("the controller moves while a deletion is pending")
+        replicas = {b for r in step.params.get("assignment", {}).values() for b in r}
+        all_down = all(b in model.nodes and model.state(b) == "down" for b in replicas)
+        if step.op == "create_topic_zk" and all_down:
+            found.add("a topic created with every replica's broker down")
+        if (
+            step.op == "delete_topics_api"
+            and step.params["via"] == model.controller
+            and model.controller_config("delete.topic.enable", "true") == "false"
+        ):
+            found.add("DeleteTopics to the controller of a cluster without topic deletion")
+        KINDS[step.op].apply(model, step.params)
+    return found
+
+
 def test_the_generator_reaches_the_states_example_checks_rarely_reach() -> None:
     reached: Counter[str] = Counter()
     for i in range(300):
@@ -66,7 +91,7 @@ def test_the_generator_reaches_the_states_example_checks_rarely_reach() -> None:
                 "move_controller",
             ):
                 reached["ISR smaller than the replicas when the leader goes or an election runs"] += 1
-            if a.op == "delete_topics" and b.op == "delete_topics":
+            if a.op in _DELETIONS and b.op in _DELETIONS:
                 reached["two deletions in a row"] += 1
             if a.op == "reassign" and b.op == "move_controller":
                 reached["a reassignment in flight when the controller moves"] += 1
@@ -79,6 +104,7 @@ def test_the_generator_reaches_the_states_example_checks_rarely_reach() -> None:
         for a, b, c in zip(s.steps, s.steps[1:], s.steps[2:], strict=False):
             if (a.op, b.op) == ("pause", "reassign_api") and "cancel_reassign_api" in (c.op, *ops):
                 reached["an admin-API reassignment pending on a paused target, then cancelled"] += 1
+        reached.update(_model_states(s))
         if any(st.op == "elect_leaders" and st.params["election"] == "unclean" for st in s.steps):
             reached["ElectLeaders UNCLEAN"] += 1
         if "probe" in ops:
@@ -94,6 +120,10 @@ def test_the_generator_reaches_the_states_example_checks_rarely_reach() -> None:
         "automatic placement",
         "an admin-API reassignment pending on a paused target, then cancelled",
         "ElectLeaders UNCLEAN",
+        "partitions added to a topic whose deletion is pending",
+        "the controller moves while a deletion is pending",
+        "a topic created with every replica's broker down",
+        "DeleteTopics to the controller of a cluster without topic deletion",
     ):
         assert reached[state] >= 3, (
             f"{state}: reached {reached[state]} times in 300 scenarios ({dict(reached)})"

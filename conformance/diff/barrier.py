@@ -77,11 +77,18 @@ def _is_ping(r: ZkRecord) -> bool:
 def _unanswered(dc: DiffCluster) -> list[str]:
     """The controller's requests to the running brokers' current incarnations that wait for an
     answer (a request to an earlier registration, or from a former controller, may never get one:
-    its connection was closed when the broker or the controller went away)."""
+    its connection was closed when the broker or the controller went away). A former controller
+    may be the same node: one re-elected after its /controller was deleted sent its earlier
+    requests at an older controller epoch, and its resignation closed their channels
+    (KafkaController.onControllerResignation shuts the ControllerChannelManager down)."""
     journal = dc.cluster.journal
     if journal is None:
         return []
     epochs = {b: dc.cluster.broker_epoch(b) for b in dc.up()}
+    try:
+        current = int(dc.cluster.zk.get("/controller_epoch")[0])
+    except (NoNodeError, ValueError):
+        current = None
     return [
         f"{r.api} {r.source}->{r.dest}"
         for r in journal.requests()
@@ -90,6 +97,7 @@ def _unanswered(dc: DiffCluster) -> list[str]:
         and r.source == dc.expected_controller
         and r.dest in epochs
         and r.broker_epoch in (epochs[r.dest], None)
+        and (current is None or r.controller_epoch in (current, None))
     ]
 
 

@@ -34,6 +34,20 @@ from conformance.diff.scenario import Scenario
 __all__ = ["Campaign", "ScenarioResult"]
 
 
+def reference_stuck(trace: dict[str, Any]) -> tuple[int, str, str] | None:
+    """(step, op, what did not hold) of the reference's first barrier timeout, or None.
+
+    The reference is Kafka-exact, so a step after which it never quiesces is one the barrier's
+    rules do not fit (a kit defect, or a wait longer than the deadline): what happens next — a paused
+    node's session running out during the wait, say — is timing, not behaviour. A divergence before
+    that step still counts; from that step on the scenario has no verdict (``unknown``)."""
+    for seg in trace.get("segments", ()):
+        barrier = seg.get("barrier")
+        if isinstance(barrier, dict) and "timeout" in barrier:
+            return int(seg.get("step", -1)), str(seg.get("op")), ", ".join(map(str, barrier["timeout"]))
+    return None
+
+
 @dataclass
 class ScenarioResult:
     name: str
@@ -121,10 +135,16 @@ class Campaign:
             return res, None
         comparison = compare(ref, tgt.trace)
         res.tolerated = [t.to_json() for t in comparison.tolerated]
+        stuck = reference_stuck(ref)
         if tgt.trace.get("status") == "target-error":
             res.status, res.reason = "target-error", str(tgt.trace.get("error"))
-        elif comparison.divergence is not None:
+        elif comparison.divergence is not None and (stuck is None or comparison.divergence.step < stuck[0]):
             res.status, res.divergence = "diverges", comparison.divergence.to_json()
+        elif stuck is not None:
+            res.reason = (
+                f"the reference did not quiesce after step {stuck[0]} ({stuck[1]}): {stuck[2]}; from there"
+                " on its trace is a matter of timing, so nothing after it is judged"
+            )
         else:
             res.status = "same"
         return res, comparison

@@ -34,10 +34,11 @@ from probes.request_proxy import send_request
 __all__ = ["DIFF_PROFILE", "DiffCluster", "Mark", "TargetStartError"]
 
 #: What differential runs set on every node, on top of the target's profile. Sessions never expire
-#: by themselves (a kill closes the killed node's session at once, as its expiry would); the first
+#: by themselves (a kill closes the killed node's session at once, as its expiry would; the timeout
+#: is well above a barrier's deadline, so a node paused through a slow step keeps its session); the first
 #: auto-rebalance check stays Kafka's fixed 5 s after a failover and no later check follows.
 DIFF_PROFILE: dict[str, str] = {
-    "zookeeper.session.timeout.ms": "45000",
+    "zookeeper.session.timeout.ms": "120000",
     "leader.imbalance.check.interval.seconds": "3600",
     # a node waits while its link is held at start-up (see DiffCluster.start)
     "zookeeper.connection.timeout.ms": "60000",

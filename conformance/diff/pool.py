@@ -1,7 +1,7 @@
 """Worker processes that run scenarios, each with its own ZooKeeper (conformance ring, drivers).
 
 ``-n P`` workers are ``spawn``ed processes; each starts one ZooKeeper (tickTime 500 ms, a fresh
-data dir, sessions up to 30 s) and gives every scenario its own chroot on it. A worker is replaced
+data dir, sessions up to 180 s) and gives every scenario its own chroot on it. A worker is replaced
 after :data:`TASKS_PER_WORKER` scenarios (a fresh ZooKeeper, fresh port claims), dies with the
 campaign (``PR_SET_PDEATHSIG``) and stops its ZooKeeper when it exits; nodes die with their worker.
 :meth:`Pool.traces` runs (scenario, side) jobs in parallel and returns their traces in order.
@@ -64,7 +64,7 @@ def _init(root: str) -> None:
     warnings.filterwarnings("ignore", message="No chroot path exists")
     _WORKER.work = Path(tempfile.mkdtemp(prefix=f"w{os.getpid()}-", dir=root))
     zk = ZooKeeperServer(
-        name=f"diff-{os.getpid()}", tick_time_ms=500, max_session_timeout_ms=60000, snap_count=20000
+        name=f"diff-{os.getpid()}", tick_time_ms=500, max_session_timeout_ms=180000, snap_count=20000
     )
     zk.start()
     _WORKER.zk = zk

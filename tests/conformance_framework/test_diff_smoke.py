@@ -57,6 +57,21 @@ SAME = [
             Step("preferred_election", {"partitions": ["t0-0", "nosuch-0"]}),
         ),
     ),
+    # the controller re-elected while a broker is paused: the request its former incarnation sent
+    # to that broker is never answered (its channel closed at the resignation), which the barrier
+    # must not wait for; else the reference never quiesces and the scenario is `unknown`
+    Scenario(
+        {1: {}, 2: {}, 3: {}},
+        2,
+        (
+            Step(
+                "create_topic_zk", {"topic": "t0", "assignment": {"0": [1, 3, 2], "1": [3, 1]}, "config": {}}
+            ),
+            Step("pause", {"node": 3}),
+            Step("move_controller", {"successor": 2}),
+            Step("resume", {"node": 3}),
+        ),
+    ),
 ]
 #: broker-accepts-equal-leader-epoch answers 0 where Kafka answers 11 (step 2); steps 0 and 3 are noise
 CAUGHT = Scenario(
@@ -125,7 +140,7 @@ def test_the_reference_never_diverges_from_itself(cache_dir: Path, tmp_path: Pat
     )
     report = _report(out, run)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert report["counts"] == {"same": 2, "diverges": 0, "target-error": 0, "unknown": 0}
+    assert report["counts"] == {"same": 3, "diverges": 0, "target-error": 0, "unknown": 0}, report["results"]
     assert "same as Kafka 2.5.1" in run.stdout
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from conformance.diff.normalise import STATE_PATH
 
-__all__ = ["relative_versions", "resumed_leader_race", "shutting_down"]
+__all__ = ["relative_versions", "resumed_leader_race", "shutting_down", "successor_answers_open"]
 
 Tree = Mapping[str, Any]
 
@@ -106,3 +106,32 @@ def shutting_down(segment: dict[str, Any], node: int) -> None:
     """In the step of ``node``'s controlled shutdown, requests to it are not compared (RULES
     "requests to a broker shutting down")."""
     segment["requests"].pop(str(node), None)
+
+
+#: the two answers a broker may give a LeaderAndIsr partition whose leader epoch it may already hold
+ACCEPTED_OR_SAME_EPOCH = "0|11 (open: the departed controller's request may have come first)"
+
+
+def successor_answers_open(segment: dict[str, Any], node: int) -> list[str]:
+    """In the step of controller ``node``'s own controlled shutdown: its successor's LeaderAndIsr
+    answers (0 or 11) for the partitions whose state ``node`` wrote in the step are masked (RULES
+    "answers after a controller shutting down"); the partitions (in place)."""
+    actor = f"node-{node}"
+    written = {
+        f"{m.group(1)}-{m.group(2)}"
+        for path, history in segment["zk"]["writes"].items()
+        if (m := STATE_PATH.match(path)) and any(w.get("by") == actor for w in history)
+    }
+    masked = []
+    for dest in segment["requests"].values():
+        for tp, entries in dest.get("partitions", {}).items():
+            for e in entries:
+                if (
+                    tp in written
+                    and e.get("api") == "LeaderAndIsr"
+                    and e.get("from") != node
+                    and e.get("answer") in (0, 11)
+                ):
+                    e["answer"] = ACCEPTED_OR_SAME_EPOCH
+                    masked.append(tp)
+    return sorted(set(masked))

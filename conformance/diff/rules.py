@@ -110,6 +110,17 @@ RULES: tuple[Rule, ...] = (
         " L170-173 (shutdown: onControllerResignation closes the channel manager)",
     ),
     Rule(
+        "answers after a controller shutting down",
+        "in the step of the controller's own controlled shutdown, its successor's LeaderAndIsr answers"
+        " for a partition whose state the departing controller wrote in that step are compared as"
+        " '0 or 11', not as one of them (the requests themselves, and every other answer, are)",
+        "the departing controller's own LeaderAndIsr for that state (rule above) may or may not have"
+        " reached the broker; if it did, the successor's request carries a leader epoch the broker"
+        " already holds and is answered STALE_CONTROLLER_EPOCH (11) for the partition, else 0",
+        "ReplicaManager.scala@2.5.1 L1162-1236 (becomeLeaderOrFollower: a leader epoch not above the"
+        " current one is answered Errors.STALE_CONTROLLER_EPOCH)",
+    ),
+    Rule(
         "live-broker lists",
         "the live-broker list of UpdateMetadata requests is compared as the sequence of its changes"
         " at each broker (a request that repeats the list last told adds nothing)",

@@ -27,7 +27,12 @@ from conformance.diff.barrier import quiesce
 from conformance.diff.live import DiffCluster, Mark, TargetStartError
 from conformance.diff.model import controllers
 from conformance.diff.normalise import broker_epoch_labels, requests_view, zk_view
-from conformance.diff.relative import relative_versions, resumed_leader_race, shutting_down
+from conformance.diff.relative import (
+    relative_versions,
+    resumed_leader_race,
+    shutting_down,
+    successor_answers_open,
+)
 from conformance.diff.scenario import Scenario
 from conformance.diff.views import metadata_view, relabel_topic, tree_view
 from harness.launcher import Launcher
@@ -152,6 +157,8 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
             resumed_leader_race(segment, tree_before, step.params["node"])
         if step is not None and step.op == "controlled_shutdown":
             shutting_down(segment, step.params["node"])
+            if step.params.get("successor") is not None:  # the controller's own shutdown
+                successor_answers_open(segment, step.params["node"])
         relative_versions(segment, tree_before)
         tree_before = absolute
         out.append(segment)

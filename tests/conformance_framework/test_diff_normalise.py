@@ -310,3 +310,32 @@ def test_requests_of_a_controller_shutting_down_are_not_compared_but_its_success
         SimpleNamespace(source=1, seq=2),
     ]
     assert [r.seq for r in of_others(sent, 1)] == [1]
+
+
+def test_a_successors_answer_is_open_only_where_the_departing_controller_wrote_the_state() -> None:
+    from conformance.diff.relative import ACCEPTED_OR_SAME_EPOCH, successor_answers_open  # noqa: PLC0415
+
+    other = "/brokers/topics/t/partitions/1/state"
+
+    def lai(sender: int, answer: int) -> dict[str, Any]:
+        return {"api": "LeaderAndIsr", "from": sender, "answer": answer, "leader_epoch": 1}
+
+    def segment(answer: int) -> Any:
+        return _seg(
+            {STATE: [{"by": "node-2", "form": "fenced(epoch v1)", "op": "setData", "version": 1}],
+             other: [{"by": "node-1", "form": "fenced(epoch v2)", "op": "setData", "version": 1}]},
+            {},
+            {"3": {"partitions": {"t-0": [lai(1, answer)], "t-1": [lai(1, 11)]}}},
+            {},
+        )  # fmt: skip
+
+    accepted, stale = segment(0), segment(11)
+    assert successor_answers_open(accepted, 2) == ["t-0"]
+    assert successor_answers_open(stale, 2) == ["t-0"]
+    assert accepted == stale, "0 and 11 compare the same where the departing controller wrote the state"
+    assert accepted["requests"]["3"]["partitions"]["t-0"][0]["answer"] == ACCEPTED_OR_SAME_EPOCH
+    assert accepted["requests"]["3"]["partitions"]["t-1"][0]["answer"] == 11, "its successor's own write"
+    refused = segment(0)
+    refused["requests"]["3"]["partitions"]["t-0"][0]["answer"] = 77
+    successor_answers_open(refused, 2)
+    assert refused["requests"]["3"]["partitions"]["t-0"][0]["answer"] == 77, "other answers stay compared"

@@ -3,7 +3,8 @@ world's event loop instead of threads (ring: drivers — a simulated one).
 
 The broker side is the reference node's own: `NodeContext`, `ReplicaManager`, `MetadataCache`,
 `KafkaApis.handle` (called without a socket: the coroutine never waits, so one `send` runs it to
-its answer) and `register_broker` on its ZooKeeper session. The controller component is the
+its answer) and `register_broker` on its ZooKeeper session; its `LogManager` keeps the log dirs
+in the node's :class:`~chaos.sim.storage.MemoryStorage` instead of on disk. The controller component is the
 reference `KafkaController` core over the same session (`MemoryZkClient` is both ports); its event
 queue is this object's ``queue`` and the world decides when the next event runs, as the
 `ControllerEventManager` thread would: one at a time, FIFO, `Expire` pre-empting the queue.
@@ -21,6 +22,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Protocol
 
+from chaos.sim.storage import MemoryStorage
 from kafkawire.states import LiveLeader, TopicPartition
 from reference_controller import zkdata
 from reference_controller.config import KafkaConfig
@@ -119,6 +121,7 @@ class SimNode:
             {**props, "broker.id": str(broker_id), "log.dirs": str(data_dir)}
         )
         self.data_dir = data_dir
+        self.storage = MemoryStorage()  # the node's disk: outlives a restart, not the run
         self.info = BrokerInfo(
             broker_id, (EndPoint("PLAINTEXT", "127.0.0.1", 9090 + broker_id),), timestamp_ms=0
         )
@@ -145,7 +148,7 @@ class SimNode:
         for path in zkdata.PERSISTENT_PATHS:
             create_if_absent(zk, path, None)
         create_if_absent(zk, zkdata.CLUSTER_ID, zkdata.encode_cluster_id("simulated"))
-        lm = LogManager((self.data_dir,), 1, 0)
+        lm = LogManager((self.data_dir,), 1, 0, storage=self.storage)
         lm.startup("simulated")
         rm = ReplicaManager(self.broker_id, lm, MetadataCache(), _NoFetcher(), clock_ms=self._now)
         isr = IsrManager(zk, rm, 2000, 5000, 60_000, wall_clock_ms=self._now)

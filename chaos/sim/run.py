@@ -15,9 +15,6 @@ seed, schedule): ``python -m chaos check RUN_DIR`` judges it again unchanged.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,37 +55,14 @@ class SimResult:
     faults: int
 
 
-_SWEPT: set[int] = set()
 # the liveness checkers, the one the final phase waits for most often first
 _LIKELY_FIRST = tuple(sorted(LIVENESS_CHECKERS, key=lambda c: c.name != "metadata_agrees_with_zookeeper"))
 
 
-def _scratch() -> Path:
-    """A fresh directory for the nodes' log dirs (in memory where the system offers it); those
-    left by a simulator process that was killed are removed first."""
-    shm = Path("/dev/shm")
-    parent = shm if shm.is_dir() else Path(tempfile.gettempdir())
-    if os.getpid() not in _SWEPT:  # once per process: a live worker leaves nothing behind
-        _SWEPT.add(os.getpid())
-        for old in parent.glob("chaos-sim-*-*"):
-            pid = old.name.split("-")[2]
-            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-                shutil.rmtree(old, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"chaos-sim-{os.getpid()}-", dir=parent))
-
-
 def simulate(schedule: Schedule, out_dir: Path | None = None, duration_s: float = 5.0) -> SimResult:
     """Play ``schedule``; write its run directory under ``out_dir`` when given (the caller
-    decides whether to keep it)."""
-    work = _scratch()
-    try:
-        return _simulate(schedule, out_dir, duration_s, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def _simulate(schedule: Schedule, out_dir: Path | None, duration_s: float, work: Path) -> SimResult:
-    world = World(schedule.seed, schedule.broker_ids, dict(PROPS), work)
+    decides whether to keep it). Nothing else is written: the nodes' log dirs are in memory."""
+    world = World(schedule.seed, schedule.broker_ids, dict(PROPS))
     actions = Actions(world)
     for node in world.nodes.values():
         actions.start_node(node)

@@ -44,6 +44,7 @@ __all__ = ["World"]
 
 BACKOFF_MS = 100  # RequestSendThread's reconnect backoff
 START_MS = 1_700_000_000_000
+DATA = Path("/simulated")  # the nodes' log dirs: paths in their MemoryStorage, never on disk
 KINDS = {
     LeaderAndIsrRequest: "LeaderAndIsr",
     UpdateMetadataRequest: "UpdateMetadata",
@@ -71,7 +72,7 @@ class Channel:
 class World:
     """Clock, heap, network and nodes of one simulated run (module docstring)."""
 
-    def __init__(self, seed: int, broker_ids: tuple[int, ...], props: dict[str, str], work: Path) -> None:
+    def __init__(self, seed: int, broker_ids: tuple[int, ...], props: dict[str, str]) -> None:
         self.rng = random.Random(seed)
         self.now = START_MS
         self._heap: list[tuple[int, int, Callable[[], None]]] = []
@@ -80,7 +81,7 @@ class World:
         self.session_timeout_ms = int(props["zookeeper.session.timeout.ms"])
         self.zk = SimZooKeeper(lambda: self.now, self.session_timeout_ms)
         self.links: dict[str, Link] = {}
-        self.nodes = {b: SimNode(b, props, work / f"node-{b}", self) for b in broker_ids}
+        self.nodes = {b: SimNode(b, props, DATA / f"node-{b}", self) for b in broker_ids}
         self.channels: dict[tuple[int, int], Channel] = {}
         self.journals: dict[int, list[ReceivedRequest]] = {b: [] for b in broker_ids}
         self._timers: dict[tuple[int, str], int] = {}

@@ -8,7 +8,8 @@ active segment `00000000000000000000.log` with `.index` and `.timeindex`, and
 Deleted partitions are renamed `<topic>-<p>.<uuid hex>-delete` and removed after
 `log.segment.delete.delay.ms`. A partition directory is only ever made by `partition_dir`, which
 refuses (IllegalLogPath) any name that would not resolve directly inside its log dir. Logs stay
-empty: no Produce in this issue, but the files are real.
+empty: no Produce in this issue, but the files are real. Every file operation goes through the
+`LogStorage` port (:mod:`reference_controller.node.log_storage`): the disk in a node process.
 
 Log-dir failure (LOGDIR-5, `log_dir_failure.py`): an OSError while creating a partition dir or its
 files, writing a checkpoint or renaming a log for deletion is reported to the
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
 import time
 import uuid
 from dataclasses import dataclass
@@ -31,6 +31,7 @@ from pathlib import Path
 from kafkawire.states import TopicPartition
 from reference_controller.errors import ReferenceControllerError
 from reference_controller.node.log_dir_failure import KafkaStorageError, LogDirFailureChannel
+from reference_controller.node.log_storage import DISK, LogStorage
 
 log = logging.getLogger("kafka.log.LogManager")
 
@@ -71,21 +72,19 @@ def log_dir_name(tp: TopicPartition) -> str:
     return f"{tp[0]}-{tp[1]}"
 
 
-def partition_dir(log_dir: Path, tp: TopicPartition) -> Path:
+def partition_dir(log_dir: Path, tp: TopicPartition, storage: LogStorage = DISK) -> Path:
     """`<log_dir>/<topic>-<p>`, only when it resolves to a direct child of `log_dir` (so `a/b`,
     `..`, `../escape` and the like never reach the filesystem); else IllegalLogPath."""
     name = log_dir_name(tp)
     path = log_dir / name
-    if "/" in name or "\x00" in name or path.resolve().parent != log_dir.resolve():
+    if "/" in name or "\x00" in name or not storage.resolves_to_child(path, log_dir):
         raise IllegalLogPath(f"Refusing partition directory {name!r}: it does not resolve inside {log_dir}")
     return path
 
 
-def write_checkpoint(path: Path, entries: list[str]) -> None:
+def write_checkpoint(path: Path, entries: list[str], storage: LogStorage = DISK) -> None:
     """Kafka's CheckpointFile format, written atomically (tmp + rename)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("0\n" + f"{len(entries)}\n" + "".join(e + "\n" for e in entries), encoding="utf-8")
-    tmp.replace(path)
+    storage.write_atomically(path, "0\n" + f"{len(entries)}\n" + "".join(e + "\n" for e in entries))
 
 
 class LogManager:
@@ -95,8 +94,10 @@ class LogManager:
         broker_id: int,
         delete_delay_ms: int,
         failure_channel: LogDirFailureChannel | None = None,
+        storage: LogStorage = DISK,
     ) -> None:
         self.log_dirs = log_dirs
+        self.storage = storage
         self.broker_id = broker_id
         self.delete_delay_ms = delete_delay_ms
         self.failure_channel = failure_channel or LogDirFailureChannel()
@@ -140,13 +141,13 @@ class LogManager:
         """Check/write meta.properties, load existing partition dirs, write checkpoint files."""
         for d in self.log_dirs:
             try:
-                d.mkdir(parents=True, exist_ok=True)
+                self.storage.make_dirs(d)
             except OSError as exc:
                 raise LogDirError(f"cannot create log dir {d}: {exc}") from exc
             try:
                 self._check_meta(d, cluster_id)
-                (d / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
-                (d / "cleaner-offset-checkpoint").touch(exist_ok=True)
+                self.storage.unlink(d / CLEAN_SHUTDOWN_FILE)
+                self.storage.touch(d / "cleaner-offset-checkpoint")
                 self._load_dir(d)
             except OSError as exc:  # e.g. a read-only dir: name the key, the dir and the file
                 raise LogDirError(
@@ -156,10 +157,9 @@ class LogManager:
 
     def _check_meta(self, d: Path, cluster_id: str) -> None:
         meta = d / "meta.properties"
-        if meta.exists():
-            props = dict(
-                line.split("=", 1) for line in meta.read_text(encoding="utf-8").splitlines() if "=" in line
-            )
+        stored = self.storage.read_text(meta)
+        if stored is not None:
+            props = dict(line.split("=", 1) for line in stored.splitlines() if "=" in line)
             if props.get("broker.id", str(self.broker_id)) != str(self.broker_id):
                 raise LogDirError(
                     f"Configured broker.id {self.broker_id} doesn't match stored broker.id "
@@ -172,16 +172,12 @@ class LogManager:
                     f"in meta.properties ({meta}). The broker is trying to join the wrong cluster."
                 )
         stamp = time.strftime("%a %b %d %H:%M:%S %Z %Y")
-        tmp = meta.with_name("meta.properties.tmp")
-        tmp.write_text(
-            f"#\n#{stamp}\nversion=0\nbroker.id={self.broker_id}\ncluster.id={cluster_id}\n", encoding="utf-8"
+        self.storage.write_atomically(
+            meta, f"#\n#{stamp}\nversion=0\nbroker.id={self.broker_id}\ncluster.id={cluster_id}\n"
         )
-        tmp.replace(meta)
 
     def _load_dir(self, d: Path) -> None:
-        for child in sorted(d.iterdir()):
-            if not child.is_dir():
-                continue
+        for child in self.storage.subdirs(d):
             if _DELETE_DIR.match(child.name):
                 self._to_delete.append((time.monotonic(), child))
                 continue
@@ -215,7 +211,7 @@ class LogManager:
             return existing
         name = log_dir_name(tp)
         for d in self.log_dirs:
-            partition_dir(d, tp)  # IllegalLogPath before any filesystem change
+            partition_dir(d, tp, self.storage)  # IllegalLogPath before any filesystem change
         if not is_new and self.offline_log_dirs:
             raise KafkaStorageError(
                 f"Can not create log for {name} because log directories "
@@ -223,9 +219,9 @@ class LogManager:
             )
         candidates = self.next_log_dirs()
         for d in candidates:
-            path = partition_dir(d, tp)
+            path = partition_dir(d, tp, self.storage)
             try:
-                path.mkdir(exist_ok=True)  # the log dir itself must exist (a vanished dir has failed)
+                self.storage.make_dir(path)  # the log dir itself must exist (a vanished dir has failed)
             except OSError as exc:
                 msg = f"Error while creating log for {name} in dir {d}"
                 self._io_error(d, msg, exc)
@@ -246,11 +242,10 @@ class LogManager:
         log.info(f"Created log for partition {log_dir_name(tp)} in {path} with properties {{}}.")
         return created
 
-    @staticmethod
-    def _ensure_segment_files(path: Path) -> None:
+    def _ensure_segment_files(self, path: Path) -> None:
         for suffix in (".log", ".index", ".timeindex"):
-            (path / f"{SEGMENT_BASE}{suffix}").touch(exist_ok=True)
-        (path / "leader-epoch-checkpoint").touch(exist_ok=True)
+            self.storage.touch(path / f"{SEGMENT_BASE}{suffix}")
+        self.storage.touch(path / "leader-epoch-checkpoint")
 
     def assign_leader_epoch(self, tp: TopicPartition, leader_epoch: int, start_offset: int = 0) -> None:
         """`maybeAssignEpochStartOffset`: with empty logs only the latest entry remains."""
@@ -259,7 +254,7 @@ class LogManager:
             return
         path = lg.dir / "leader-epoch-checkpoint"
         try:
-            write_checkpoint(path, [f"{leader_epoch} {start_offset}"])
+            write_checkpoint(path, [f"{leader_epoch} {start_offset}"], self.storage)
         except OSError as exc:
             msg = f"Error while writing to checkpoint file {path}"
             self._io_error(lg.dir.parent, msg, exc)
@@ -272,7 +267,7 @@ class LogManager:
             return None
         target = lg.dir.with_name(f"{log_dir_name(tp)}.{uuid.uuid4().hex}-delete")
         try:
-            lg.dir.rename(target)
+            self.storage.rename(lg.dir, target)
         except OSError as exc:
             msg = f"Error while renaming dir for {log_dir_name(tp)} in log dir {lg.dir.parent}"
             self._io_error(lg.dir.parent, msg, exc)
@@ -288,7 +283,7 @@ class LogManager:
         due = [p for t, p in self._to_delete if t <= now]
         self._to_delete = [(t, p) for t, p in self._to_delete if t > now]
         for path in due:
-            shutil.rmtree(path, ignore_errors=True)
+            self.storage.remove_tree(path)
             log.info(f"Deleted log {path}.")
 
     # -- checkpoints ---------------------------------------------------------------------------
@@ -298,7 +293,7 @@ class LogManager:
             entries = sorted(f"{tp[0]} {tp[1]} 0" for tp, lg in self.logs.items() if lg.dir.parent == d)
             for name in CHECKPOINT_FILES:
                 try:
-                    write_checkpoint(d / name, entries)
+                    write_checkpoint(d / name, entries, self.storage)
                 except OSError as exc:
                     self._io_error(d, f"Error while writing to checkpoint file {d / name}", exc)
                     break
@@ -307,6 +302,6 @@ class LogManager:
         self.checkpoint()
         for d in [d for d in self.live_log_dirs if d not in self.failure_channel.offline]:
             try:
-                (d / CLEAN_SHUTDOWN_FILE).touch(exist_ok=True)
+                self.storage.touch(d / CLEAN_SHUTDOWN_FILE)
             except OSError as exc:
                 self._io_error(d, f"Error while writing {d / CLEAN_SHUTDOWN_FILE}", exc)

@@ -136,6 +136,7 @@ class SimNode:
         self.registered = False
         self.session_lost = False  # waiting for a new session to register again
         self.incarnation = 0  # bumped on every start: stale callbacks of an old life are ignored
+        self.handled = 0  # requests handled: the metadata cache changes only in one
 
     # ---- life cycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -271,5 +272,6 @@ class SimNode:
     # ---- the broker side -----------------------------------------------------------------------
     def handle(self, api_key: int, version: int, correlation_id: int, request: Any) -> Any:
         assert self.apis is not None
+        self.handled += 1
         ctx = RequestContext("PLAINTEXT", "simulated", api_key, version, correlation_id, "controller")
         return run_coroutine(self.apis.handle(ctx, request))

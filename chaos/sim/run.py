@@ -31,7 +31,7 @@ from chaos.history import History
 from chaos.run.artefacts import Judged, write_artefacts
 from chaos.run.manifest import write_manifest
 from chaos.sim.actions import Actions
-from chaos.sim.evidence import build_final_state
+from chaos.sim.evidence import FinalStateReader
 from chaos.sim.replication import Replication
 from chaos.sim.version import replay_command, sim_version
 from chaos.sim.world import World
@@ -134,13 +134,14 @@ def _play(world: World, actions: Actions, schedule: Schedule, history: History, 
 
 
 def _problem(
-    world: World, history: History, timeline: Timeline | None, *, exact: bool = True
+    reader: FinalStateReader, history: History, timeline: Timeline | None, *, exact: bool = True
 ) -> tuple[str | None, FinalState, Timeline]:
     """The healed invariants and the liveness checkers on a fresh final state (as the real final
     phase polls them), over the timeline extended with the records it has not replayed. Not
     ``exact``: whether there is a problem is exact, but it may not be the first in the checkers'
     order (the one that fails most often is judged first, and judging stops at a failure)."""
-    final = build_final_state(world, quiesced=True)
+    world = reader.world
+    final = reader.read(quiesced=True)
     timeline = follow(timeline, world.zk.log)
     missing = set(world.nodes) - set(final.live_brokers)
     if missing:
@@ -160,17 +161,22 @@ def _problem(
 
 
 def _quiesce(world: World, history: History) -> Quiescence:
+    """Poll every ``POLL_MS`` until there is no problem. A poll judges again only when what it
+    judges may have changed (the transaction log, a broker's metadata or reachability, the
+    journals, the history): the checkers are functions of those, so the problem is the same."""
     start = world.now
-    problem, final, timeline = _problem(world, history, None, exact=False)
+    reader = FinalStateReader(world)
+    problem, final, timeline = _problem(reader, history, None, exact=False)
+    judged = reader.key(), len(history.ops)  # after the poll: its Metadata requests change nothing
     while problem is not None and world.now - start < QUIET_BOUND_MS:
-        before = world.actions_run
         world.run_until(world.now + POLL_MS)
-        if world.actions_run != before:  # nothing ran: the same state, the same problem
-            problem, final, timeline = _problem(world, history, timeline, exact=False)
+        if (reader.key(), len(history.ops)) != judged:
+            problem, final, timeline = _problem(reader, history, timeline, exact=False)
+            judged = reader.key(), len(history.ops)
     quiet = problem is None
     if not quiet:  # the problem reported is the first in the checkers' order, as a real run's
-        problem, _, timeline = _problem(world, history, timeline)
-        final = build_final_state(world, quiesced=False)
+        problem, _, timeline = _problem(reader, history, timeline)
+        final = reader.read(quiesced=False)
     waited = round((world.now - start) / 1000, 3)
     return Quiescence(waited if quiet else None, quiet, waited, final, problem, timeline)
 

@@ -77,7 +77,6 @@ class World:
         self.now = START_MS
         self._heap: list[tuple[int, int, Callable[[], None]]] = []
         self._seq = 0
-        self.actions_run = 0  # how many queued actions ran: the world's state changes only in one
         self.session_timeout_ms = int(props["zookeeper.session.timeout.ms"])
         self.zk = SimZooKeeper(lambda: self.now, self.session_timeout_ms)
         self.links: dict[str, Link] = {}
@@ -102,7 +101,6 @@ class World:
         while self._heap and self._heap[0][0] <= end_ms:
             when, _, action = heapq.heappop(self._heap)
             self.now = max(self.now, when)
-            self.actions_run += 1
             action()
             self.pump_watches()
             if stop is not None and stop():

@@ -23,6 +23,12 @@ __all__ = ["MemoryStorage"]
 NAME_MAX = 255
 
 
+def _split(key: str) -> tuple[str, str]:
+    """A path's parent and name, from its text (as ``Path.parent`` and ``Path.name``)."""
+    head, _, name = key.rpartition("/")
+    return head or ("/" if key.startswith("/") else "."), name
+
+
 class MemoryStorage:
     """Directories and files of one simulated node (module docstring)."""
 
@@ -32,10 +38,12 @@ class MemoryStorage:
 
     # ---- checks, answered as the filesystem answers them --------------------------------------------
     def _parent_dir(self, path: Path) -> str:
+        """``path`` as a key, once its parent is known to be a directory (string work: this runs
+        for every file the log manager touches)."""
         key = str(path)
-        if len(path.name.encode()) > NAME_MAX:
+        parent, name = _split(key)
+        if len(name) > NAME_MAX // 4 and len(name.encode()) > NAME_MAX:
             raise OSError(errno.ENAMETOOLONG, "File name too long", key)
-        parent = str(path.parent)
         if parent not in self.dirs:
             if parent in self.files:
                 raise NotADirectoryError(errno.ENOTDIR, "Not a directory", key)
@@ -91,7 +99,8 @@ class MemoryStorage:
         return sorted(Path(c) for c in self.dirs if c != key and str(Path(c).parent) == key)
 
     def resolves_to_child(self, path: Path, parent: Path) -> bool:
-        return path.parent == parent and path.name not in ("", ".", "..")
+        head, name = _split(str(path))
+        return head == str(parent) and name not in ("", ".", "..")
 
     def rename(self, src: Path, dst: Path) -> None:
         old = str(src)

@@ -112,7 +112,10 @@ class World:
 
     # ---- links ----------------------------------------------------------------------------------
     def link(self, name: str) -> Link:
-        return self.links.setdefault(name, Link())
+        link = self.links.get(name)
+        if link is None:  # made on first use only (a hot path: no Link built to be thrown away)
+            link = self.links[name] = Link()
+        return link
 
     def deliver_at(self, name: str) -> int | None:
         """When a message sent now on ``name`` arrives (FIFO), or None: the link is cut."""

@@ -13,6 +13,7 @@ ListPartitionReassignments 0 (spec §13.0). Controller-facing handlers apply bro
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Any
 
@@ -33,6 +34,8 @@ from reference_controller.node.protocol import CloseConnection, RequestContext
 from reference_controller.node.wire import has_field, ms, nested
 
 log = logging.getLogger("kafka.server.KafkaApis")
+# kio resolves the class by name on every call; the answer for a key and version never changes
+_response_schema = functools.cache(load_response_schema)
 
 FETCH, METADATA, LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, CONTROLLED_SHUTDOWN = 1, 3, 4, 5, 6, 7
 API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 18, 19, 20, 37
@@ -82,7 +85,7 @@ class KafkaApis:
         return await handler(ctx, request)
 
     def _schema(self, ctx: RequestContext) -> type[Any]:
-        return load_response_schema(ctx.api_key, ctx.api_version)
+        return _response_schema(ctx.api_key, ctx.api_version)
 
     # -- client-facing -------------------------------------------------------------------------
     async def handle_api_versions(self, ctx: RequestContext, request: Any) -> Any:

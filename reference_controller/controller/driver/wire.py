@@ -23,6 +23,7 @@ The client id is the controller's broker id (`config.brokerId.toString`, Control
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ class UnsupportedVersionError(DriverError):
     """The request cannot be expressed at the selected version (Kafka's UnsupportedVersionException)."""
 
 
+@functools.cache  # a module never changes once imported
 def schema(api_key: int, version: int, kind: str) -> Any:
     """The kio module `kio.schema.<api>.v<version>.<kind>` (kind: request / response)."""
     return importlib.import_module(f"kio.schema.{_MODULES[api_key]}.v{version}.{kind}")

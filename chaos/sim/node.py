@@ -81,6 +81,8 @@ class _SilentJournal(ControllerRequestJournal):
     """The node's own journal file is not the evidence here: the world's channels journal what
     each broker received and answered (as the real run's request proxies do)."""
 
+    records = False
+
     def __init__(self) -> None:  # no file: nothing to open
         pass
 

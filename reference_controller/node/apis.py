@@ -262,25 +262,26 @@ class KafkaApis:
                 states,
                 live_leaders(request),
             )
-        entries = [
-            {
-                "topic": st.topic,
-                "partition": st.partition,
-                "controller_epoch": st.controller_epoch,
-                "leader": st.leader,
-                "leader_epoch": st.leader_epoch,
-                "isr": list(st.isr),
-                "zk_version": st.zk_version,
-                "replicas": list(st.replicas),
-                "adding": list(st.adding_replicas),
-                "removing": list(st.removing_replicas),
-                "is_new": st.is_new,
-                "error_code": errors.get(st.tp, 0),
-            }
-            for st in states
-        ]
-        leaders = [{"id": x.broker_id, "host": x.host, "port": x.port} for x in live_leaders(request)]
-        self._journal(ctx, "LeaderAndIsr", request, error, entries, extra={"live_leaders": leaders})
+        if self.node.journal.records:  # the entries are built only for a journal that keeps them
+            entries = [
+                {
+                    "topic": st.topic,
+                    "partition": st.partition,
+                    "controller_epoch": st.controller_epoch,
+                    "leader": st.leader,
+                    "leader_epoch": st.leader_epoch,
+                    "isr": list(st.isr),
+                    "zk_version": st.zk_version,
+                    "replicas": list(st.replicas),
+                    "adding": list(st.adding_replicas),
+                    "removing": list(st.removing_replicas),
+                    "is_new": st.is_new,
+                    "error_code": errors.get(st.tp, 0),
+                }
+                for st in states
+            ]
+            leaders = [{"id": x.broker_id, "host": x.host, "port": x.port} for x in live_leaders(request)]
+            self._journal(ctx, "LeaderAndIsr", request, error, entries, extra={"live_leaders": leaders})
         err_cls = nested(schema, "LeaderAndIsrPartitionError")
         return build(
             schema,
@@ -304,23 +305,29 @@ class KafkaApis:
                 brokers_from_request(request),
                 states,
             )
-        entries = [
-            {
-                "topic": tp[0],
-                "partition": tp[1],
-                "controller_epoch": st.controller_epoch,
-                "leader": st.leader,
-                "leader_epoch": st.leader_epoch,
-                "isr": list(st.isr),
-                "zk_version": st.zk_version,
-                "replicas": list(st.replicas),
-                "offline_replicas": list(st.offline_replicas),
-            }
-            for tp, st in states
-        ]
-        self._journal(
-            ctx, "UpdateMetadata", request, error, entries, extra={"live_brokers": journal_brokers(request)}
-        )
+        if self.node.journal.records:
+            entries = [
+                {
+                    "topic": tp[0],
+                    "partition": tp[1],
+                    "controller_epoch": st.controller_epoch,
+                    "leader": st.leader,
+                    "leader_epoch": st.leader_epoch,
+                    "isr": list(st.isr),
+                    "zk_version": st.zk_version,
+                    "replicas": list(st.replicas),
+                    "offline_replicas": list(st.offline_replicas),
+                }
+                for tp, st in states
+            ]
+            self._journal(
+                ctx,
+                "UpdateMetadata",
+                request,
+                error,
+                entries,
+                extra={"live_brokers": journal_brokers(request)},
+            )
         return build(self._schema(ctx), error_code=error)
 
     async def handle_stop_replica(self, ctx: RequestContext, request: Any) -> Any:
@@ -336,16 +343,17 @@ class KafkaApis:
             error, errors = self.node.replica_manager.stop_replicas(
                 int(request.controller_epoch), delete, partitions
             )
-        entries = [
-            {
-                "topic": tp[0],
-                "partition": tp[1],
-                "delete_partition": delete,
-                "error_code": errors.get(tp, error),
-            }
-            for tp in partitions
-        ]
-        self._journal(ctx, "StopReplica", request, error, entries)
+        if self.node.journal.records:
+            entries = [
+                {
+                    "topic": tp[0],
+                    "partition": tp[1],
+                    "delete_partition": delete,
+                    "error_code": errors.get(tp, error),
+                }
+                for tp in partitions
+            ]
+            self._journal(ctx, "StopReplica", request, error, entries)
         err_cls = nested(schema, "StopReplicaPartitionError")
         return build(
             schema,

@@ -32,7 +32,7 @@ from typing import Protocol
 
 from kafkawire.errors import Errors
 from kafkawire.states import LeaderAndIsrPartitionState, LiveLeader, TopicPartition
-from reference_controller.logutil import STATE_CHANGE_LOGGER, trace
+from reference_controller.logutil import STATE_CHANGE_LOGGER, TRACE, trace
 from reference_controller.node.admin import topic_name_error
 from reference_controller.node.leader_epoch import EpochCheck, leader_epoch_check
 from reference_controller.node.log_dir_failure import KafkaStorageError
@@ -113,7 +113,7 @@ class ReplicaManager:
         6. Drop the placeholders a refused partition left, and checkpoint.
         """
         ids = _RequestIds(correlation_id, controller_id, controller_epoch)
-        for st in states:
+        for st in states if self.state_change.logger.isEnabledFor(TRACE) else ():  # built only if logged
             self.state_change.trace(
                 f"Received LeaderAndIsr request {st} correlation id {correlation_id} from controller "
                 f"{controller_id} epoch {controller_epoch}"
@@ -360,7 +360,7 @@ class ReplicaManager:
                 f"{self.controller_epoch}"
             )
             return Errors.STALE_CONTROLLER_EPOCH
-        for tp, st in states:
+        for tp, st in states if self.state_change.logger.isEnabledFor(TRACE) else ():
             self.state_change.trace(
                 f"Cached leader info {_update_metadata_state(tp, st)} for partition {tp[0]}-{tp[1]} "
                 "in response to UpdateMetadata "

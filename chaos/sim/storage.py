@@ -96,7 +96,7 @@ class MemoryStorage:
         key = str(d)
         if key not in self.dirs:
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", key)
-        return sorted(Path(c) for c in self.dirs if c != key and str(Path(c).parent) == key)
+        return sorted(Path(c) for c in self.dirs if c != key and _split(c)[0] == key)
 
     def resolves_to_child(self, path: Path, parent: Path) -> bool:
         head, name = _split(str(path))

@@ -98,11 +98,14 @@ class World:
         heapq.heappush(self._heap, (self.now + max(0, delay_ms), self._seq, action))
 
     def run_until(self, end_ms: int, stop: Callable[[], bool] | None = None) -> None:
-        while self._heap and self._heap[0][0] <= end_ms:
-            when, _, action = heapq.heappop(self._heap)
-            self.now = max(self.now, when)
+        heap, pop, zk = self._heap, heapq.heappop, self.zk
+        while heap and heap[0][0] <= end_ms:
+            when, _, action = pop(heap)
+            if when > self.now:
+                self.now = when
             action()
-            self.pump_watches()
+            if zk.watch_events_pending:  # the common case: no session has a watch event waiting
+                self.pump_watches()
             if stop is not None and stop():
                 return
         self.now = max(self.now, end_ms)
@@ -166,6 +169,11 @@ class World:
 
     # ---- ZooKeeper watches and sessions -------------------------------------------------------------
     def pump_watches(self) -> None:
+        self._pump_watches()
+        # events left (a node cut off from ZooKeeper) are pumped again after every action
+        self.zk.watch_events_pending = any(n.zk is not None and n.zk.events for n in self.nodes.values())
+
+    def _pump_watches(self) -> None:
         for node in self.nodes.values():
             if node.zk is None or not node.zk.events or not self.zk_connected(node):
                 continue

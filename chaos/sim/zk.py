@@ -48,6 +48,12 @@ class SimZooKeeper(MemoryZooKeeper):
         self.session_timeout_ms = session_timeout_ms
         self.log: list[TxnRecord] = []
         self._cxid: dict[int, int] = {}
+        self.watch_events_pending = False  # a fired watch queued an event in some session
+
+    def _fire(self, fired: list[tuple[str, str, str]]) -> None:
+        super()._fire(fired)
+        if any(client.events for client in self.sessions.values()):
+            self.watch_events_pending = True
 
     # ---- sessions -------------------------------------------------------------------------------
     def client(self) -> MemoryZkClient:

@@ -102,6 +102,7 @@ class LogManager:
         self.delete_delay_ms = delete_delay_ms
         self.failure_channel = failure_channel or LogDirFailureChannel()
         self.live_log_dirs: list[Path] = list(log_dirs)
+        self._checkpoint_files = {d: tuple(d / name for name in CHECKPOINT_FILES) for d in log_dirs}
         self.logs: dict[TopicPartition, Log] = {}
         self._to_delete: list[tuple[float, Path]] = []
 
@@ -291,11 +292,11 @@ class LogManager:
         """Checkpoint files of every online log dir; a failed write takes that dir offline."""
         for d in [d for d in self.live_log_dirs if d not in self.failure_channel.offline]:
             entries = sorted(f"{tp[0]} {tp[1]} 0" for tp, lg in self.logs.items() if lg.dir.parent == d)
-            for name in CHECKPOINT_FILES:
+            for path in self._checkpoint_files[d]:
                 try:
-                    write_checkpoint(d / name, entries, self.storage)
+                    write_checkpoint(path, entries, self.storage)
                 except OSError as exc:
-                    self._io_error(d, f"Error while writing to checkpoint file {d / name}", exc)
+                    self._io_error(d, f"Error while writing to checkpoint file {path}", exc)
                     break
 
     def shutdown(self) -> None:

@@ -14,6 +14,7 @@ seed, schedule): ``python -m chaos check RUN_DIR`` judges it again unchanged.
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ __all__ = ["SimResult", "simulate"]
 START_BOUND_MS = 20_000
 QUIET_BOUND_MS = 30_000
 POLL_MS = 250
+YOUNG_GENERATION = 10_000
 PROPS = {**SPEED_PROFILE, "zookeeper.connect": "simulated:2181", "listeners": "PLAINTEXT://127.0.0.1:0"}
 
 
@@ -61,7 +63,20 @@ _LIKELY_FIRST = tuple(sorted(LIVENESS_CHECKERS, key=lambda c: c.name != "metadat
 
 def simulate(schedule: Schedule, out_dir: Path | None = None, duration_s: float = 5.0) -> SimResult:
     """Play ``schedule``; write its run directory under ``out_dir`` when given (the caller
-    decides whether to keep it). Nothing else is written: the nodes' log dirs are in memory."""
+    decides whether to keep it). Nothing else is written: the nodes' log dirs are in memory.
+
+    While it plays, the garbage collector's young generation holds ``YOUNG_GENERATION`` objects
+    instead of Python's 700 (restored after): a schedule allocates many short-lived objects, and
+    collecting them ten times less often costs less CPU for the same garbage."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(max(thresholds[0], YOUNG_GENERATION), *thresholds[1:])
+    try:
+        return _simulate(schedule, out_dir, duration_s)
+    finally:
+        gc.set_threshold(*thresholds)
+
+
+def _simulate(schedule: Schedule, out_dir: Path | None, duration_s: float) -> SimResult:
     world = World(schedule.seed, schedule.broker_ids, dict(PROPS))
     actions = Actions(world)
     for node in world.nodes.values():

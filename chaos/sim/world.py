@@ -86,6 +86,7 @@ class World:
         self._timers: dict[tuple[int, str], int] = {}
         self._kicked: set[int] = set()
         self._correlation = 0
+        self._parts: dict[tuple[str, int, int | None, int | None, int | None], RequestPartition] = {}
         self.disconnected_since: dict[int, int] = {}
         self.expired: set[int] = set()  # nodes whose session the server expired while cut off
 
@@ -323,23 +324,21 @@ class World:
             (str(e.topic_name), int(e.partition_index)): int(e.error_code)
             for e in getattr(response, "partition_errors", ())
         }
+        part = self._request_partition
         parts: tuple[RequestPartition, ...]
         if isinstance(request, StopReplicaRequest):
             parts = tuple(
-                RequestPartition(tp.topic, tp.partition, None, None, errors.get((tp.topic, tp.partition)))
+                part(tp.topic, tp.partition, None, None, errors.get((tp.topic, tp.partition)))
                 for tp in request.partitions
             )
         elif isinstance(request, LeaderAndIsrRequest):
             parts = tuple(
-                RequestPartition(
-                    s.topic, s.partition, s.leader, s.leader_epoch, errors.get((s.topic, s.partition))
-                )
+                part(s.topic, s.partition, s.leader, s.leader_epoch, errors.get((s.topic, s.partition)))
                 for s in request.partition_states
             )
         else:
             parts = tuple(
-                RequestPartition(s.topic, s.partition, s.leader, s.leader_epoch)
-                for s in request.partition_states
+                part(s.topic, s.partition, s.leader, s.leader_epoch, None) for s in request.partition_states
             )
         journal.append(
             ReceivedRequest(
@@ -358,3 +357,14 @@ class World:
             )
         )
         return len(journal) - 1
+
+    def _request_partition(
+        self, topic: str, partition: int, leader: int | None, epoch: int | None, error: int | None
+    ) -> RequestPartition:
+        """One journalled partition; equal ones are one (immutable) object, as every broker is sent
+        the same states over and over."""
+        key = (topic, partition, leader, epoch, error)
+        found = self._parts.get(key)
+        if found is None:
+            found = self._parts[key] = RequestPartition(topic, partition, leader, epoch, error)
+        return found

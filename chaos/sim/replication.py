@@ -55,17 +55,19 @@ class Replication:
         return node.running and not node.paused and node.context is not None
 
     def _fetch_tick(self) -> None:
-        for follower in self.world.nodes.values():
-            if not self._up(follower):
+        nodes = self.world.nodes
+        up = {b: self._up(n) for b, n in nodes.items()}  # a fetch changes no node's liveness
+        for follower in nodes.values():
+            if not up[follower.broker_id]:
                 continue
             assert follower.context is not None
             for tp, p in sorted(follower.context.replica_manager.partitions.items()):
-                if p.is_leader or p.leader < 0:
+                if p.leader < 0 or p.is_leader:
                     continue
-                leader = self.world.nodes.get(p.leader)
+                leader = nodes.get(p.leader)
                 if (
                     leader is None
-                    or not self._up(leader)
+                    or not up[p.leader]
                     or self.world.link(f"FROM_{follower.broker_id}_{p.leader}").cut
                 ):
                     continue

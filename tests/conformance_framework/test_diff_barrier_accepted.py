@@ -49,3 +49,17 @@ def test_a_refused_request_is_not_followed() -> None:
     refused = _request("LeaderAndIsr", 1, 4, error=11)  # stale controller epoch: the whole request
     assert _accepted([refused], 3, TP) is None
     assert _accepted([_request("LeaderAndIsr", 1, 4, error=0, partition_error=3)], 3, TP) is None
+
+
+def test_a_controller_re_elected_on_its_node_is_a_new_incarnation() -> None:
+    from conformance.diff.runner import incarnations  # noqa: PLC0415
+
+    def sent(seq: int, source: int, cepoch: int) -> ControllerRequest:
+        return ControllerRequest(seq, source, 3, 0.0, 6, 6, 0, "UpdateMetadata", controller_epoch=cepoch)
+
+    # segments: 0 = setup (controller 2, epoch 1), 1 = pause 3, 2 = /controller moved back to 2
+    # (epoch 2), 3 = resume 3
+    requests = [sent(0, 2, 1), sent(1, 2, 1), sent(2, 2, 2), sent(3, 2, 2)]
+    bounds = [0, 1, 2, 3, 4]
+    assert incarnations(requests, bounds, [2, 2, 2, 2]) == {0: 1, 1: 1, 2: 2, 3: 2}
+    assert incarnations(requests, bounds, [2, 2, 1, 1]) == {0: 1, 1: 1}, "node 1 sent nothing"

@@ -102,8 +102,7 @@ class World:
         heap, pop, zk = self._heap, heapq.heappop, self.zk
         while heap and heap[0][0] <= end_ms:
             when, _, action = pop(heap)
-            if when > self.now:
-                self.now = when
+            self.now = max(self.now, when)
             action()
             if zk.watch_events_pending:  # the common case: no session has a watch event waiting
                 self.pump_watches()

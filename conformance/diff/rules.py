@@ -141,7 +141,8 @@ RULES: tuple[Rule, ...] = (
         "a resumed leader's ISR race",
         "in the step that resumes a paused node, a partition it leads whose state ends as it began"
         " is compared by that end state: its ISR writes by the node, their notification and the"
-        " UpdateMetadata they cause are not compared",
+        " UpdateMetadata they cause are not compared (a LeaderAndIsr that repeats its leader and"
+        " leader epoch, a new controller's, is)",
         "after the pause the node's ISR-expiry timer and the follower's queued fetch are served in"
         " either order: the ISR shrinks and re-expands, or does not change",
         "ReplicaManager.scala@2.5.1 (isr-expiration every replica.lag.time.max.ms / 2);"

@@ -24,7 +24,13 @@ from typing import Any
 
 from conformance.diff.normalise import STATE_PATH
 
-__all__ = ["relative_versions", "resumed_leader_race", "shutting_down", "successor_answers_open"]
+__all__ = [
+    "relative_versions",
+    "resumed_leader_race",
+    "resumed_stale_isr_writes",
+    "shutting_down",
+    "successor_answers_open",
+]
 
 Tree = Mapping[str, Any]
 
@@ -157,3 +163,14 @@ def successor_answers_open(segment: dict[str, Any], node: int) -> list[str]:
                     e["answer"] = ACCEPTED_OR_SAME_EPOCH
                     masked.append(tp)
     return sorted(set(masked))
+
+
+def resumed_stale_isr_writes(segment: dict[str, Any], node: int) -> int:
+    """In the step that resumes ``node``: its failed conditional writes (BADVERSION) are not
+    compared (RULES "a resumed leader's stale ISR write"); how many were dropped (in place)."""
+    actor = f"node-{node}"
+    mine = segment["zk"]["failed"].get(actor, {})
+    dropped = int(mine.pop("BADVERSION", 0))
+    if actor in segment["zk"]["failed"] and not mine:
+        del segment["zk"]["failed"][actor]
+    return dropped

@@ -149,6 +149,17 @@ RULES: tuple[Rule, ...] = (
         " Partition.scala@2.5.1 L679 maybeExpandIsr",
     ),
     Rule(
+        "a resumed leader's stale ISR write",
+        "in the step that resumes a paused node (or ends its session's expiry), that node's failed"
+        " conditional writes (BADVERSION) are not compared; its successful writes are",
+        "a leader paused while the controller moved its partitions may write an ISR change at the"
+        " zkVersion it cached before it reads the LeaderAndIsr that demotes it, or after: whether its"
+        " ISR-expiry timer or that request is served first after the pause is timing, and ZooKeeper"
+        " refuses the stale write either way",
+        "Partition.scala@2.5.1 L1180-1202 (expandIsr / shrinkIsr at the cached zkVersion;"
+        " maybeUpdateIsrAndVersion: a failed update leaves the ISR as it was)",
+    ),
+    Rule(
         "request batching",
         "controller requests are compared per destination broker and partition, in arrival order;"
         " which partitions share one request, their order inside it and the live-leader list are not"

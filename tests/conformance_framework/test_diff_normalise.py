@@ -365,3 +365,14 @@ def test_a_failovers_repeated_leader_and_isr_does_not_stop_the_race_rule_but_a_n
     elected = race(1)
     assert resumed_leader_race(elected, start, 1) == []
     assert STATE in elected["zk"]["writes"]
+
+
+def test_a_resumed_nodes_stale_conditional_writes_are_dropped_and_no_one_elses() -> None:
+    from conformance.diff.relative import resumed_stale_isr_writes  # noqa: PLC0415
+
+    segment = _seg({}, {}, {}, {})
+    segment["zk"]["failed"] = {"node-3": {"BADVERSION": 2}, "node-1": {"BADVERSION": 1, "NODEEXISTS": 1}}
+    assert resumed_stale_isr_writes(segment, 3) == 2
+    assert segment["zk"]["failed"] == {"node-1": {"BADVERSION": 1, "NODEEXISTS": 1}}
+    assert resumed_stale_isr_writes(segment, 1) == 1
+    assert segment["zk"]["failed"] == {"node-1": {"NODEEXISTS": 1}}, "other failures stay compared"

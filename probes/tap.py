@@ -96,6 +96,13 @@ class ConnectionObserver(Protocol):
         ...
 
 
+async def _cancel_others() -> None:
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 class ProxyLoop:
     """An asyncio loop in a daemon thread, shared by any number of taps."""
 
@@ -108,7 +115,11 @@ class ProxyLoop:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=timeout_s)
 
     def close(self) -> None:
+        """Cancel what still runs on the loop (connections being pumped), then stop it: a loop
+        stopped under pending tasks makes asyncio print "Task was destroyed but it is pending"."""
         if self.loop.is_running():
+            with contextlib.suppress(Exception):
+                self.run(_cancel_others(), timeout_s=5.0)
             self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
         with contextlib.suppress(RuntimeError):

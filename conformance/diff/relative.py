@@ -13,7 +13,8 @@ the end of the previous step:
   follower's queued fetch is served first after the pause is timing (Partition.scala@2.5.1 L679
   maybeExpandIsr, ReplicaManager.scala@2.5.1 maybeShrinkIsr scheduled every
   replica.lag.time.max.ms / 2). Those ISR writes, their notification and the UpdateMetadata they
-  cause are not compared; the state's end value is (the tree and every later step).
+  cause are not compared; the state's end value is (the tree and every later step), and so is a
+  LeaderAndIsr that only repeats the partition's leader and leader epoch (a failover's).
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ from typing import Any
 
 from conformance.diff.normalise import STATE_PATH
 
-__all__ = ["relative_versions", "resumed_leader_race", "shutting_down", "successor_answers_open"]
+__all__ = [
+    "relative_versions",
+    "resumed_leader_race",
+    "resumed_stale_isr_writes",
+    "shutting_down",
+    "successor_answers_open",
+]
 
 Tree = Mapping[str, Any]
 
@@ -68,6 +75,20 @@ def _same_state(a: Any, b: Any) -> bool:
     return all(a[0].get(k) == b[0].get(k) for k in keys)
 
 
+def _acts(entry: Mapping[str, Any], start: Mapping[str, Any]) -> bool:
+    """Whether a controller request entry changes the partition: an UpdateMetadata never does (it
+    tells); a LeaderAndIsr that repeats the leader and leader epoch the step began with — a new
+    controller's failover re-sending every partition — does not; anything else does."""
+    if entry.get("api") == "UpdateMetadata":
+        return False
+    if entry.get("api") == "LeaderAndIsr":
+        return (entry.get("leader"), entry.get("leader_epoch")) != (
+            start.get("leader"),
+            start.get("leader_epoch"),
+        )
+    return True
+
+
 def resumed_leader_race(segment: dict[str, Any], before: Tree, node: int) -> list[str]:
     """Drop a resumed leader's shrink-and-re-expand of partitions that end as they began; the
     partitions it applied to (in place)."""
@@ -86,12 +107,19 @@ def resumed_leader_race(segment: dict[str, Any], before: Tree, node: int) -> lis
         assert m is not None
         tp = f"{m.group(1)}-{m.group(2)}"
         requests = [e for d in segment["requests"].values() for e in d.get("partitions", {}).get(tp, [])]
-        if any(e.get("api") != "UpdateMetadata" for e in requests):
+        if any(_acts(e, start[0]) for e in requests):
             continue  # the controller acted on the partition in this step: compare everything
         del writes[path]
         segment["tree"][path] = [end[0], start[1], end[2]]  # as if unwritten: later steps count from here
         for d in segment["requests"].values():
-            d.get("partitions", {}).pop(tp, None)
+            entries = d.get("partitions", {}).get(tp)
+            if entries is None:
+                continue
+            kept = [e for e in entries if e.get("api") != "UpdateMetadata"]
+            if kept:
+                d["partitions"][tp] = kept
+            else:
+                del d["partitions"][tp]
         notified = segment["zk"]["isr_notified"].get(actor, [])
         segment["zk"]["isr_notified"][actor] = [x for x in notified if x != tp]
         if not segment["zk"]["isr_notified"][actor]:
@@ -135,3 +163,14 @@ def successor_answers_open(segment: dict[str, Any], node: int) -> list[str]:
                     e["answer"] = ACCEPTED_OR_SAME_EPOCH
                     masked.append(tp)
     return sorted(set(masked))
+
+
+def resumed_stale_isr_writes(segment: dict[str, Any], node: int) -> int:
+    """In the step that resumes ``node``: its failed conditional writes (BADVERSION) are not
+    compared (RULES "a resumed leader's stale ISR write"); how many were dropped (in place)."""
+    actor = f"node-{node}"
+    mine = segment["zk"]["failed"].get(actor, {})
+    dropped = int(mine.pop("BADVERSION", 0))
+    if actor in segment["zk"]["failed"] and not mine:
+        del segment["zk"]["failed"][actor]
+    return dropped

@@ -141,11 +141,23 @@ RULES: tuple[Rule, ...] = (
         "a resumed leader's ISR race",
         "in the step that resumes a paused node, a partition it leads whose state ends as it began"
         " is compared by that end state: its ISR writes by the node, their notification and the"
-        " UpdateMetadata they cause are not compared",
+        " UpdateMetadata they cause are not compared (a LeaderAndIsr that repeats its leader and"
+        " leader epoch, a new controller's, is)",
         "after the pause the node's ISR-expiry timer and the follower's queued fetch are served in"
         " either order: the ISR shrinks and re-expands, or does not change",
         "ReplicaManager.scala@2.5.1 (isr-expiration every replica.lag.time.max.ms / 2);"
         " Partition.scala@2.5.1 L679 maybeExpandIsr",
+    ),
+    Rule(
+        "a resumed leader's stale ISR write",
+        "in the step that resumes a paused node (or ends its session's expiry), that node's failed"
+        " conditional writes (BADVERSION) are not compared; its successful writes are",
+        "a leader paused while the controller moved its partitions may write an ISR change at the"
+        " zkVersion it cached before it reads the LeaderAndIsr that demotes it, or after: whether its"
+        " ISR-expiry timer or that request is served first after the pause is timing, and ZooKeeper"
+        " refuses the stale write either way",
+        "Partition.scala@2.5.1 L1180-1202 (expandIsr / shrinkIsr at the cached zkVersion;"
+        " maybeUpdateIsrAndVersion: a failed update leaves the ISR as it was)",
     ),
     Rule(
         "request batching",

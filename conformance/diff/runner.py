@@ -30,6 +30,7 @@ from conformance.diff.normalise import broker_epoch_labels, requests_view, zk_vi
 from conformance.diff.relative import (
     relative_versions,
     resumed_leader_race,
+    resumed_stale_isr_writes,
     shutting_down,
     successor_answers_open,
 )
@@ -175,6 +176,7 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
         absolute = copy.deepcopy(s.tree)  # where the next step starts, before the rules below
         if step is not None and step.op in ("resume", "expire_session"):
             resumed_leader_race(segment, tree_before, step.params["node"])
+            resumed_stale_isr_writes(segment, step.params["node"])
         if step is not None and step.op == "controlled_shutdown":
             shutting_down(segment, step.params["node"])
             if step.params.get("successor") is not None:  # the controller's own shutdown

@@ -339,3 +339,40 @@ def test_a_successors_answer_is_open_only_where_the_departing_controller_wrote_t
     refused["requests"]["3"]["partitions"]["t-0"][0]["answer"] = 77
     successor_answers_open(refused, 2)
     assert refused["requests"]["3"]["partitions"]["t-0"][0]["answer"] == 77, "other answers stay compared"
+
+
+def test_a_failovers_repeated_leader_and_isr_does_not_stop_the_race_rule_but_a_new_epoch_does() -> None:
+    from conformance.diff.relative import resumed_leader_race  # noqa: PLC0415
+
+    begin = {"leader": 1, "leader_epoch": 0, "isr": [1, 2], "controller_epoch": 1}
+    start = {STATE: [begin, 3, None]}
+
+    def race(leader_epoch: int) -> Any:
+        lai = {"api": "LeaderAndIsr", "leader": 1, "leader_epoch": leader_epoch, "zk_version": 3}
+        return _seg(
+            {STATE: [{"by": "node-1", "form": "plain", "op": "setData", "version": 5}]},
+            {STATE: [dict(begin), 5, None]},
+            {"1": {"partitions": {"t-0": [lai, {"api": "UpdateMetadata", "zk_version": 5}]}}},
+            {"node-1": ["t-0"]},
+        )
+
+    failover = race(0)
+    assert resumed_leader_race(failover, start, 1) == ["t-0"]
+    assert STATE not in failover["zk"]["writes"]
+    assert [e["api"] for e in failover["requests"]["1"]["partitions"]["t-0"]] == ["LeaderAndIsr"], (
+        "the failover's LeaderAndIsr stays compared, the UpdateMetadata the race caused does not"
+    )
+    elected = race(1)
+    assert resumed_leader_race(elected, start, 1) == []
+    assert STATE in elected["zk"]["writes"]
+
+
+def test_a_resumed_nodes_stale_conditional_writes_are_dropped_and_no_one_elses() -> None:
+    from conformance.diff.relative import resumed_stale_isr_writes  # noqa: PLC0415
+
+    segment = _seg({}, {}, {}, {})
+    segment["zk"]["failed"] = {"node-3": {"BADVERSION": 2}, "node-1": {"BADVERSION": 1, "NODEEXISTS": 1}}
+    assert resumed_stale_isr_writes(segment, 3) == 2
+    assert segment["zk"]["failed"] == {"node-1": {"BADVERSION": 1, "NODEEXISTS": 1}}
+    assert resumed_stale_isr_writes(segment, 1) == 1
+    assert segment["zk"]["failed"] == {"node-1": {"NODEEXISTS": 1}}, "other failures stay compared"

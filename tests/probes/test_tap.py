@@ -211,3 +211,21 @@ def test_taps_share_a_loop_and_drop_connections_cuts_both_ends(echo: EchoServer)
         loop.close()
     with pytest.raises(OSError), socket.create_connection(first.address, timeout=2):
         pass
+
+
+def test_closing_the_loop_under_a_live_connection_leaves_no_pending_task(
+    echo: EchoServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    import gc  # noqa: PLC0415
+
+    recorders: list[Recorder] = []
+    loop = ProxyLoop("test-close")
+    tap = _tap(recorders, echo.address, loop=loop)
+    with socket.create_connection(tap.address, timeout=5) as sock:
+        sock.sendall(_frame(b"open"))
+        assert _recv(sock, 8) == _frame(b"open")  # both pumps are running now
+        with caplog.at_level("ERROR", logger="asyncio"):
+            loop.close()  # its owner is done: the connection is still open
+            del tap
+            gc.collect()
+    assert not [r for r in caplog.records if "destroyed but it is pending" in r.getMessage()]

@@ -56,6 +56,7 @@ class Side:
     reason: str | None = None
     run_dir: str | None = None
     ops: tuple[Op, ...] = ()
+    controllers: tuple[int | None, ...] = ()  # the broker of each controller election, in order
 
     @property
     def failing(self) -> tuple[str, ...]:

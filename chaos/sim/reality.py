@@ -37,8 +37,10 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from chaos.checkers.events import BrokerRegistered
+from chaos.checkers.timeline import Timeline
 from chaos.generator import Schedule, generate
-from chaos.run.judged import HISTORY, VERDICT, load_history
+from chaos.run.judged import HISTORY, TXN_RECORDS, VERDICT, load_history, load_txn_records
 from chaos.run.manifest import EvidenceError, verify
 from chaos.run.pool import CampaignResult, run_campaign
 from chaos.run.reap import reap
@@ -50,6 +52,7 @@ from chaos.sim.reality_report import print_pair, print_summary, to_json
 from chaos.sim.run import simulate
 from cluster.targets import TargetError, load_target
 from harness.launcher import LauncherError, launcher_named
+from probes.txnrecords import TxnRecord
 from records.run_record import new_run_id
 
 __all__ = ["main", "parser"]
@@ -180,13 +183,24 @@ def load_side(run_dir: Path) -> Side:
     """A played schedule's verdict, checkers and history from its verified run directory; its
     ``unknown`` with the reason when the evidence is missing or damaged."""
     try:
-        verify(run_dir, required=(HISTORY, VERDICT))
+        listed = verify(run_dir, required=(HISTORY, VERDICT))
         body = json.loads((run_dir / VERDICT).read_text(encoding="utf-8"))
         checkers = {str(c["checker"]): str(c["validity"]) for c in body.get("checkers", [])}
         ops = load_history(run_dir / HISTORY)
+        records = load_txn_records(run_dir / TXN_RECORDS) if TXN_RECORDS in listed else []
     except (EvidenceError, OSError, ValueError, KeyError, TypeError) as exc:
         return Side("unknown", reason=f"evidence of {run_dir}: {exc}", run_dir=str(run_dir))
-    return Side(str(body["verdict"]), checkers, body.get("reason"), str(run_dir), ops)
+    return Side(str(body["verdict"]), checkers, body.get("reason"), str(run_dir), ops, _controllers(records))
+
+
+def _controllers(records: Sequence[TxnRecord]) -> tuple[int | None, ...]:
+    """The broker each controller election of the transaction log made controller, in order
+    (None: a session no broker registered with). The first election writes ``/controller_epoch``
+    twice (created, then set): one session's consecutive writes are one election."""
+    timeline = Timeline.of(records)
+    broker_of = {e.session: e.broker for e in timeline.of_type(BrokerRegistered)}
+    sessions = [e.session for e in timeline.elections]
+    return tuple(broker_of.get(s) for i, s in enumerate(sessions) if i == 0 or sessions[i - 1] != s)
 
 
 def _stored_schedule(run_dir: Path, name: str) -> Schedule | None:

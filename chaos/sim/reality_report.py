@@ -46,6 +46,8 @@ def print_pair(pair: Pair, total: int) -> None:
         print(f"{pad}sim evidence:  {pair.sim.run_dir or '(none)'}")
     for note in pair.notes:
         print(f"{pad}not modelled exactly: {note}")
+    if pair.real.controllers != pair.sim.controllers and pair.outcome in ("agree", "disagree"):
+        print(f"{pad}controllers elected: real {_chain(pair.real)}, sim {_chain(pair.sim)}")
     if pair.drift is not None:
         d = pair.drift
         print(
@@ -61,6 +63,10 @@ def print_pair(pair: Pair, total: int) -> None:
                 f"; … {len(d.outcomes) - 4} more" if len(d.outcomes) > 4 else ""
             )
             print(f"{pad}op outcomes differ ({len(d.outcomes)}): {shown}")
+
+
+def _chain(side: Side) -> str:
+    return " → ".join("?" if b is None else str(b) for b in side.controllers) or "none"
 
 
 def counts(pairs: Sequence[Pair]) -> Counter[str]:
@@ -102,9 +108,32 @@ def print_summary(pairs: Sequence[Pair], root: Path) -> None:
             f"had op outcomes that differ, {sum(bool(d.targets) for _, d in drifts)} a controller-aimed "
             "fault that hit another broker"
         )
+    if judged:
+        first = [Counter(c for p in judged for c in side(p).controllers[:1]) for side in (_real, _sim)]
+        other = sum(p.real.controllers != p.sim.controllers for p in judged)
+        moves = [sum(max(0, len(side(p).controllers) - 1) for p in judged) for side in (_real, _sim)]
+        print(
+            f"controllers: {other} of {len(judged)} judged pairs elected other brokers, or another number of "
+            f"times; the first controller was broker {_tally(first[0])} in reality, {_tally(first[1])} in "
+            f"the simulation; {moves[0]} controller moves in reality, {moves[1]} in the simulation"
+        )
     _list("disagreements", [p for p in pairs if p.outcome in ("disagree", "schedule-differs")])
     _list("real unknown (not compared)", [p for p in pairs if p.outcome == "real-unknown"])
     print(f"comparison: {root / 'comparison.json'}")
+
+
+def _real(pair: Pair) -> Side:
+    return pair.real
+
+
+def _sim(pair: Pair) -> Side:
+    return pair.sim
+
+
+def _tally(counter: Counter[int | None]) -> str:
+    return ", ".join(
+        f"{'?' if b is None else b} ×{n}" for b, n in sorted(counter.items(), key=lambda i: str(i[0]))
+    )
 
 
 def _list(title: str, pairs: Sequence[Pair]) -> None:
@@ -125,6 +154,7 @@ def _side(side: Side) -> dict[str, Any]:
         "checkers": dict(side.checkers),
         "reason": side.reason,
         "run_dir": side.run_dir,
+        "controllers": list(side.controllers),
     }
 
 

@@ -150,3 +150,15 @@ def test_nothing_the_command_started_outlives_it(compared: Compared) -> None:
     assert "chaos.run.worker" in kinds, "the real side never ran"
     assert "reference_controller.node" in kinds
     wait_for(lambda: not alive(compared.started), 60.0, lambda: f"still running: {alive(compared.started)}")
+
+
+def test_the_controllers_each_side_elected_end_with_its_final_controller(compared: Compared) -> None:
+    for pair in _pairs(compared):
+        if pair["outcome"] not in ("agree", "disagree"):
+            continue
+        for side in ("real", "sim"):
+            final = json.loads((Path(pair[side]["run_dir"]) / "final-state.json").read_text())
+            elected = pair[side]["controllers"]
+            assert elected, f"{side} seed {pair['seed']}: no election read from the transaction log"
+            assert set(elected) <= {1, 2, 3}
+            assert elected[-1] == final["controller"], (side, pair["seed"], elected, final["controller"])

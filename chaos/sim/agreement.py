@@ -135,7 +135,10 @@ def model_notes(schedule: Schedule) -> tuple[str, ...]:
         )
     notes += [n for s in schedule.steps if s.f == "start_fault" for n in _fault_note(s)]
     if any(s.f == "create_topic_admin" for s in schedule.steps):
-        notes.append("create_topic_admin written by the controller's node at once, no CreateTopics request")
+        notes.append(
+            "create_topic_admin written by the controller's node at once, no CreateTopics request (an "
+            "unreachable controller is a NOT_CONTROLLER at once, not a client time-out seconds later)"
+        )
     starts = sorted({str(s.value["fault"]) for s in schedule.steps if s.f == "start_fault"} & _STARTS)
     starts += ["broker_bounce"] if any(s.f == "broker_bounce" for s in schedule.steps) else []
     if starts:

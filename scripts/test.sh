@@ -62,7 +62,7 @@ fi
 
 stage "tests (pytest, xdist: unit, integration, chaos, containers, reports)"
 # its own base temp dir: pytest sessions sharing /tmp/pytest-of-<user> can delete each other's
-"$py" -m pytest tests -n 2 -p no:cacheprovider --basetemp="$results/pytest-tmp" "$@"
+"$py" -m pytest tests -n 2 -p no:cacheprovider --durations=25 --basetemp="$results/pytest-tmp" "$@"
 rc=$?
 # Exit code 5 = no tests collected (a narrowed selection given as arguments); not a failure.
 if [ "$rc" = 5 ]; then echo "pytest: no tests selected"; rc=0; fi

@@ -153,18 +153,29 @@ def _notifications(dc: DiffCluster) -> list[str]:
 
 def _accepted(requests: list[ControllerRequest], dest: int, tp: tuple[str, int]) -> tuple[int, int] | None:
     """(leader, leader epoch) of the last LeaderAndIsr ``dest`` accepted for ``tp``, None after a
-    StopReplica for it or when it accepted none."""
+    StopReplica for it or when it accepted none.
+
+    A partition answered STALE_CONTROLLER_EPOCH (11) in a LeaderAndIsr the broker took (its
+    controller epoch was current) means the broker already holds that leader epoch: it accepted an
+    earlier request carrying it whose answer was never recorded — a departing controller's, whose
+    channel closed before the answer came back (ReplicaManager.becomeLeaderOrFollower@2.5.1)."""
     last: tuple[int, int] | None = None
+    stopped = False  # after a StopReplica, an 11 tells nothing about what the broker follows
     for r in requests:
         if r.dest != dest or r.error_code is None:
             continue
         entry = next((e for e in r.partitions if (e.topic, e.partition) == tp), None)
         if entry is None:
             continue
-        if r.api == "StopReplica" and r.error_code == 0 and r.partition_errors.get(tp, 0) == 0:
-            last = None
-        elif r.api == "LeaderAndIsr" and r.error_code == 0 and r.partition_errors.get(tp, 0) == 0:
-            last = (-1 if entry.leader is None else int(entry.leader), int(entry.leader_epoch or 0))
+        code = r.partition_errors.get(tp, 0)
+        if r.api == "StopReplica" and r.error_code == 0 and code == 0:
+            last, stopped = None, True
+        elif r.api == "LeaderAndIsr" and r.error_code == 0 and code in (0, 11):
+            seen = (-1 if entry.leader is None else int(entry.leader), int(entry.leader_epoch or 0))
+            if code == 0:
+                last, stopped = seen, False
+            elif not stopped and (last is None or last[1] < seen[1]):
+                last = seen
     return last
 
 

@@ -84,7 +84,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "requests to a paused broker",
         "controller requests sent to a broker while it is paused are compared in the step that resumes"
-        " it (in the order they were sent); those of a controller that is gone by then are not compared",
+        " it (in the order they were sent); those of a controller that is gone by then, or was"
+        " re-elected since (a higher controller epoch on the same node), are not compared",
         "the controller sends a broker one request at a time and waits for its answer, so only the first"
         " request reaches a paused broker and the others wait in the controller's queue: which one is"
         " first, and in which step the others arrive, is timing; a controller that dies loses its queue",

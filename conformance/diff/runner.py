@@ -112,6 +112,23 @@ def _paused_until(scenario: Scenario, segments: int) -> dict[tuple[int, int], in
     return out
 
 
+def incarnations(requests: list[Any], bounds: list[int], controller: list[int]) -> dict[int, int]:
+    """Segment → the highest controller epoch its controller had sent a request with by the
+    segment's end. A controller re-elected on the same node is another incarnation: what its
+    former one sent to a paused broker is as gone as a dead controller's (RULES "requests to a
+    paused broker")."""
+    out: dict[int, int] = {}
+    for k in range(len(bounds) - 1):
+        seen = [
+            r.controller_epoch
+            for r in requests
+            if r.seq < bounds[k + 1] and r.source == controller[k] and r.controller_epoch is not None
+        ]
+        if seen:
+            out[k] = max(seen)
+    return out
+
+
 def of_others(requests: list[Any], node: int) -> list[Any]:
     """The requests not sent by ``node``: in the step of its own controlled shutdown, a controller's
     requests are not compared (RULES "requests of a controller shutting down")."""
@@ -124,13 +141,16 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
     labels, actors = broker_epoch_labels(records), dc.actors()
     bounds = [start.requests, *(s.end.requests for s in steps)]
     moved, controller = _paused_until(dc.scenario, len(steps)), controllers(dc.scenario)
+    epochs = incarnations(requests, bounds, controller)
     by_segment: dict[int, list[Any]] = {}
     for r in requests:
         k = next((i for i in range(len(steps)) if bounds[i] <= r.seq < bounds[i + 1]), None)
         if k is None:
             continue
         resumed = moved.get((r.dest, k), k)
-        if resumed != k and r.source != controller[resumed]:
+        if resumed != k and (
+            r.source != controller[resumed] or (r.controller_epoch or 0) < epochs.get(resumed, 0)
+        ):
             continue  # sent to a paused broker by a controller gone by its resumption (RULES)
         by_segment.setdefault(resumed, []).append(r)
     out, before, told, tree_before = [], start, dict[Any, Any](), dict[str, Any]()

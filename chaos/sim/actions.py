@@ -35,7 +35,7 @@ from reference_controller.node.placement import PlacementError, assign_replicas_
 from reference_controller.node.zk_port import NodeZkError, create_recursive
 from reference_controller.zkdata import ReplicaAssignment
 
-__all__ = ["Actions", "Done"]
+__all__ = ["Actions", "Done", "slow_delay_ms"]
 
 Done = Callable[[str, dict[str, Any] | None, str | None], None]
 CUTTING = ("blackhole", "down", "reset_peer")
@@ -290,11 +290,7 @@ class Actions:
         return heal
 
     def _slow(self, links: list[str], value: Mapping[str, Any]) -> Callable[[], None]:
-        added = int(value.get("latency_ms", 0)) + self.world.rng.randint(0, int(value.get("jitter_ms", 0)))
-        if value["fault"] == "bandwidth":
-            added = 1000 // max(1, int(value.get("rate_kb_s", 1)))
-        elif value["fault"] == "slicer":
-            added = int(value.get("delay_us", 1000)) // 1000 * 4
+        added = slow_delay_ms(value, self.world.rng.randint(0, int(value.get("jitter_ms", 0))))
         for name in links:
             self.world.link(name).delay_ms += added
 
@@ -362,6 +358,16 @@ class Actions:
                 self.world.at(50, check)
 
         self.world.at(50, check)
+
+
+def slow_delay_ms(value: Mapping[str, Any], jitter_ms: int) -> int:
+    """The delay a slowing fault adds to each message on its links, both ways (``jitter_ms``: the
+    jitter drawn for this fault, once)."""
+    if value["fault"] == "bandwidth":
+        return 1000 // max(1, int(value.get("rate_kb_s", 1)))
+    if value["fault"] == "slicer":
+        return int(value.get("delay_us", 1000)) // 1000 * 4
+    return int(value.get("latency_ms", 0)) + jitter_ms
 
 
 def _ends(name: str) -> tuple[int, ...]:

@@ -44,7 +44,7 @@ from chaos.sim.shrink import shrink
 from chaos.sim.version import sim_version, token
 from records.run_record import RunRecord, new_run_id, run_order_key, utc_now_iso
 
-__all__ = ["SIM_VERSION", "main", "parse_replay"]
+__all__ = ["SIM_VERSION", "BadInput", "main", "parse_replay", "simulable_scenarios"]
 
 USAGE_ERROR, SOME_UNKNOWN = 2, 3
 SIM_VERSION = sim_version()
@@ -140,7 +140,7 @@ class BadInput(ValueError):
     """What the user asked cannot be run; the message says why and what to do."""
 
 
-def _scenarios(raw: str, faults: str) -> tuple[Scenario, ...]:
+def simulable_scenarios(raw: str, faults: str) -> tuple[Scenario, ...]:
     try:
         chosen = resolve_faults(faults, resolve_scenarios(raw))
     except NameError_ as exc:
@@ -324,7 +324,7 @@ def _campaign_id(args: argparse.Namespace) -> str:
         return str(args.campaign_id)
     if args.shard is None:
         return new_run_id()
-    names = [s.name for s in _scenarios(args.scenario, args.faults)]
+    names = [s.name for s in simulable_scenarios(args.scenario, args.faults)]
     return campaign_id_for(args.seed, args.runs, names, args.faults, "sim")
 
 
@@ -339,7 +339,7 @@ def _schedules(args: argparse.Namespace) -> list[Schedule]:
     if args.seed + args.runs > 2**63:
         last = args.seed + args.runs - 1
         raise BadInput(f"seeds {args.seed} .. {last} go past 2**63-1; lower --seed or --runs")
-    chosen = _scenarios(args.scenario, args.faults)
+    chosen = simulable_scenarios(args.scenario, args.faults)
     return [generate(chosen[i % len(chosen)], args.seed + i) for i in shard.indexes(args.runs)]
 
 

@@ -8,7 +8,8 @@ from chaos.run.manifest import kit_version
 
 __all__ = ["SIM_FORMAT", "replay_command", "sim_version", "token"]
 
-SIM_FORMAT = 1  # bumped whenever the simulator's behaviour for a seed changes
+# bumped whenever the simulator's behaviour for a seed changes (2: request journals on the log's clock)
+SIM_FORMAT = 2
 
 
 def sim_version() -> str:

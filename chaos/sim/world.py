@@ -351,8 +351,9 @@ class World:
                 delete_partitions=request.delete_partitions
                 if isinstance(request, StopReplicaRequest)
                 else None,
-                sent_s=(sent_ms - START_MS) / 1000,
-                answered_s=(sent_ms - START_MS) / 1000,  # a simulated broker answers at once
+                # the transaction log's clock (time_ms), as a real run's journals share the host's
+                sent_s=sent_ms / 1000,
+                answered_s=sent_ms / 1000,  # a simulated broker answers at once
             )
         )
         return len(journal) - 1

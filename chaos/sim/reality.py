@@ -47,7 +47,7 @@ from chaos.run.reap import reap
 from chaos.runner import RunPlan
 from chaos.scenarios import SCENARIOS
 from chaos.sim.agreement import NOTHING_COMPARED, Pair, Side, compare, exit_status
-from chaos.sim.cli import BadInput, simulable_scenarios
+from chaos.sim.cli import BadInput, _count, _Parser, _seed, simulable_scenarios
 from chaos.sim.reality_report import print_pair, print_summary, to_json
 from chaos.sim.run import simulate
 from cluster.targets import TargetError, load_target
@@ -59,32 +59,6 @@ __all__ = ["main", "parser"]
 
 USAGE_ERROR = 2
 PROG = "python -m chaos.sim.reality"
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:
-        self.print_usage(sys.stderr)
-        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer seed") from None
-    if not 0 <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"seed {value} is outside 0 .. 2**63-1")
-    return value
 
 
 def parser() -> argparse.ArgumentParser:

@@ -265,6 +265,7 @@ EXECUTORS: dict[str, Callable[[DiffCluster, Params, Quiesce], Outcome]] = {
     "broker_config": broker_config,
     "controlled_shutdown": controlled_shutdown,
     "kill": kill,
+    "shutdown_request": api.shutdown_request,
     "restart": restart,
     "pause": pause,
     "resume": resume,

@@ -27,9 +27,9 @@ from conformance.diff.views import placement_problem
 from kafkawire.framing import build
 from probes.request_proxy import send_request
 
-__all__ = ["create_topics_api", "create_topics_auto", "delete_topics_api"]
+__all__ = ["create_topics_api", "create_topics_auto", "delete_topics_api", "shutdown_request"]
 
-CREATE_TOPICS, DELETE_TOPICS = 19, 20
+CREATE_TOPICS, DELETE_TOPICS, CONTROLLED_SHUTDOWN = 19, 20, 7
 TIMEOUT_MS = 8000
 Params = Mapping[str, Any]
 
@@ -115,3 +115,32 @@ def create_topics_auto(dc: DiffCluster, p: Params, quiesce: Callable[[], Any]) -
 def delete_topics_api(dc: DiffCluster, p: Params, _q: Callable[[], Any]) -> dict[str, Any]:
     request = build(load_request_schema(DELETE_TOPICS, 4), topic_names=(p["topic"],), timeout=TIMEOUT_MS)
     return _answer(dc, p["via"], request, "responses")
+
+
+#: the broker epoch a crafted ControlledShutdown carries, relative to the registration's czxid
+_EPOCH_DELTA = {"stale": -1, "equal": 0, "newer": 1}
+
+
+def shutdown_request(dc: DiffCluster, p: Params, _q: Callable[[], Any]) -> dict[str, Any]:
+    """ControlledShutdown v3 for broker ``node`` sent to ``via`` while ``node`` keeps running.
+
+    What a broker does at the start of its own shutdown (KafkaServer.controlledShutdown@2.5.1), but
+    the process stays up, so everything the controller sends it afterwards is seen and compared:
+    the LeaderAndIsr that makes it a follower where it led, the StopReplica where it followed, and
+    the ISRs without it. The broker epoch is its registration's czxid, one less (``stale``: Kafka
+    answers STALE_BROKER_EPOCH and does nothing), one more, or -1 (not checked); a broker with no
+    registration sends -1 (Kafka answers BROKER_NOT_AVAILABLE). A broker other than the
+    controller answers STALE_CONTROLLER_EPOCH (KafkaController.doControlledShutdown@2.5.1)."""
+    node = p["node"]
+    czxid = dc.cluster.broker_epoch(node)
+    epoch = -1 if czxid is None or p["broker_epoch"] == "none" else czxid + _EPOCH_DELTA[p["broker_epoch"]]
+    request = build(load_request_schema(CONTROLLED_SHUTDOWN, 3), broker_id=node, broker_epoch=epoch)
+    out: dict[str, Any] = {"registered": czxid is not None}
+    try:
+        response = _send(dc, p["via"], request)
+    except (OSError, RuntimeError, ValueError) as exc:
+        out["answer"] = f"no answer: {type(exc).__name__}"
+        return out
+    remaining = sorted(f"{r.topic_name}-{int(r.partition_index)}" for r in response.remaining_partitions)
+    out["answer"] = {"error": int(response.error_code), "remaining": remaining}
+    return out

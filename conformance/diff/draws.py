@@ -246,6 +246,25 @@ def _probe_step(rng: random.Random, model: Model, node: int) -> Step:
     )
 
 
+def shutdown_request_of(rng: random.Random, model: Model, node: int) -> Step:
+    """A crafted ControlledShutdown for ``node``: mostly to the controller with the current broker
+    epoch (acted on), sometimes stale (77), newer or unset (acted on), or to another broker (11)."""
+    epoch = rng.choices(("equal", "stale", "newer", "none"), weights=(5, 2, 1, 1))[0]
+    others = [b for b in model.up() if b != model.controller]
+    via = model.controller
+    if others and (model.state(model.controller) != "up" or rng.random() < 0.12):
+        via = rng.choice(others)
+    return Step("shutdown_request", {"node": node, "via": via, "broker_epoch": epoch})
+
+
+def _shutdown_request(rng: random.Random, model: Model) -> Iterator[Step]:
+    if not model.up():
+        return
+    down = model.down()
+    node = rng.choice(down) if down and rng.random() < 0.15 else rng.choice(model.up())
+    yield shutdown_request_of(rng, model, node)
+
+
 #: (api, target, controller epoch, leader epoch, broker epoch): combinations whose answer tells a
 #: correct broker from a lax one (spec §7.3, §7.4); a probe motif draws a few, then a random one
 INFORMATIVE = (
@@ -297,6 +316,7 @@ SINGLE: dict[str, tuple[float, Motif]] = {
     "broker_config": (0, lambda _r, _m: iter(())),  # the reference ignores dynamic broker configs yet
     "controlled_shutdown": (3, _fault_step("controlled_shutdown")),
     "kill": (3, _fault_step("kill")),
+    "shutdown_request": (3, _shutdown_request),
     "restart": (4, _restart),
     "expire_session": (1.5, _fault_step("expire_session")),
     "move_controller": (2, _move),

@@ -10,7 +10,8 @@ deletion; the first controller) and a sequence of
 motif                       reaches
 ==========================  ====================================================================
 ``shrunk_isr_then_act``     an ISR smaller than the replica set (a paused follower) when the
-                            leader is shut down, killed, re-elected or the controller moves
+                            leader is shut down (for real, or by a crafted ControlledShutdown
+                            while it keeps running), killed, re-elected or the controller moves
 ``reassign_inflight_move``  a reassignment pending on a down or paused target when the
                             controller moves; the target returns afterwards
 ``reassign_target_back``    a broker that restarts while it is the target of a reassignment
@@ -50,6 +51,7 @@ from conformance.diff.draws import (
     _node_config,
     _pick_tp,
     _probes,
+    shutdown_request_of,
 )
 from conformance.diff.model import Model, TopicModel
 from conformance.diff.scenario import Scenario, Step
@@ -57,7 +59,7 @@ from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 6
+GENERATOR_VERSION = 7
 
 
 # --- motifs -------------------------------------------------------------------------------------
@@ -82,11 +84,13 @@ def _shrunk_isr_then_act(rng: random.Random, model: Model) -> Iterator[Step]:
         return
     t, p, leader, follower = found
     yield Step("pause", {"node": follower})
-    act = rng.choice(("controlled_shutdown", "kill", "preferred", "move", "reassign"))
+    act = rng.choice(("controlled_shutdown", "kill", "shutdown_request", "preferred", "move", "reassign"))
     if act in ("controlled_shutdown", "kill") and model.state(leader) == "up":
         step = _fault(act, model, leader, rng)
         if step is not None:
             yield step
+    elif act == "shutdown_request" and model.state(leader) == "up":
+        yield shutdown_request_of(rng, model, leader)
     elif act == "preferred":
         yield Step("preferred_election", {"partitions": [f"{t.name}-{p}"]})
     elif act == "reassign":

@@ -234,6 +234,17 @@ def _check_probe(model: Model, p: Params) -> str | None:
     return None
 
 
+def _check_shutdown_request(model: Model, p: Params) -> str | None:
+    """The named broker runs (its controlled shutdown is acted on and everything sent to it is seen)
+    or is down (BROKER_NOT_AVAILABLE); a paused one would answer whenever it resumes."""
+    node = p["node"]
+    if node not in model.nodes:
+        return f"node {node} is not in the cluster"
+    if model.state(node) == "paused":
+        return f"node {node} is paused: its controlled shutdown's requests would wait for its resume"
+    return _via(model, p)
+
+
 def _check_auto(model: Model, p: Params) -> str | None:
     if model.down() or model.paused():
         return "automatic placement needs every node running (its topic is deleted again at once)"
@@ -345,6 +356,16 @@ KINDS: dict[str, StepKind] = {
             ("SHUTDOWN-1", "SHUTDOWN-2", "SHUTDOWN-3", "ELECT-4", "EPOCH-3"),
             lambda m, p: _running(m, p) or _successor(m, p["node"], p["successor"]),
             _gone,
+        ),
+        StepKind(
+            "shutdown_request",
+            "ControlledShutdown v3 for `node` sent to `via` by the harness while the node keeps"
+            " running (broker epoch stale, equal, newer or none; answer and remaining partitions"
+            " recorded)",
+            {"node": "node", "via": "node", "broker_epoch": "stale|equal|newer|none"},
+            ("SHUTDOWN-1", "ELECT-4", "ISR-2"),
+            _check_shutdown_request,
+            _nothing,
         ),
         StepKind(
             "kill",

@@ -109,6 +109,17 @@ def test_the_generator_reaches_the_states_example_checks_rarely_reach() -> None:
             reached["ElectLeaders UNCLEAN"] += 1
         if "probe" in ops:
             reached["broker probes"] += 1
+        for a, b in zip(s.steps, s.steps[1:], strict=False):
+            if (
+                a.op == "pause"
+                and b.op == "shutdown_request"
+                and b.params["broker_epoch"] != "stale"
+                and b.params["node"] != a.params["node"]
+            ):
+                reached["a crafted controlled shutdown of a running leader while a follower is paused"] += 1
+        shutdowns = [st.params for st in s.steps if st.op == "shutdown_request"]
+        if any(sp["broker_epoch"] == "stale" for sp in shutdowns):
+            reached["a crafted controlled shutdown with a stale broker epoch"] += 1
         if "create_topics_auto" in ops:
             reached["automatic placement"] += 1
     for state in (
@@ -124,6 +135,8 @@ def test_the_generator_reaches_the_states_example_checks_rarely_reach() -> None:
         "the controller moves while a deletion is pending",
         "a topic created with every replica's broker down",
         "DeleteTopics to the controller of a cluster without topic deletion",
+        "a crafted controlled shutdown of a running leader while a follower is paused",
+        "a crafted controlled shutdown with a stale broker epoch",
     ):
         assert reached[state] >= 3, (
             f"{state}: reached {reached[state]} times in 300 scenarios ({dict(reached)})"

@@ -26,6 +26,8 @@ motif                       reaches
 ``api_reassign_cancel``     an admin-API reassignment pending on a paused target, listed, then
                             cancelled (its original replicas restored) or completed first
 ``probes``                  crafted controller requests with stale/equal/newer epochs
+``refused_deletions``       in a cluster without topic deletion: deletions, mostly through
+                            DeleteTopics (answered TOPIC_DELETION_DISABLED)
 ``single``                  any one step of the vocabulary, drawn by weight
 ==========================  ====================================================================
 
@@ -46,6 +48,7 @@ from conformance.diff.draws import (
     Motif,
     _assignment,
     _create_zk,
+    _delete,
     _fault,
     _move,
     _node_config,
@@ -249,6 +252,11 @@ def _api_reassign_cancel(rng: random.Random, model: Model) -> Iterator[Step]:
         yield Step("resume", {"node": target})
 
 
+def _refused_deletions(rng: random.Random, model: Model) -> Iterator[Step]:
+    """In a cluster without topic deletion: a deletion (mostly DeleteTopics, answered 73)."""
+    yield from _delete(rng, model)
+
+
 def _single_motif(rng: random.Random, model: Model) -> Iterator[Step]:
     return _single(rng, model)
 
@@ -300,10 +308,13 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
     model = Model.of(shell)
     steps: list[Step] = []
     goal = rng.randint(min_steps, max_steps)
+    motifs = MOTIFS
+    if nodes[first].get("delete.topic.enable") == "false":
+        motifs = {**MOTIFS, "refused_deletions": (3, _refused_deletions)}
     for _ in range(goal * 4):
         if len(steps) >= goal:
             break
-        motif = _create_zk(rng, model) if not model.live_topics() else _draw(rng, model, MOTIFS)
+        motif = _create_zk(rng, model) if not model.live_topics() else _draw(rng, model, motifs)
         for step in motif:
             if _accept(model, step):
                 steps.append(step)

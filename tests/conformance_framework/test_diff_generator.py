@@ -163,6 +163,23 @@ def test_every_operation_of_the_vocabulary_but_broker_config_is_generated() -> N
             "a successor is required",
         ),
         (lambda d: d.update(extra=1), "unknown keys ['extra']"),
+        (
+            lambda d: d["steps"].extend(
+                [
+                    {"op": "pause", "node": 2},
+                    {"op": "shutdown_request", "node": 2, "via": 1, "broker_epoch": "equal"},
+                ]
+            ),
+            "node 2 is paused: its controlled shutdown's requests would wait for its resume",
+        ),
+        (
+            lambda d: d["steps"].append({"op": "shutdown_request", "node": 2, "via": 1, "broker_epoch": "old"}),
+            "shutdown_request.broker_epoch must be one of",
+        ),
+        (
+            lambda d: d["steps"].append({"op": "shutdown_request", "node": 7, "via": 1, "broker_epoch": "none"}),
+            "node 7 is not in the cluster",
+        ),
     ],
 )
 def test_a_bad_scenario_is_refused_with_the_reason(mutate: object, message: str) -> None:

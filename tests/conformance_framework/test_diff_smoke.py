@@ -70,6 +70,10 @@ SAME = [
             Step("pause", {"node": 3}),
             Step("move_controller", {"successor": 2}),
             Step("resume", {"node": 3}),
+            # a crafted ControlledShutdown for 3, which keeps running: refused with a stale broker
+            # epoch, then acted on (3 gives up t0-1 to 1 and follows it; it leaves t0-0's ISR)
+            Step("shutdown_request", {"node": 3, "via": 2, "broker_epoch": "stale"}),
+            Step("shutdown_request", {"node": 3, "via": 2, "broker_epoch": "equal"}),
         ),
     ),
 ]
@@ -142,6 +146,14 @@ def test_the_reference_never_diverges_from_itself(cache_dir: Path, tmp_path: Pat
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert report["counts"] == {"same": 3, "diverges": 0, "target-error": 0, "unknown": 0}, report["results"]
     assert "same as Kafka 2.5.1" in run.stdout
+    # the crafted ControlledShutdowns were answered as Kafka 2.5.1 answers them (on both sides)
+    answers = [
+        seg["action"]["answer"]
+        for trace in cache_dir.rglob("*.json")
+        for seg in json.loads(trace.read_text()).get("segments", [])
+        if "remaining" in str(seg.get("action", {}).get("answer"))
+    ]
+    assert answers == [{"error": 77, "remaining": []}, {"error": 0, "remaining": []}], answers
 
 
 @pytest.fixture(scope="module")

@@ -188,6 +188,15 @@ class Tap:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Python 3.11's start_server asks a finished handler task for its exception without checking
+        # whether it was cancelled, and logs the CancelledError: a connection still open when the
+        # loop closes (ProxyLoop.close cancels it) ends here instead, quietly.
+        try:
+            await self._serve(reader, writer)
+        except asyncio.CancelledError:
+            writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         observer = self._observe()
         upstream = self.upstream
         if upstream is None:

@@ -187,12 +187,16 @@ RULES: tuple[Rule, ...] = (
         "automatic placement",
         "a topic created with automatic placement is checked against the rack-unaware rule (some order"
         " of the live brokers and some replica shift reproduce its assignment exactly), then deleted in"
-        " the same step; every broker id of its partitions is replaced by the replica's position in the"
-        " partition's assignment",
-        "the start index and the replica shift are random, and the broker order is the metadata"
-        " cache's LongMap iteration order",
+        " the same step; every broker id of its partitions (and of the broker-epoch labels of the"
+        " requests about them) is replaced by the replica's position in the partition's assignment,"
+        " and the ISR changes of its deletion are compared without which position left first (op,"
+        " version and epochs of each; leader and ISR size of the last)",
+        "the start index and the replica shift are random, the broker order is the metadata"
+        " cache's LongMap iteration order, and a deletion takes the replicas offline one broker id"
+        " after another",
         "AdminUtils.scala@2.5.1 L125-146 (rand.nextInt); AdminManager.scala@2.5.1 L90;"
-        " MetadataCache.scala@2.5.1 L190-191",
+        " MetadataCache.scala@2.5.1 L190-191; ReplicaStateMachine.scala@2.5.1 L106-111"
+        " (handleStateChanges: replicas.groupBy(_.replica), one broker after another)",
     ),
     Rule(
         "exit codes",

@@ -140,12 +140,14 @@ def relabel_topic(segment: dict[str, Any], topic: str, assignment: Mapping[int, 
                 }
             elif part is not None:
                 w["data"] = _relabel_state(w.get("data"), assignment.get(part, ()))
+        if part is not None and path.endswith("/state"):
+            _isr_changes_unordered(writes[path])
     moved: dict[str, dict[str, list[Any]]] = {}
     for dest, view in segment["requests"].items():
         for tp in [k for k in view["partitions"] if k.rsplit("-", 1)[0] == topic]:
             replicas = assignment.get(int(tp.rsplit("-", 1)[1]), ())
             label = _label(replicas, int(dest))
-            entries = [_relabel_state(e, replicas) for e in view["partitions"].pop(tp)]
+            entries = [_relabel_entry(e, replicas, label) for e in view["partitions"].pop(tp)]
             key = json.dumps(entries, sort_keys=True)
             bucket = moved.setdefault(f"{tp}@{label}", {})
             bucket[key] = [*bucket.get(key, []), 1]
@@ -154,6 +156,30 @@ def relabel_topic(segment: dict[str, Any], topic: str, assignment: Mapping[int, 
             k: sorted([json.loads(e), len(n)] for e, n in v.items()) for k, v in sorted(moved.items())
         }
     }
+
+
+def _relabel_entry(entry: Any, replicas: Sequence[int], label: str) -> Any:
+    """A request entry relabelled; its broker-epoch label ``<id>#<registration>`` names the
+    destination's position instead of its id."""
+    out = _relabel_state(entry, replicas)
+    if isinstance(out, dict) and isinstance(out.get("bepoch"), str) and "#" in out["bepoch"]:
+        out["bepoch"] = f"{label}#{out['bepoch'].split('#', 1)[1]}"
+    return out
+
+
+def _isr_changes_unordered(writes: list[dict[str, Any]]) -> None:
+    """The state changes after a partition's creation: when the topic is deleted, Kafka takes its
+    replicas offline one broker at a time in its map's order of broker ids, so which position
+    leaves the ISR first depends on the random placement's ids. Each such write keeps its op,
+    version, leader epoch and controller epoch; the last one also its leader and ISR size."""
+    changes = [w for w in writes if w.get("op") == "setData" and isinstance(w.get("data"), dict)]
+    for i, w in enumerate(changes):
+        data = w["data"]
+        kept = {k: data[k] for k in ("controller_epoch", "leader_epoch", "version") if k in data}
+        if i == len(changes) - 1:
+            kept["leader"] = data.get("leader") if data.get("leader") == -1 else "a replica"
+            kept["isr_size"] = len(data.get("isr") or [])
+        w["data"] = kept
 
 
 def _partition_of(path: str) -> int | None:

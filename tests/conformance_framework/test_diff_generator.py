@@ -173,11 +173,15 @@ def test_every_operation_of_the_vocabulary_but_broker_config_is_generated() -> N
             "node 2 is paused: its controlled shutdown's requests would wait for its resume",
         ),
         (
-            lambda d: d["steps"].append({"op": "shutdown_request", "node": 2, "via": 1, "broker_epoch": "old"}),
+            lambda d: d["steps"].append(
+                {"op": "shutdown_request", "node": 2, "via": 1, "broker_epoch": "old"}
+            ),
             "shutdown_request.broker_epoch must be one of",
         ),
         (
-            lambda d: d["steps"].append({"op": "shutdown_request", "node": 7, "via": 1, "broker_epoch": "none"}),
+            lambda d: d["steps"].append(
+                {"op": "shutdown_request", "node": 7, "via": 1, "broker_epoch": "none"}
+            ),
             "node 7 is not in the cluster",
         ),
     ],

@@ -376,3 +376,41 @@ def test_a_resumed_nodes_stale_conditional_writes_are_dropped_and_no_one_elses()
     assert segment["zk"]["failed"] == {"node-1": {"BADVERSION": 1, "NODEEXISTS": 1}}
     assert resumed_stale_isr_writes(segment, 1) == 1
     assert segment["zk"]["failed"] == {"node-1": {"NODEEXISTS": 1}}, "other failures stay compared"
+
+
+def _auto_side(assignment: list[int], removal: list[int]) -> dict[str, Any]:
+    """A segment of an auto-placed partition created on ``assignment`` and deleted by taking its
+    replicas offline in the order ``removal`` (Kafka's broker-id order), as the trace records it."""
+    leader, isr = assignment[0], list(assignment)
+    created = {"controller_epoch": 1, "leader": leader, "leader_epoch": 0, "isr": list(isr)}
+    writes: list[dict[str, Any]] = [{"op": "create", "data": created}]
+    for epoch, gone in enumerate(removal, start=1):
+        if len(isr) > 1:
+            isr.remove(gone)
+        leader = -1 if gone == leader else leader
+        data = {"controller_epoch": 1, "leader": leader, "leader_epoch": epoch, "isr": list(isr)}
+        writes.append({"op": "setData", "data": data, "version": epoch})
+    writes.append({"op": "delete", "data": None})
+    requests = {
+        str(b): {"partitions": {"a-0": [{"api": "StopReplica", "bepoch": f"{b}#1", "delete": False}]}}
+        for b in assignment
+    }
+    return {"zk": {"writes": {"/brokers/topics/a/partitions/0/state": writes}}, "requests": requests}
+
+
+def test_an_auto_placed_topics_deletion_is_compared_without_the_ids_behind_the_positions() -> None:
+    """The same placement rule with two random starts: [1, 2] and [2, 1]. Kafka takes broker 1's
+    replicas offline first on both, so one side loses its leader first and the other a follower;
+    relabelled, the two segments are the same."""
+    one, other = _auto_side([1, 2], [1, 2]), _auto_side([2, 1], [1, 2])
+    assert one != other
+    relabel_topic(one, "a", {0: [1, 2]})
+    relabel_topic(other, "a", {0: [2, 1]})
+    assert one == other
+    last = one["zk"]["writes"]["/brokers/topics/a/partitions/0/state"][-2]["data"]
+    assert last == {"controller_epoch": 1, "leader_epoch": 2, "leader": -1, "isr_size": 1}
+    assert set(one["requests"]["auto-placed"]["partitions"]) == {"a-0@r0", "a-0@r1"}
+    # a deletion that ends with a leader, or two fewer ISR changes, still differs
+    shorter = _auto_side([2, 1], [1])
+    relabel_topic(shorter, "a", {0: [2, 1]})
+    assert shorter["zk"] != one["zk"]

@@ -322,7 +322,7 @@ SINGLE: dict[str, tuple[float, Motif]] = {
     "restart": (4, _restart),
     "expire_session": (1.5, _fault_step("expire_session")),
     "move_controller": (2, _move),
-    "bounce": (1, _bounce),
+    "bounce": (2.5, _bounce),
     "probe": (3, _probes),
     **ADMIN_SINGLE,  # the admin APIs (spec §13)
 }

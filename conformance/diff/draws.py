@@ -309,7 +309,7 @@ def _probes(rng: random.Random, model: Model) -> Iterator[Step]:
 SINGLE: dict[str, tuple[float, Motif]] = {
     "create_topic_zk": (6, _create_zk),
     "create_topics_api": (3, _create_api),
-    "create_topics_auto": (1, _create_auto),
+    "create_topics_auto": (2, _create_auto),
     "add_partitions": (2, _add_partitions),
     "delete_topics": (4, _delete),
     "reassign": (5, _reassign),

@@ -3,18 +3,20 @@
 ``-n P`` workers are ``spawn``ed processes; each starts one ZooKeeper (tickTime 500 ms, a fresh
 data dir, sessions up to 180 s) and gives every scenario its own chroot on it. A worker is replaced
 after :data:`TASKS_PER_WORKER` scenarios (a fresh ZooKeeper, fresh port claims), dies with the
-campaign (``PR_SET_PDEATHSIG``) and stops its ZooKeeper when it exits; nodes die with their worker.
+campaign (a watch thread: see :func:`_die_with_parent`) and stops its ZooKeeper when it exits; nodes
+die with their worker.
 :meth:`Pool.traces` runs (scenario, side) jobs in parallel and returns their traces in order.
 """
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing
 import multiprocessing.util
 import os
 import signal
 import tempfile
+import threading
+import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterable
@@ -56,10 +58,26 @@ class _Worker:
 _WORKER = _Worker()
 
 
-def _init(root: str) -> None:
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL this worker once the campaign process is gone.
+
+    Not ``PR_SET_PDEATHSIG``: that fires when the *thread* that started the worker ends, and the
+    replacement workers are started by the pool's worker-handler thread, which ends at
+    ``close()``. Killed there, a replacement waiting for its next task dies holding the task
+    queue's read lock, and every other worker then waits for that lock for ever (a campaign that
+    never returned after its last scenario, its ZooKeepers left to the reaper)."""
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _init(root: str, parent: int) -> None:
     from harness.zookeeper import ZooKeeperServer  # noqa: PLC0415 - in the spawned worker only
 
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+    threading.Thread(target=_die_with_parent, args=(parent,), name="parent-watch", daemon=True).start()
     # the observer connects to the scenario's chroot before its first node creates it, on purpose
     warnings.filterwarnings("ignore", message="No chroot path exists")
     _WORKER.work = Path(tempfile.mkdtemp(prefix=f"w{os.getpid()}-", dir=root))
@@ -114,13 +132,13 @@ class Pool:
     jobs (its ``maxtasksperchild``; ``ProcessPoolExecutor``'s ``max_tasks_per_child`` can hang in
     Python 3.11 when every worker retires at once)."""
 
-    def __init__(self, workers: int, root: Path) -> None:
+    def __init__(self, workers: int, root: Path, tasks_per_worker: int = TASKS_PER_WORKER) -> None:
         root.mkdir(parents=True, exist_ok=True)
         self._pool = multiprocessing.get_context("spawn").Pool(
             processes=max(1, workers),
             initializer=_init,
-            initargs=(str(root),),
-            maxtasksperchild=TASKS_PER_WORKER,
+            initargs=(str(root), os.getpid()),
+            maxtasksperchild=tasks_per_worker,
         )
         self._pending: list[Pending] = []
 

@@ -7,6 +7,7 @@ this process and checks what happens to the JVM.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 
@@ -15,6 +16,10 @@ from harness.zookeeper import ZooKeeperServer
 
 
 def main() -> None:
+    # An owner is a program a user stops with Ctrl-C. Started from a non-interactive shell's
+    # background job (a CI script's `cmd &`), this process would inherit SIGINT ignored, and the
+    # SIGINT test would wait for an exit that never comes: give it Python's default handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     server = ZooKeeperServer(name="owner-helper", die_with_owner=sys.argv[1:] == ["1"])
     server.start()
     jvm = live_jvms()[0]

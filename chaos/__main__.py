@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -36,6 +35,7 @@ from typing import Any
 from chaos.checkers.quirks import QUIRKS, markdown_table
 from chaos.generator import Schedule, generate
 from chaos.run.judged import Judgement, judge_run_dir
+from chaos.run.outdir import out_problem
 from chaos.run.pool import CampaignResult, run_campaign
 from chaos.run.reap import reap
 from chaos.runner import RunPlan
@@ -266,19 +266,6 @@ def _summary(campaign: CampaignResult, out: Path, campaign_id: str, keep_all: bo
     print(f"records: {out}/chaos-runs-*.jsonl; {where}")
 
 
-def _out_problem(out: Path) -> str | None:
-    """Why ``out`` cannot take a campaign's results (None: it can); creates it when missing."""
-    if out.exists() and not out.is_dir():
-        return f"--out {out} is not a directory; give a directory for the results"
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".chaos-write-probe-"):
-            pass
-    except OSError as exc:
-        return f"--out {out}: cannot write there ({exc.strerror or exc}); give a directory you can write to"
-    return None
-
-
 def _campaign_id(args: argparse.Namespace, scenarios: Sequence[Scenario]) -> str:
     if args.campaign_id:
         return str(args.campaign_id)
@@ -343,7 +330,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         scenarios = resolve_faults(args.faults, resolve_scenarios(args.scenario))
     except NameError_ as exc:
         return _usage(str(exc))
-    if problem := _out_problem(args.out):
+    if problem := out_problem(args.out):
         return _usage(problem)
     if args.master:
         from chaos.spark import run_on_spark  # noqa: PLC0415 - pyspark only when asked for
@@ -392,7 +379,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return 1
     target = args.target or stored["target"]
     out = args.out or args.run_dir.parent.parent / "replays"
-    if problem := _out_problem(out):
+    if problem := out_problem(out):
         return _usage(problem)
     campaign_id = new_run_id()
     plan = RunPlan(

@@ -30,7 +30,6 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from multiprocessing import get_context
@@ -42,6 +41,7 @@ from chaos.checkers.timeline import Timeline
 from chaos.generator import Schedule, generate
 from chaos.run.judged import HISTORY, TXN_RECORDS, VERDICT, load_history, load_txn_records
 from chaos.run.manifest import EvidenceError, verify
+from chaos.run.outdir import out_problem
 from chaos.run.pool import CampaignResult, run_campaign
 from chaos.run.reap import reap
 from chaos.runner import RunPlan
@@ -93,18 +93,6 @@ def _pin_hash_seed(argv: Sequence[str]) -> None:
         os.execve(sys.executable, [sys.executable, "-m", "chaos.sim.reality", *argv], env)  # noqa: S606 - ourselves again
 
 
-def _out_problem(out: Path) -> str | None:
-    if out.exists() and not out.is_dir():
-        return f"--out {out} exists and is not a directory; give a directory for the results"
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".reality-write-probe-"):
-            pass
-    except OSError as exc:
-        return f"--out {out}: cannot write there ({exc.strerror or exc}); give a directory you can write to"
-    return None
-
-
 def _schedules(args: argparse.Namespace) -> list[Schedule]:
     """Schedule i of the sample, as both ``chaos sim`` and ``chaos run`` draw it; :class:`BadInput`."""
     if args.seed + args.runs > 2**63:
@@ -112,7 +100,7 @@ def _schedules(args: argparse.Namespace) -> list[Schedule]:
             f"seeds {args.seed} .. {args.seed + args.runs - 1} go past 2**63-1; lower --seed or --runs"
         )
     chosen = simulable_scenarios(args.scenario, args.faults)
-    if problem := _out_problem(args.out):
+    if problem := out_problem(args.out, ".reality-write-probe-"):
         raise BadInput(problem)
     return [generate(chosen[i % len(chosen)], args.seed + i) for i in range(args.runs)]
 

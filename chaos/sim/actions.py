@@ -38,6 +38,9 @@ from reference_controller.zkdata import ReplicaAssignment
 __all__ = ["Actions", "Done", "slow_delay_ms"]
 
 Done = Callable[[str, dict[str, Any] | None, str | None], None]
+#: a fault's heal: undoes the fault, then calls its continuation when the heal is over (a killed
+#: node's heal ends once the node is started again, as the real nemesis's stop returns then)
+Heal = Callable[[Callable[[], None]], None]
 CUTTING = ("blackhole", "down", "reset_peer")
 SHUTDOWN_WAIT_MS = 5000
 
@@ -52,7 +55,7 @@ class Actions:
     def __init__(self, world: World) -> None:
         self.world = world
         self.admin = world.zk.client()
-        self.active: dict[str, tuple[Callable[[], None], dict[str, Any]]] = {}
+        self.active: dict[str, tuple[Heal, dict[str, Any]]] = {}
         self.faulted: set[int] = set()  # nodes under a process fault or a bounce
 
     # ---- dispatch -------------------------------------------------------------------------------
@@ -60,19 +63,19 @@ class Actions:
         if f == "start_fault":
             self.start_fault(value, done)
         elif f == "stop_fault":
-            heal = self.active.pop(str(value["id"]), None)
-            if heal is None:
+            active = self.active.pop(str(value["id"]), None)
+            if active is None:
                 done("fail", {"id": value["id"]}, "fault not active (it failed to start or was healed)")
                 return
-            heal[0]()
-            done("ok", {"id": value["id"], **heal[1]}, None)
+            heal, detail = active
+            heal(lambda: done("ok", {"id": value["id"], **detail}, None))
         else:
             getattr(self, f"_{f}")(value, done)
 
     def heal_all(self) -> dict[str, Any]:
         healed = sorted(self.active)
         for fid in healed:
-            self.active.pop(fid)[0]()
+            self.active.pop(fid)[0](_nothing)
         restarted = [b for b, n in sorted(self.world.nodes.items()) if not n.running]
         for bid in restarted:
             self.start_node(self.world.nodes[bid])
@@ -252,8 +255,8 @@ class Actions:
             assert node_id is not None
             return self._session_expire(self.world.nodes[node_id], resolved, done)
         links = self._links(value, node_id)
-        heal = self._cut(links) if kind in CUTTING else self._slow(links, value)
-        self.active[str(value["id"])] = (heal, {"links": links})
+        undo = self._cut(links) if kind in CUTTING else self._slow(links, value)
+        self.active[str(value["id"])] = (_at_once(undo), {"links": links})
         return done("ok", {**resolved, "links": links}, None)
 
     def _resolve(self, target: object) -> int | None:
@@ -319,15 +322,15 @@ class Actions:
         if kind == "pause":
             node.paused = True
             self.world.lose_zookeeper(node)
-            self.active[fid] = (lambda: self._resume(node), {})
+            self.active[fid] = (_at_once(lambda: self._resume(node)), {})
             return done("ok", value, None)
         if kind == "kill":
             node.stop(close_session=False)
             self.world.lose_zookeeper(node)
-            self.active[fid] = (lambda: self._restart(node), {})
+            self.active[fid] = (lambda then: self._restart(node, then), {})
             return done("ok", {**value, "exit_code": -9}, None)
         if kind == "terminate":
-            self.active[fid] = (lambda: self._restart(node), {})
+            self.active[fid] = (lambda then: self._restart(node, then), {})
             self.controlled_shutdown(node, lambda: done("ok", {**value, "exit_code": 0}, None))
             return None
         self.controlled_shutdown(  # restart: SIGTERM, then start again; nothing left to heal
@@ -341,10 +344,18 @@ class Actions:
         self.world.regain_zookeeper(node)
         self.world.kick(node)
 
-    def _restart(self, node: SimNode) -> None:
-        self.faulted.discard(node.broker_id)
-        if not node.running:
-            self.start_when_unregistered(node, lambda: None)
+    def _restart(self, node: SimNode, then: Callable[[], None]) -> None:
+        """The heal of a kill or terminate: start the node once its registration is gone; the
+        heal (and the node's process-fault claim) ends when it is started, as the real nemesis's."""
+
+        def started() -> None:
+            self.faulted.discard(node.broker_id)
+            then()
+
+        if node.running:
+            return started()
+        self.start_when_unregistered(node, started)
+        return None
 
     def _session_expire(self, node: SimNode, value: dict[str, Any], done: Done) -> None:
         heal = self._cut([f"ZK_{node.broker_id}"])
@@ -358,6 +369,20 @@ class Actions:
                 self.world.at(50, check)
 
         self.world.at(50, check)
+
+
+def _nothing() -> None:
+    return None
+
+
+def _at_once(undo: Callable[[], None]) -> Heal:
+    """A heal that is over as soon as ``undo`` returned (links, a pause)."""
+
+    def heal(then: Callable[[], None]) -> None:
+        undo()
+        then()
+
+    return heal
 
 
 def slow_delay_ms(value: Mapping[str, Any], jitter_ms: int) -> int:

@@ -14,6 +14,7 @@ seed, schedule): ``python -m chaos check RUN_DIR`` judges it again unchanged.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 from collections.abc import Iterable
@@ -41,6 +42,9 @@ from cluster.profile import SPEED_PROFILE
 __all__ = ["SimResult", "simulate"]
 
 START_BOUND_MS = 20_000
+#: the nodes start at seeded offsets within this window: which one becomes the first controller is
+#: a race in a real run (its processes start side by side), so it must not always be broker 1
+START_SPREAD_MS = 400
 QUIET_BOUND_MS = 30_000
 POLL_MS = 250
 YOUNG_GENERATION = 10_000
@@ -80,9 +84,12 @@ def _simulate(schedule: Schedule, out_dir: Path | None, duration_s: float) -> Si
     world = World(schedule.seed, schedule.broker_ids, dict(PROPS))
     actions = Actions(world)
     for node in world.nodes.values():
-        actions.start_node(node)
+        world.at(world.rng.randrange(START_SPREAD_MS), functools.partial(actions.start_node, node))
     Replication(world)
-    world.run_until(world.now + START_BOUND_MS, lambda: actions.controller_node() is not None)
+    world.run_until(  # as a real run: every node registered and a controller elected
+        world.now + START_BOUND_MS,
+        lambda: actions.controller_node() is not None and all(n.registered for n in world.nodes.values()),
+    )
     history = History(clock=lambda: (world.now - world.zk.log[0].time_ms) * 1_000_000)
     _play(world, actions, schedule, history, duration_s)
     op = history.invoke("nemesis", "heal", {})

@@ -8,8 +8,9 @@ from chaos.run.manifest import kit_version
 
 __all__ = ["SIM_FORMAT", "replay_command", "sim_version", "token"]
 
-# bumped whenever the simulator's behaviour for a seed changes (2: request journals on the log's clock)
-SIM_FORMAT = 2
+# bumped whenever the simulator's behaviour for a seed changes (2: request journals on the log's
+# clock; 3: nodes start at seeded offsets, a killed node's heal ends when it is started again)
+SIM_FORMAT = 3
 
 
 def sim_version() -> str:

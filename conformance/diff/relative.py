@@ -1,30 +1,32 @@
 """Segment rules that need the step's starting state (conformance ring, pure).
 
-Two rules of :data:`conformance.diff.normalise.RULES` compare a segment against the znode tree at
-the end of the previous step:
+Rules of :data:`conformance.diff.normalise.RULES` that need the znode tree at the end of the previous
+step, or what was sent to a paused broker:
 
 - **relative zkVersions** (:func:`relative_versions`): a partition state znode's data version —
   in its writes, in the tree and as the ``zk_version`` of controller requests — is compared as the
   number of writes since the step began. Its absolute value counts every write of earlier steps,
   which earlier segments already compared one by one.
 - **a resumed leader's ISR race** (:func:`resumed_leader_race`): in the step that resumes a paused
-  node, a partition that node leads and whose state ends as it began (leader, leader epoch, ISR)
-  may or may not have been shrunk and re-expanded by it: whether its ISR-expiry timer or the
-  follower's queued fetch is served first after the pause is timing (Partition.scala@2.5.1 L679
-  maybeExpandIsr, ReplicaManager.scala@2.5.1 maybeShrinkIsr scheduled every
-  replica.lag.time.max.ms / 2). Those ISR writes, their notification and the UpdateMetadata they
-  cause are not compared; the state's end value is (the tree and every later step), and so is a
-  LeaderAndIsr that only repeats the partition's leader and leader epoch (a failover's).
+  node, whether its ISR-expiry timer or a follower's queued fetch is served first is timing
+  (Partition.scala@2.5.1 L679 maybeExpandIsr, ReplicaManager.scala@2.5.1 maybeShrinkIsr every
+  replica.lag.time.max.ms / 2): the ISR writes of a partition it leads, whose leadership the step
+  leaves as it was, are compared by their net effect, and the UpdateMetadata they cause not at all.
+- **a departed controller's request to a resumed broker** (:func:`departed_controller_race`): a
+  request of a controller gone while the broker was paused may be read before the current
+  controller's: a LeaderAndIsr answer for the same leader epoch is 0 or 11.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from conformance.diff.normalise import STATE_PATH
 
 __all__ = [
+    "departed_controller_race",
     "relative_versions",
     "resumed_leader_race",
     "resumed_stale_isr_writes",
@@ -66,13 +68,11 @@ def relative_versions(segment: dict[str, Any], before: Tree) -> None:
                     e["zk_version"] -= start
 
 
-def _same_state(a: Any, b: Any) -> bool:
-    if not (isinstance(a, list) and isinstance(b, list)):
-        return False
-    if not (isinstance(a[0], dict) and isinstance(b[0], dict)):
-        return False
-    keys = ("leader", "leader_epoch", "isr", "controller_epoch")
-    return all(a[0].get(k) == b[0].get(k) for k in keys)
+def _leadership(state: Any) -> tuple[Any, ...] | None:
+    """(leader, leader epoch, controller epoch) of a state znode's data, ``None`` if it is none."""
+    if not isinstance(state, dict):
+        return None
+    return (state.get("leader"), state.get("leader_epoch"), state.get("controller_epoch"))
 
 
 def _acts(entry: Mapping[str, Any], start: Mapping[str, Any]) -> bool:
@@ -90,17 +90,23 @@ def _acts(entry: Mapping[str, Any], start: Mapping[str, Any]) -> bool:
 
 
 def resumed_leader_race(segment: dict[str, Any], before: Tree, node: int) -> list[str]:
-    """Drop a resumed leader's shrink-and-re-expand of partitions that end as they began; the
-    partitions it applied to (in place)."""
+    """A resumed leader's own ISR writes, net (RULES "a resumed leader's ISR race"): for every
+    partition ``node`` led when the step began whose leadership (leader, leader epoch, controller
+    epoch) the step leaves as it was, that only ``node`` wrote (plain ISR writes keeping that
+    leadership) and on which the controller did not act, the writes become their net effect —
+    nothing when the ISR ends as it began, else one write of the end state — and the step's
+    UpdateMetadata entries for it are not compared. The partitions it applied to (in place)."""
     actor, writes, dropped = f"node-{node}", segment["zk"]["writes"], []
-    for path in [p for p in writes if STATE_PATH.match(p)]:
-        ours = all(w.get("by") == actor and w.get("form") == "plain" for w in writes[path])
-        start, end = before.get(path), segment["tree"].get(path)
-        if (
-            not ours
-            or not _same_state(start, end)
-            or not isinstance(start, list)
-            or start[0].get("leader") != node
+    for path, start in sorted(before.items()):
+        if not STATE_PATH.match(path) or not isinstance(start, list) or not isinstance(start[0], dict):
+            continue
+        end = segment["tree"].get(path)
+        lead = _leadership(start[0])
+        if start[0].get("leader") != node or not isinstance(end, list) or _leadership(end[0]) != lead:
+            continue
+        if not all(
+            w.get("by") == actor and w.get("form") == "plain" and _leadership(w.get("data")) == lead
+            for w in writes.get(path, [])
         ):
             continue
         m = STATE_PATH.match(path)
@@ -109,25 +115,39 @@ def resumed_leader_race(segment: dict[str, Any], before: Tree, node: int) -> lis
         requests = [e for d in segment["requests"].values() for e in d.get("partitions", {}).get(tp, [])]
         if any(_acts(e, start[0]) for e in requests):
             continue  # the controller acted on the partition in this step: compare everything
-        del writes[path]
-        segment["tree"][path] = [end[0], start[1], end[2]]  # as if unwritten: later steps count from here
-        for d in segment["requests"].values():
-            entries = d.get("partitions", {}).get(tp)
-            if entries is None:
-                continue
-            kept = [e for e in entries if e.get("api") != "UpdateMetadata"]
-            if kept:
-                d["partitions"][tp] = kept
-            else:
-                del d["partitions"][tp]
-        notified = segment["zk"]["isr_notified"].get(actor, [])
-        segment["zk"]["isr_notified"][actor] = [x for x in notified if x != tp]
-        if not segment["zk"]["isr_notified"][actor]:
-            del segment["zk"]["isr_notified"][actor]
+        changed = sorted(end[0].get("isr") or []) != sorted(start[0].get("isr") or [])
+        if changed:
+            net = {"by": actor, "form": "plain", "op": "setData", "data": end[0], "version": start[1] + 1}
+            writes[path] = [{**net, "net": "the resumed leader's ISR writes (RULES)"}]
+            segment["tree"][path] = [end[0], start[1] + 1, *end[2:]]
+        else:
+            writes.pop(path, None)
+            segment["tree"][path] = [end[0], start[1], *end[2:]]  # as if unwritten
+            notified = segment["zk"]["isr_notified"].get(actor, [])
+            segment["zk"]["isr_notified"][actor] = [x for x in notified if x != tp]
+            if not segment["zk"]["isr_notified"][actor]:
+                del segment["zk"]["isr_notified"][actor]
+        _drop_update_metadata(segment, tp)
         dropped.append(tp)
     if dropped and not segment["zk"]["isr_notified"]:
         writes.pop("/isr_change_notification/<consumed>", None)
     return dropped
+
+
+def _drop_update_metadata(segment: dict[str, Any], tp: str) -> None:
+    """The step's UpdateMetadata entries for ``tp``; a destination left with nothing is dropped."""
+    for dest in list(segment["requests"]):
+        d = segment["requests"][dest]
+        entries = d.get("partitions", {}).get(tp)
+        if entries is None:
+            continue
+        kept = [e for e in entries if e.get("api") != "UpdateMetadata"]
+        if kept:
+            d["partitions"][tp] = kept
+        else:
+            del d["partitions"][tp]
+        if not d["partitions"] and not d.get("brokers") and not d.get("undecodable"):
+            del segment["requests"][dest]
 
 
 def shutting_down(segment: dict[str, Any], node: int) -> None:
@@ -174,3 +194,25 @@ def resumed_stale_isr_writes(segment: dict[str, Any], node: int) -> int:
     if actor in segment["zk"]["failed"] and not mine:
         del segment["zk"]["failed"][actor]
     return dropped
+
+
+def departed_controller_race(
+    segment: dict[str, Any], gone: AbstractSet[tuple[int, str, int | None]]
+) -> list[str]:
+    """In the step that resumes a broker: a LeaderAndIsr the current controller sent it for a
+    partition to which a departed controller (or the controller's former incarnation) had already
+    sent the same leader epoch while the broker was paused is answered 0 or 11, as the broker reads
+    the two connections (RULES "a departed controller's request to a resumed broker"); those
+    answers are masked; the ``<broker>:<partition>`` entries masked (in place)."""
+    masked = []
+    for dest, entries_of in segment["requests"].items():
+        for tp, entries in entries_of.get("partitions", {}).items():
+            for e in entries:
+                if (
+                    e.get("api") == "LeaderAndIsr"
+                    and (int(dest), tp, e.get("leader_epoch")) in gone
+                    and e.get("answer") in (0, 11)
+                ):
+                    e["answer"] = ACCEPTED_OR_SAME_EPOCH
+                    masked.append(f"{dest}:{tp}")
+    return sorted(set(masked))

@@ -139,14 +139,32 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "a resumed leader's ISR race",
-        "in the step that resumes a paused node, a partition it leads whose state ends as it began"
-        " is compared by that end state: its ISR writes by the node, their notification and the"
-        " UpdateMetadata they cause are not compared (a LeaderAndIsr that repeats its leader and"
-        " leader epoch, a new controller's, is)",
-        "after the pause the node's ISR-expiry timer and the follower's queued fetch are served in"
-        " either order: the ISR shrinks and re-expands, or does not change",
+        "in the step that resumes a paused node, a partition it led when the step began, whose"
+        " leader, leader epoch and controller epoch the step leaves unchanged, which only that node"
+        " wrote (ISR changes) and on which the controller did not act, is compared by its end state:"
+        " its ISR writes count as their net effect (none when the ISR ends as it began, else one"
+        " write of the end state) and the step's UpdateMetadata entries for it are not compared (a"
+        " LeaderAndIsr that repeats its leader and leader epoch, a new controller's, is)",
+        "after the pause the node's ISR-expiry timer and the followers' queued fetches are served in"
+        " either order: the ISR may first shrink to the leader alone and re-expand one follower at a"
+        " time, or only gain the followers that caught up; how many notifications and UpdateMetadata"
+        " that makes is timing too",
         "ReplicaManager.scala@2.5.1 (isr-expiration every replica.lag.time.max.ms / 2);"
         " Partition.scala@2.5.1 L679 maybeExpandIsr",
+    ),
+    Rule(
+        "a departed controller's request to a resumed broker",
+        "in the step that resumes a paused broker, the current controller's LeaderAndIsr answers for"
+        " a partition to which a departed controller (or the same node's former incarnation) had"
+        " sent the same leader epoch while the broker was paused are compared as '0 or 11'",
+        "the departed controller's request waits in the paused broker's socket beside the new"
+        " controller's, on another connection: which one the broker reads first is timing; if the"
+        " departed one is first, the new request carries a leader epoch the broker already holds and"
+        " is answered STALE_CONTROLLER_EPOCH (11) for the partition, else 0 (and the departed one is"
+        " refused for its controller epoch)",
+        "ReplicaManager.scala@2.5.1 L1162-1236 (becomeLeaderOrFollower: a leader epoch not above the"
+        " current one is answered Errors.STALE_CONTROLLER_EPOCH); SocketServer.scala@2.5.1"
+        " (a Processor per connection)",
     ),
     Rule(
         "a resumed leader's stale ISR write",

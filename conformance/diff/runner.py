@@ -28,6 +28,7 @@ from conformance.diff.live import DiffCluster, Mark, TargetStartError
 from conformance.diff.model import controllers
 from conformance.diff.normalise import broker_epoch_labels, requests_view, zk_view
 from conformance.diff.relative import (
+    departed_controller_race,
     relative_versions,
     resumed_leader_race,
     resumed_stale_isr_writes,
@@ -144,6 +145,7 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
     moved, controller = _paused_until(dc.scenario, len(steps)), controllers(dc.scenario)
     epochs = incarnations(requests, bounds, controller)
     by_segment: dict[int, list[Any]] = {}
+    gone: dict[int, set[tuple[int, str, int | None]]] = {}  # segment → (broker, partition, leader epoch)
     for r in requests:
         k = next((i for i in range(len(steps)) if bounds[i] <= r.seq < bounds[i + 1]), None)
         if k is None:
@@ -152,7 +154,14 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
         if resumed != k and (
             r.source != controller[resumed] or (r.controller_epoch or 0) < epochs.get(resumed, 0)
         ):
-            continue  # sent to a paused broker by a controller gone by its resumption (RULES)
+            # sent to a paused broker by a controller gone by its resumption (RULES); what it told
+            # the broker of a partition may still reach it first (RULES "a departed controller's
+            # request to a resumed broker")
+            if r.api == "LeaderAndIsr":
+                gone.setdefault(resumed, set()).update(
+                    (r.dest, f"{e.topic}-{e.partition}", e.leader_epoch) for e in r.partitions
+                )
+            continue
         by_segment.setdefault(resumed, []).append(r)
     out, before, told, tree_before = [], start, dict[Any, Any](), dict[str, Any]()
     for i, s in enumerate(steps):
@@ -177,6 +186,8 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
         if step is not None and step.op in ("resume", "expire_session"):
             resumed_leader_race(segment, tree_before, step.params["node"])
             resumed_stale_isr_writes(segment, step.params["node"])
+        if gone.get(i):
+            departed_controller_race(segment, gone[i])
         if step is not None and step.op == "controlled_shutdown":
             shutting_down(segment, step.params["node"])
             if step.params.get("successor") is not None:  # the controller's own shutdown

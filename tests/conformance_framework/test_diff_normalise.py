@@ -229,7 +229,18 @@ def test_a_resumed_leaders_shrink_and_re_expand_is_not_compared_but_its_end_stat
 
     start = {STATE: [{"leader": 1, "leader_epoch": 0, "isr": [1, 2], "controller_epoch": 1}, 3, None]}
     race = _seg(
-        {STATE: [{"by": "node-1", "form": "plain", "op": "setData", "version": 5, "isr_joins": 1}]},
+        {
+            STATE: [
+                {
+                    "by": "node-1",
+                    "form": "plain",
+                    "op": "setData",
+                    "data": start[STATE][0],
+                    "version": 5,
+                    "isr_joins": 1,
+                }
+            ]
+        },
         {STATE: [{"leader": 1, "leader_epoch": 0, "isr": [1, 2], "controller_epoch": 1}, 5, None]},
         {"2": {"partitions": {"t-0": [{"api": "UpdateMetadata", "zk_version": 5}]}}},
         {"node-1": ["t-0"]},
@@ -238,26 +249,119 @@ def test_a_resumed_leaders_shrink_and_re_expand_is_not_compared_but_its_end_stat
         {}, {STATE: [{"leader": 1, "leader_epoch": 0, "isr": [1, 2], "controller_epoch": 1}, 3, None]}, {}, {}
     )
     assert resumed_leader_race(race, start, 1) == ["t-0"]
-    assert resumed_leader_race(quiet, start, 1) == []
+    assert resumed_leader_race(quiet, start, 1) == ["t-0"], "applied alike where nothing raced"
     relative_versions(race, start)
     relative_versions(quiet, start)
     assert race["zk"] == quiet["zk"]
-    assert race["requests"] == {"2": {"partitions": {}}}
+    assert race["requests"] == {}, "a destination left with nothing is not compared"
     assert race["tree"] == quiet["tree"], "the end state stays compared"
 
 
-def test_a_changed_end_state_is_never_dropped() -> None:
-    from conformance.diff.relative import resumed_leader_race  # noqa: PLC0415
+def _pstate(isr: list[int], leader: int = 1, leader_epoch: int = 0) -> dict[str, Any]:
+    return {"leader": leader, "leader_epoch": leader_epoch, "isr": isr, "controller_epoch": 1}
 
-    start = {STATE: [{"leader": 1, "leader_epoch": 0, "isr": [1, 2], "controller_epoch": 1}, 3, None]}
-    shrunk = _seg(
-        {STATE: [{"by": "node-1", "form": "plain", "op": "setData", "version": 4}]},
-        {STATE: [{"leader": 1, "leader_epoch": 0, "isr": [1], "controller_epoch": 1}, 4, None]},
-        {},
+
+def _isr_write(isr: list[int], version: int, leader_epoch: int = 0) -> dict[str, Any]:
+    return {
+        "by": "node-1",
+        "form": "plain",
+        "op": "setData",
+        "data": _pstate(isr, 1, leader_epoch),
+        "version": version,
+    }
+
+
+def test_a_resumed_leaders_shrink_then_re_expansion_compares_as_its_net_change() -> None:
+    """s1-33 of seed 1: after the pause one run shrinks [1,2] to [1] and adds 2 and 3 back, the
+    other only adds 3: both are the same net change, and the end state is compared."""
+    from conformance.diff.relative import relative_versions, resumed_leader_race  # noqa: PLC0415
+
+    start = {STATE: [_pstate([1, 2]), 3, None]}
+    end = [_pstate([1, 2, 3]), 6, None]
+    um = {"api": "UpdateMetadata", "isr": [1, 2]}
+    lai = {"api": "LeaderAndIsr", "leader": 1, "leader_epoch": 0, "zk_version": 3}
+    raced = _seg(
+        {STATE: [_isr_write([1], 4), _isr_write([1, 2], 5), _isr_write([1, 2, 3], 6)]},
+        {STATE: list(end)},
+        {
+            "1": {"partitions": {"t-0": [lai, um]}, "brokers": []},
+            "2": {"partitions": {"t-0": [um]}, "brokers": []},
+        },
         {"node-1": ["t-0"]},
     )
-    assert resumed_leader_race(shrunk, start, 1) == []
-    assert STATE in shrunk["zk"]["writes"]
+    direct = _seg(
+        {STATE: [_isr_write([1, 2, 3], 4)]},
+        {STATE: [_pstate([1, 2, 3]), 4, None]},
+        {"1": {"partitions": {"t-0": [lai]}, "brokers": []}},
+        {"node-1": ["t-0"]},
+    )
+    for seg in (raced, direct):
+        assert resumed_leader_race(seg, start, 1) == ["t-0"]
+        relative_versions(seg, start)
+    assert raced["zk"] == direct["zk"]
+    assert raced["tree"] == direct["tree"]
+    assert raced["requests"] == direct["requests"] == {"1": {"partitions": {"t-0": [lai]}, "brokers": []}}
+    (net,) = raced["zk"]["writes"][STATE]
+    assert net["data"]["isr"] == [1, 2, 3]
+    assert net["version"] == 1
+
+
+def test_a_resumed_leaders_net_change_still_diverges_on_its_end_pstate() -> None:
+    from conformance.diff.relative import resumed_leader_race  # noqa: PLC0415
+
+    start = {STATE: [_pstate([1, 2]), 3, None]}
+    grown = _seg(
+        {STATE: [_isr_write([1, 2, 3], 4)]}, {STATE: [_pstate([1, 2, 3]), 4, None]}, {}, {"node-1": ["t-0"]}
+    )
+    shrunk = _seg({STATE: [_isr_write([1], 4)]}, {STATE: [_pstate([1]), 4, None]}, {}, {"node-1": ["t-0"]})
+    assert resumed_leader_race(grown, start, 1) == resumed_leader_race(shrunk, start, 1) == ["t-0"]
+    assert grown["zk"]["writes"] != shrunk["zk"]["writes"]
+    assert grown["tree"] != shrunk["tree"]
+
+
+def test_the_resumed_leaders_race_never_covers_a_new_leadership_or_another_writer() -> None:
+    from conformance.diff.relative import resumed_leader_race  # noqa: PLC0415
+
+    start = {STATE: [_pstate([1, 2]), 3, None]}
+    bumped = _seg(
+        {STATE: [_isr_write([1], 4, leader_epoch=1)]}, {STATE: [_pstate([1], 1, 1), 4, None]}, {}, {}
+    )
+    assert resumed_leader_race(bumped, start, 1) == []
+    by_controller = {**_isr_write([1], 4), "by": "node-2", "form": "fenced(epoch v1)"}
+    other = _seg({STATE: [by_controller]}, {STATE: [_pstate([1]), 4, None]}, {}, {})
+    assert resumed_leader_race(other, start, 1) == []
+    assert other["zk"]["writes"][STATE] == [by_controller]
+    follower = _seg({STATE: [_isr_write([1], 4)]}, {STATE: [_pstate([1]), 4, None]}, {}, {})
+    assert resumed_leader_race(follower, start, 2) == [], "node 2 did not lead the partition"
+
+
+def test_a_departed_controllers_request_leaves_the_resumed_brokers_answer_open() -> None:
+    """s1-70 of seed 1: while broker 3 was paused the controller's former incarnation sent it
+    leader epoch 1 of t0-2; the new incarnation sent the same. Broker 3 answers the new one 0 or
+    11 as it reads its two connections; any other answer, partition or broker stays compared."""
+    from conformance.diff.relative import ACCEPTED_OR_SAME_EPOCH, departed_controller_race  # noqa: PLC0415
+
+    def lai(epoch: int, answer: Any) -> dict[str, Any]:
+        return {"api": "LeaderAndIsr", "leader": 3, "leader_epoch": epoch, "answer": answer}
+
+    seg = _seg(
+        {},
+        {},
+        {
+            "3": {"partitions": {"t0-2": [lai(1, 11)], "t0-0": [lai(1, 11)], "t0-1": [lai(2, 0)]}},
+            "2": {"partitions": {"t0-2": [lai(1, 0)]}},
+        },
+        {},
+    )
+    other_answer = _seg({}, {}, {"3": {"partitions": {"t0-2": [lai(1, 56)]}}}, {})
+    gone = {(3, "t0-2", 1), (3, "t0-1", 1)}
+    assert departed_controller_race(seg, gone) == ["3:t0-2"]
+    assert departed_controller_race(other_answer, gone) == []
+    parts = seg["requests"]["3"]["partitions"]
+    assert parts["t0-2"][0]["answer"] == ACCEPTED_OR_SAME_EPOCH
+    assert parts["t0-0"][0]["answer"] == 11
+    assert parts["t0-1"][0]["answer"] == 0
+    assert seg["requests"]["2"]["partitions"]["t0-2"][0]["answer"] == 0
 
 
 def test_the_readme_lists_every_normalisation_rule_as_the_code_has_it() -> None:
@@ -312,7 +416,7 @@ def test_requests_of_a_controller_shutting_down_are_not_compared_but_its_success
     assert [r.seq for r in of_others(sent, 1)] == [1]
 
 
-def test_a_successors_answer_is_open_only_where_the_departing_controller_wrote_the_state() -> None:
+def test_a_successors_answer_is_open_only_where_the_departing_controller_wrote_the_pstate() -> None:
     from conformance.diff.relative import ACCEPTED_OR_SAME_EPOCH, successor_answers_open  # noqa: PLC0415
 
     other = "/brokers/topics/t/partitions/1/state"
@@ -350,7 +454,7 @@ def test_a_failovers_repeated_leader_and_isr_does_not_stop_the_race_rule_but_a_n
     def race(leader_epoch: int) -> Any:
         lai = {"api": "LeaderAndIsr", "leader": 1, "leader_epoch": leader_epoch, "zk_version": 3}
         return _seg(
-            {STATE: [{"by": "node-1", "form": "plain", "op": "setData", "version": 5}]},
+            {STATE: [{"by": "node-1", "form": "plain", "op": "setData", "data": dict(begin), "version": 5}]},
             {STATE: [dict(begin), 5, None]},
             {"1": {"partitions": {"t-0": [lai, {"api": "UpdateMetadata", "zk_version": 5}]}}},
             {"node-1": ["t-0"]},

@@ -60,18 +60,28 @@ class Answer:
     error_message: str | None
 
 
+def _request_timeout(timeout_s: float, request_timeout_ms: int | None) -> i32Timedelta:
+    """The request's own ``timeout`` field: ``request_timeout_ms`` when given, else the socket's."""
+    if request_timeout_ms is None:
+        return i32Timedelta.parse(datetime.timedelta(seconds=timeout_s))
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=request_timeout_ms))
+
+
 def alter_partition_reassignments(
     address: Address,
     targets: Iterable[tuple[TP, Iterable[int] | None]],
     *,
     timeout_s: float,
+    request_timeout_ms: int | None = None,
 ) -> tuple[Outcome, dict[TP, Outcome]]:
-    """AlterPartitionReassignments v0 (a None target cancels): (top-level, per-partition)."""
+    """AlterPartitionReassignments v0 (a None target cancels): (top-level, per-partition). The
+    entries are sent in the order given (a partition may be named twice); ``timeout_s`` bounds the
+    answer's wait, ``request_timeout_ms`` (default: the same) is the request's own field."""
     topics: dict[str, list[tuple[int, tuple[int, ...] | None]]] = {}
     for (topic, partition), replicas in targets:
         topics.setdefault(topic, []).append((partition, None if replicas is None else tuple(replicas)))
     request = apr0.AlterPartitionReassignmentsRequest(
-        timeout=i32Timedelta.parse(datetime.timedelta(seconds=timeout_s)),
+        timeout=_request_timeout(timeout_s, request_timeout_ms),
         topics=tuple(
             apr0.ReassignableTopic(
                 name=TopicName(topic),
@@ -96,7 +106,11 @@ def alter_partition_reassignments(
 
 
 def list_partition_reassignments(
-    address: Address, partitions: Iterable[TP] | None, *, timeout_s: float
+    address: Address,
+    partitions: Iterable[TP] | None,
+    *,
+    timeout_s: float,
+    request_timeout_ms: int | None = None,
 ) -> tuple[Outcome, dict[TP, Listing]]:
     """ListPartitionReassignments v0 (``partitions`` None: Topics null, every reassignment)."""
     topics = None
@@ -111,7 +125,7 @@ def list_partition_reassignments(
             for t, ps in by_topic.items()
         )
     request = lpr0.ListPartitionReassignmentsRequest(
-        timeout=i32Timedelta.parse(datetime.timedelta(seconds=timeout_s)), topics=topics
+        timeout=_request_timeout(timeout_s, request_timeout_ms), topics=topics
     )
     resp = send_request(*address, request, timeout_s=timeout_s)
     listed = {

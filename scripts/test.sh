@@ -64,8 +64,10 @@ stage "tests (pytest, xdist: unit, integration, chaos, containers, reports)"
 # its own base temp dir: pytest sessions sharing /tmp/pytest-of-<user> can delete each other's
 "$py" -m pytest tests -n 2 -p no:cacheprovider --durations=25 --basetemp="$results/pytest-tmp" "$@"
 rc=$?
-# Exit code 5 = no tests collected (a narrowed selection given as arguments); not a failure.
-if [ "$rc" = 5 ]; then echo "pytest: no tests selected"; rc=0; fi
+# Exit code 5 = no tests collected. With arguments (a narrowed selection, e.g. -k) that is the
+# user's choice and not a failure; the whole tree collecting nothing means it is broken: a failure.
+if [ "$rc" = 5 ] && [ "$#" -gt 0 ]; then echo "pytest: no tests selected by: $*"; rc=0; fi
+if [ "$rc" = 5 ]; then echo "pytest: the test tree collected no tests at all" >&2; fi
 record "pytest" $rc
 
 stage "differential smoke (the reference against itself: two generated scenarios, both sides run afresh)"

@@ -17,18 +17,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kio.schema.alter_configs.v1 import request as ac1
-from kio.schema.alter_partition_reassignments.v0 import request as apr0
 from kio.schema.api_versions.v3 import request as av3
 from kio.schema.describe_configs.v2 import request as dc2
 from kio.schema.elect_leaders.v0 import request as el0
 from kio.schema.elect_leaders.v1 import request as el1
 from kio.schema.elect_leaders.v2 import request as el2
 from kio.schema.incremental_alter_configs.v1 import request as iac1
-from kio.schema.list_partition_reassignments.v0 import request as lpr0
 from kio.schema.metadata.v9 import request as md9
-from kio.schema.types import BrokerId, TopicName
+from kio.schema.types import TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
+from cluster import admin_api
 from cluster.cluster import Cluster
 from probes.request_proxy import encode_request_frame, send_request
 
@@ -82,60 +81,21 @@ def alter_reassignments(
 ) -> tuple[Outcome, dict[TP, Outcome]]:
     """AlterPartitionReassignments v0 to ``bid``: (top-level outcome, per-partition outcomes). The
     entries are sent in the order given (a partition may be named twice)."""
-    entries = [(tp, None if r is None else tuple(r)) for tp, r in targets]
-    topics: dict[str, list[tuple[int, tuple[int, ...] | None]]] = {}
-    for (topic, partition), replicas in entries:
-        topics.setdefault(topic, []).append((partition, replicas))
-    request = apr0.AlterPartitionReassignmentsRequest(
-        timeout=i32Timedelta.parse(_ms(timeout_ms)),
-        topics=tuple(
-            apr0.ReassignableTopic(
-                name=TopicName(topic),
-                partitions=tuple(
-                    apr0.ReassignablePartition(
-                        partition_index=i32(p), replicas=None if r is None else tuple(BrokerId(b) for b in r)
-                    )
-                    for p, r in parts
-                ),
-            )
-            for topic, parts in topics.items()
-        ),
+    return admin_api.alter_partition_reassignments(
+        cluster.endpoint(bid), targets, timeout_s=cluster.deadline(15.0), request_timeout_ms=timeout_ms
     )
-    resp = _send(cluster, bid, request)
-    results = {
-        (str(t.name), int(p.partition_index)): (int(p.error_code), p.error_message)
-        for t in resp.responses
-        for p in t.partitions
-    }
-    return (int(resp.error_code), resp.error_message), results
 
 
-Reassignment = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+Reassignment = admin_api.Listing
 
 
 def list_reassignments(
     cluster: Cluster, bid: int, partitions: Iterable[TP] | None = None
 ) -> tuple[Outcome, dict[TP, Reassignment]]:
     """ListPartitionReassignments v0 (``partitions`` None = Topics null: every reassignment)."""
-    topics = None
-    if partitions is not None:
-        topics = tuple(
-            lpr0.ListPartitionReassignmentsTopics(
-                name=TopicName(t), partition_indexes=tuple(i32(p) for p in ps)
-            )
-            for t, ps in _by_topic(partitions).items()
-        )
-    resp = _send(cluster, bid, lpr0.ListPartitionReassignmentsRequest(topics=topics))
-    listed = {
-        (str(t.name), int(p.partition_index)): (
-            tuple(int(r) for r in p.replicas),
-            tuple(int(r) for r in p.adding_replicas),
-            tuple(int(r) for r in p.removing_replicas),
-        )
-        for t in resp.topics
-        for p in t.partitions
-    }
-    return (int(resp.error_code), resp.error_message), listed
+    return admin_api.list_partition_reassignments(
+        cluster.endpoint(bid), partitions, timeout_s=cluster.deadline(15.0), request_timeout_ms=60000
+    )
 
 
 # ---- ElectLeaders ------------------------------------------------------------------------------------

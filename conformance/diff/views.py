@@ -153,7 +153,7 @@ def relabel_topic(segment: dict[str, Any], topic: str, assignment: Mapping[int, 
             bucket[key] = [*bucket.get(key, []), 1]
     segment["requests"]["auto-placed"] = {
         "partitions": {
-            k: sorted([json.loads(e), len(n)] for e, n in v.items()) for k, v in sorted(moved.items())
+            k: [[json.loads(e), len(n)] for e, n in sorted(v.items())] for k, v in sorted(moved.items())
         }
     }
 

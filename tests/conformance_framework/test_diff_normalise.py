@@ -144,6 +144,29 @@ def test_an_automatically_placed_topic_is_relabelled_by_replica_position() -> No
     assert count == 1
 
 
+def test_brokers_outside_an_automatic_placement_are_pooled_whatever_they_were_told() -> None:
+    """s1-195 of seed 1 (generator v7): two brokers outside the placement got different request
+    sequences for the same partition; pooling them must neither crash nor depend on the ids."""
+    told = {"api": "UpdateMetadata", "leader": 3, "isr": [3], "replicas": [3]}
+    again = {**told, "leader": -1, "isr": [3]}
+
+    def segment(first: str, second: str) -> dict[str, Any]:
+        return {
+            "zk": {"writes": {}},
+            "requests": {
+                first: {"partitions": {"a-0": [copy.deepcopy(told), copy.deepcopy(again)]}},
+                second: {"partitions": {"a-0": [copy.deepcopy(again)]}},
+            },
+        }
+
+    one, other = segment("1", "2"), segment("2", "1")
+    relabel_topic(one, "a", {0: [3]})
+    relabel_topic(other, "a", {0: [3]})
+    assert one["requests"] == other["requests"]
+    pooled = one["requests"]["auto-placed"]["partitions"]["a-0@other"]
+    assert sorted(len(entries) for entries, _ in pooled) == [1, 2]
+
+
 def test_tree_view_names_owners_and_pools_pending_notifications() -> None:
     raw = {
         "/controller": (b'{"version":1,"brokerid":1,"timestamp":"5"}', 0, 10),

@@ -30,6 +30,8 @@ controller_writes_fenced                  safety     every controller-only write
                                                      version its own controller's election wrote
 partition_states_valid                    safety     leader ∈ ISR ∪ {-1}, ISR ⊆ replicas, ISR ≠ ∅,
                                                      leader epoch non-decreasing per incarnation
+elections_drop_the_dead_leader            safety     leadership moved away from an unregistered
+                                                     broker leaves it out of the new ISR
 brokers_apply_requests_in_epoch_order     safety     no broker applies an older controller request
 acknowledged_creations_survive            safety     an ``ok`` topic creation is never lost
 reassign_znode_created_by_admin           safety     ``/admin/reassign_partitions`` created only by
@@ -80,6 +82,7 @@ from chaos.checkers.safety import (
     acknowledged_creations_survive,
     controller_epoch_increases,
     controller_writes_fenced,
+    elections_drop_the_dead_leader,
     no_write_after_epoch_superseded,
     one_controller_per_epoch,
     partition_states_valid,
@@ -120,6 +123,7 @@ SAFETY_CHECKERS: tuple[Checker, ...] = (
     no_write_after_epoch_superseded,
     controller_writes_fenced,
     partition_states_valid,
+    elections_drop_the_dead_leader,
     brokers_apply_requests_in_epoch_order,
     acknowledged_creations_survive,
     reassign_znode_created_by_admin,

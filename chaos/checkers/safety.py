@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from chaos.checkers.admin_api import unclean_allowance
+from chaos.checkers.events import BrokerDeregistered, BrokerRegistered, ReassignmentZnode, TopicWritten
 from chaos.checkers.final_state import PartitionState
 from chaos.checkers.findings import FINAL_ISR_OUTSIDE_REPLICAS, Finding, Findings, Item, RunInputs, tp_name
 from chaos.checkers.judge import checker
@@ -27,6 +28,7 @@ __all__ = [
     "acknowledged_creations_survive",
     "controller_epoch_increases",
     "controller_writes_fenced",
+    "elections_drop_the_dead_leader",
     "no_write_after_epoch_superseded",
     "one_controller_per_epoch",
     "partition_states_valid",
@@ -250,6 +252,65 @@ def partition_states_valid(run: RunInputs) -> Finding:
             Item("transaction log", "absent"), f"final state fine but {NO_LOG}: intermediate states unchecked"
         )
     return found.done(f"{len(writes)} state write(s) checked")
+
+
+@checker("safety")
+def elections_drop_the_dead_leader(run: RunInputs) -> Finding:
+    """A controller that moves a partition's leadership away from a broker whose registration is
+    gone leaves that broker out of the new ISR.
+
+    Kafka 2.5.1 moves leadership away from a dead leader only in an offline election, whose new ISR
+    is the live part of the old one (``Election.leaderForOffline``: ``isr.filter(isReplicaOnline)``;
+    unclean: the new leader alone) — a dead broker kept in the ISR may later be elected without
+    the data it missed. Two other elections keep the ISR as it is and may run before the
+    controller has seen the leader's registration go: a preferred election (the new leader is the
+    first replica, the ISR unchanged) and a reassignment's (the partition is being reassigned, by
+    ``/admin/reassign_partitions`` or the topic znode's adding/removing replicas); neither is
+    judged. Judged from the transaction log: the log saw the broker's registration
+    (``/brokers/ids/<id>``) go before the write, and no new one since.
+    """
+    if run.timeline is None:
+        return Finding(unknown=NO_LOG)
+    found = Findings()
+    gone: set[int] = set()  # brokers whose registration the log saw go, and not come back yet
+    by_znode: set[tuple[str, int]] = set()
+    by_api: dict[str, set[int]] = {}
+    judged = 0
+    for e in run.timeline.events:
+        if isinstance(e, BrokerRegistered):
+            gone.discard(e.broker)
+        elif isinstance(e, BrokerDeregistered):
+            gone.add(e.broker)
+        elif isinstance(e, ReassignmentZnode):
+            by_znode = {(tp.topic, tp.partition) for tp in e.entries}
+        elif isinstance(e, TopicWritten):
+            z = e.znode
+            by_api[e.topic] = (
+                set()
+                if z is None
+                else {p for p in z.partitions if z.adding_replicas.get(p) or z.removing_replicas.get(p)}
+            )
+        elif isinstance(e, StateWritten) and e.fenced and e.state is not None and e.previous is not None:
+            old, new = e.previous.leader, e.state.leader
+            if old < 0 or new in (-1, old) or old not in gone:
+                continue
+            judged += 1
+            first = e.replicas[0] if e.replicas else None
+            preferred = new == first and set(e.state.isr) == set(e.previous.isr)
+            reassigning = (e.topic, e.partition) in by_znode or e.partition in by_api.get(e.topic, set())
+            if old not in e.state.isr or preferred or reassigning:
+                continue
+            problem = (
+                f"leader moved from {old}, whose registration is gone, to {new} but the new ISR"
+                f" {list(e.state.isr)} keeps {old}"
+            )
+            item = Item("election keeping a dead leader", f"{e.topic}-{e.partition} at 0x{e.zxid:x}")
+            found.violation(
+                item,
+                f"{e.topic}-{e.partition} at zxid 0x{e.zxid:x}: {problem}",
+                record_evidence(e.record, problem),
+            )
+    return found.done(f"{judged} election(s) away from a dead leader checked")
 
 
 def _state_write_problems(write: StateWritten, unclean: Callable[[StateWritten], str | None]) -> list[str]:

@@ -23,6 +23,7 @@ from chaos.checkers.safety import (
     acknowledged_creations_survive,
     controller_epoch_increases,
     controller_writes_fenced,
+    elections_drop_the_dead_leader,
     no_write_after_epoch_superseded,
     one_controller_per_epoch,
     partition_states_valid,
@@ -68,7 +69,7 @@ def test_every_checker_accepts_the_real_failover_capture() -> None:
     history, records, state = real_capture()
     verdicts = check_all(history, records, state)
     assert [(v.checker, v.validity) for v in verdicts if not v.is_valid] == []
-    assert len(verdicts) == 16
+    assert len(verdicts) == 17
 
 
 # ---- /controller_epoch strictly increasing ------------------------------------------------------
@@ -634,3 +635,83 @@ def test_a_deletion_running_when_the_creation_started_excuses_it_but_one_finishe
 def test_acknowledged_creations_without_a_final_state_are_unknown() -> None:
     h = history_of(("client-0", "create_topic", {"topic": "t"}, "ok"))
     assert acknowledged_creations_survive(h.ops, None, None).validity == "unknown"
+
+
+# --- elections_drop_the_dead_leader ----------------------------------------------------------------
+
+
+def _cluster_log(assignment: list[int]) -> Log:
+    """Brokers 1-3 registered (1 with its own session), broker 1 controller, topic t created with
+    ``assignment`` and its first state: leader ``assignment[0]``, ISR all replicas."""
+    log = Log()
+    for broker in (1, 2, 3):
+        log.write(SESSION_A + broker, create(f"/brokers/ids/{broker}", b"{}", ephemeral=True))
+    log.elect(SESSION_A + 1, 1)
+    log.create_topic(ADMIN, "t", {0: assignment})
+    log.set_state(SESSION_A + 1, "t", 0, state_data(assignment[0], 0, assignment))
+    return log
+
+
+def _dies(log: Log, broker: int) -> TxnRecord:
+    return log.add(SESSION_A + broker, TxnOp("closeSession", closed_paths=(f"/brokers/ids/{broker}",)))
+
+
+def test_an_offline_election_keeping_the_dead_leader_in_the_isr_is_invalid() -> None:
+    """The offline-election-keeps-dead-isr-members mutant's write: leader 2 died, 3 elected, ISR
+    still [2, 3, 1]; Kafka's offline election keeps only the live part of the ISR."""
+    log = _cluster_log([2, 3, 1])
+    _dies(log, 2)
+    wrong = log.set_state(SESSION_A + 1, "t", 0, state_data(3, 1, [2, 3, 1]))
+    v = elections_drop_the_dead_leader([], log.records, None)
+    assert v.validity == "invalid"
+    assert (
+        "leader moved from 2, whose registration is gone, to 3 but the new ISR [2, 3, 1] keeps 2" in v.message
+    )
+    assert zxids(v.evidence) == {hexz(wrong)}
+
+
+def test_an_offline_election_dropping_the_dead_leader_is_valid() -> None:
+    log = _cluster_log([2, 3, 1])
+    _dies(log, 2)
+    log.set_state(SESSION_A + 1, "t", 0, state_data(3, 1, [3, 1]))
+    v = elections_drop_the_dead_leader([], log.records, None)
+    assert v.validity == "valid", v.message
+    assert v.message.startswith("1 election(s) away from a dead leader checked")
+
+
+def test_elections_that_keep_the_isr_by_design_are_not_judged() -> None:
+    """A preferred election (to the first replica, ISR unchanged) or a reassignment's may run
+    before the controller has seen the leader's registration go: Kafka keeps the ISR in both."""
+    preferred = _cluster_log([3, 2, 1])
+    preferred.set_state(SESSION_A + 1, "t", 0, state_data(2, 1, [3, 2, 1]))  # moved to 2 earlier
+    _dies(preferred, 2)
+    preferred.set_state(SESSION_A + 1, "t", 0, state_data(3, 2, [3, 2, 1]))
+    assert elections_drop_the_dead_leader([], preferred.records, None).validity == "valid"
+
+    reassigned = _cluster_log([2, 3, 1])
+    reassigned.write(
+        ADMIN, set_data("/brokers/topics/t", topic_data({0: [3, 1, 2]}, adding={}, removing={0: [2]}), 1)
+    )
+    _dies(reassigned, 2)
+    reassigned.set_state(SESSION_A + 1, "t", 0, state_data(3, 1, [2, 3, 1]))
+    assert elections_drop_the_dead_leader([], reassigned.records, None).validity == "valid"
+
+
+def test_a_leader_that_is_registered_again_or_a_write_by_the_leader_itself_is_not_judged() -> None:
+    back = _cluster_log([2, 3, 1])
+    _dies(back, 2)
+    back.write(SESSION_B, create("/brokers/ids/2", b"{}", ephemeral=True))
+    back.set_state(SESSION_A + 1, "t", 0, state_data(3, 1, [2, 3, 1]))  # a bounced broker's election
+    assert elections_drop_the_dead_leader([], back.records, None).validity == "valid"
+
+    plain = _cluster_log([2, 3, 1])
+    _dies(plain, 2)
+    plain.set_state(SESSION_A + 3, "t", 0, state_data(3, 0, [2, 3, 1]), fenced=False)
+    v = elections_drop_the_dead_leader([], plain.records, None)
+    assert v.validity == "valid"
+    assert v.message.startswith("0 election(s)")
+
+
+def test_elections_away_from_a_dead_leader_without_a_log_are_unknown() -> None:
+    v = elections_drop_the_dead_leader([], None, None)
+    assert v.validity == "unknown"

@@ -158,21 +158,30 @@ def _accepted(requests: list[ControllerRequest], dest: int, tp: tuple[str, int])
     A partition answered STALE_CONTROLLER_EPOCH (11) in a LeaderAndIsr the broker took (its
     controller epoch was current) means the broker already holds that leader epoch: it accepted an
     earlier request carrying it whose answer was never recorded — a departing controller's, whose
-    channel closed before the answer came back (ReplicaManager.becomeLeaderOrFollower@2.5.1)."""
+    channel closed before the answer came back (ReplicaManager.becomeLeaderOrFollower@2.5.1).
+    After a StopReplica such an 11 counts only when a LeaderAndIsr with that leader epoch was
+    sent to the broker since (the departed controller's, to a paused broker that read it on
+    resuming): otherwise the epoch may be one the broker held before it stopped the replica."""
     last: tuple[int, int] | None = None
-    stopped = False  # after a StopReplica, an 11 tells nothing about what the broker follows
+    stopped = False  # after a StopReplica, an 11 tells nothing about what the broker follows…
+    sent_since_stop: set[tuple[int, int]] = set()  # …unless that epoch was sent to it since
     for r in requests:
-        if r.dest != dest or r.error_code is None:
+        if r.dest != dest:
             continue
         entry = next((e for e in r.partitions if (e.topic, e.partition) == tp), None)
         if entry is None:
             continue
+        seen = (-1 if entry.leader is None else int(entry.leader), int(entry.leader_epoch or 0))
+        sent_before = seen in sent_since_stop  # by an earlier request than this one
+        if r.api == "LeaderAndIsr":
+            sent_since_stop.add(seen)
+        if r.error_code is None:
+            continue
         code = r.partition_errors.get(tp, 0)
         if r.api == "StopReplica" and r.error_code == 0 and code == 0:
-            last, stopped = None, True
+            last, stopped, sent_since_stop = None, True, set()
         elif r.api == "LeaderAndIsr" and r.error_code == 0 and code in (0, 11):
-            seen = (-1 if entry.leader is None else int(entry.leader), int(entry.leader_epoch or 0))
-            if code == 0:
+            if code == 0 or (stopped and sent_before):
                 last, stopped = seen, False
             elif not stopped and (last is None or last[1] < seen[1]):
                 last = seen

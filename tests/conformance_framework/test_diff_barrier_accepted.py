@@ -45,6 +45,20 @@ def test_an_11_never_moves_back_and_tells_nothing_after_a_stop_replica() -> None
     )
 
 
+def test_after_a_stop_replica_an_11_counts_when_that_epoch_was_sent_since() -> None:
+    """s1-250 of seed 1: broker 2 stopped its replica (a controlled shutdown), was paused, and was
+    sent leader epoch 2 by a controller that then moved; on resuming it read that request (its
+    answer never recorded) and answered the new controller's same epoch 11 — it follows epoch 2."""
+    stop = _request("StopReplica", 1, 1, error=0)
+    departed = _request("LeaderAndIsr", 1, 2, error=None)
+    successor = _request("LeaderAndIsr", 1, 2, error=0, partition_error=11)
+    before = _request("LeaderAndIsr", 1, 1, error=0)
+    assert _accepted([before, stop, departed, successor], 3, TP) == (1, 2)
+    assert _accepted([before, stop, successor], 3, TP) is None, "nothing sent since the stop"
+    sent_before_the_stop = _request("LeaderAndIsr", 1, 2, error=None)
+    assert _accepted([before, sent_before_the_stop, stop, successor], 3, TP) is None
+
+
 def test_a_refused_request_is_not_followed() -> None:
     refused = _request("LeaderAndIsr", 1, 4, error=11)  # stale controller epoch: the whole request
     assert _accepted([refused], 3, TP) is None

@@ -12,11 +12,12 @@ from chaos.checkers.timeline import (
     BrokerDeregistered,
     BrokerRegistered,
     DeletionRequested,
+    Election,
     Timeline,
     TopicDeleted,
 )
 
-__all__ = ["absent_during_deletion", "missed_deletion", "unanswered_stop_replica"]
+__all__ = ["absent_during_deletion", "deletion_notice_lost", "missed_deletion", "unanswered_stop_replica"]
 
 
 def absent_during_deletion(timeline: Timeline) -> dict[str, frozenset[int]]:
@@ -53,6 +54,47 @@ def missed_deletion(run: RunInputs) -> Recognition:
         for broker in brokers:
             journal = f.journals.get(broker)
             if journal is None or not told_of_deletion(journal, topic):
+                items.add(shown_item(broker, topic))
+    return Recognition(frozenset(items))
+
+
+def _deletions(timeline: Timeline) -> dict[str, tuple[float, int]]:
+    """Topic (its last deletion) → (time in seconds of the deletion request that led to it, the
+    controller epoch current then)."""
+    epoch: int | None = None
+    pending: dict[str, tuple[float, int | None]] = {}
+    out: dict[str, tuple[float, int]] = {}
+    for e in timeline.events:
+        if isinstance(e, Election):
+            epoch = e.epoch
+        elif isinstance(e, DeletionRequested):
+            pending.setdefault(e.topic, (e.record.time_ms / 1000, epoch))
+        elif isinstance(e, TopicDeleted) and e.topic in pending:
+            at, then = pending.pop(e.topic)
+            if then is not None:
+                out[e.topic] = (at, then)
+    return out
+
+
+def deletion_notice_lost(run: RunInputs) -> Recognition:
+    """(broker, topic) pairs: from the topic's deletion request on, the broker received nothing
+    from the controller of that epoch (its link was cut), a later controller was elected, and its
+    journal shows no applied UpdateMetadata that told it of the deletion."""
+    f, timeline = run.final_state, run.timeline
+    if timeline is None or f is None:
+        return Recognition()
+    elected = [(e.record.time_ms / 1000, e.epoch) for e in timeline.events if isinstance(e, Election)]
+    items = set()
+    for topic, (since, epoch) in _deletions(timeline).items():
+        if not any(at >= since and later is not None and later > epoch for at, later in elected):
+            continue  # the same controller still holds the notice and resends it until it gets through
+        for broker, journal in f.journals.items():
+            heard = any(
+                r.controller_epoch == epoch
+                and (r.sent_s if r.sent_s is not None else r.answered_s or 0) >= since
+                for r in journal
+            )
+            if not heard and not told_of_deletion(journal, topic):
                 items.add(shown_item(broker, topic))
     return Recognition(frozenset(items))
 

@@ -551,3 +551,49 @@ def test_admin_history_ops_unrelated_to_liveness_change_nothing() -> None:
     state = final_state({"t": {0: [1, 2]}}, {("t", 0): (1, 0, [1, 2])})
     assert all(c(h.ops, [], state).is_valid for c in ALL)
     assert ADMIN  # the admin session id is shared with the safety tests' logs
+
+
+def _deleted_while_broker_2_cut_off(*, replaced: bool) -> Log:
+    """``old`` deleted by controller 1 (epoch 1) while broker 2, still registered, cannot be
+    reached; then (``replaced``) controller 1 gives way to 3 (epoch 2) — partition seed 2606."""
+    log = Log()
+    for b in (1, 2, 3):
+        log.write(0x50 + b, create(f"/brokers/ids/{b}", None, ephemeral=True))
+    log.elect(0x51, 1)
+    log.create_topic(ADMIN, "old", {0: [1]})
+    log.time_ms += 1000
+    log.write(ADMIN, create("/admin/delete_topics/old"))
+    log.fenced(0x51, delete("/brokers/topics/old"))
+    log.fenced(0x51, delete("/admin/delete_topics/old"))
+    if replaced:
+        log.time_ms += 1000
+        log.write(0x51, delete("/controller"))
+        log.elect(0x53, 3)
+    return log
+
+
+def test_a_deleted_topics_notice_lost_with_its_controller_is_kafkas_behaviour() -> None:
+    stale = {**GOOD, "old": {0: MetadataPartition(1, (1,), (1,))}}
+    state = final_state(
+        {"t": {0: [1, 2]}}, {("t", 0): (1, 3, [1, 2])}, metadata=views(b1=GOOD, b2=stale, b3=GOOD)
+    )
+    deleted_s = (1_700_000_000_000 + 1000) / 1000
+    before = dataclasses.replace(request(1, "UpdateMetadata", 1), sent_s=deleted_s - 0.5)
+    after = dataclasses.replace(request(2, "UpdateMetadata", 1), sent_s=deleted_s + 0.2)
+    cut_off = dataclasses.replace(state, journals={2: (before,)})
+    replaced = _deleted_while_broker_2_cut_off(replaced=True).records
+    v = metadata_agrees_with_zookeeper([], replaced, cut_off)
+    assert v.validity == "valid"
+    assert v.excused == {
+        "deleted_topic_kept_when_its_notice_died_with_the_controller": (
+            "topic shown but not in ZooKeeper broker 2: old",
+        )
+    }
+    # the same controller still in charge resends the notice until it gets through
+    kept = _deleted_while_broker_2_cut_off(replaced=False).records
+    assert metadata_agrees_with_zookeeper([], kept, cut_off).validity == "invalid"
+    # a broker that heard from the deleting controller after the request was not cut off
+    reachable = dataclasses.replace(state, journals={2: (before, after)})
+    v = metadata_agrees_with_zookeeper([], replaced, reachable)
+    assert v.validity == "invalid"
+    assert "broker 2: shows topic 'old'" in v.message

@@ -127,6 +127,16 @@ def _writes(a: Mapping[str, Any], b: Mapping[str, Any]) -> Iterator[Diff]:
         yield "zk", path, f"{path}.form" if forms else path, x or "no write", y or "no write"
 
 
+def _pooled_key(u: Any, v: Any) -> str:
+    """``<api>.pooled``: a group ``[entries, brokers]`` of the pooled requests (views.relabel_topic)."""
+    for group in (u, v):
+        if isinstance(group, list) and group and isinstance(group[0], list):
+            first = next((e for e in group[0] if isinstance(e, dict)), None)
+            if first is not None:
+                return f"{first.get('api', '?')}.pooled"
+    return "?.pooled"
+
+
 def _requests(a: Mapping[str, Any], b: Mapping[str, Any]) -> Iterator[Diff]:
     for dest in sorted(set(a) | set(b), key=str):
         x, y = a.get(dest, {}), b.get(dest, {})
@@ -137,6 +147,15 @@ def _requests(a: Mapping[str, Any], b: Mapping[str, Any]) -> Iterator[Diff]:
                 u, v = (ex[i] if i < len(ex) else None), (ey[i] if i < len(ey) else None)
                 if u == v:
                     continue
+                if not isinstance(u or v, dict):  # a pool of the brokers outside an automatic placement
+                    yield (
+                        "requests",
+                        f"to broker {dest}, {tp}, group #{i + 1}",
+                        _pooled_key(u, v),
+                        u or "none",
+                        v or "none",
+                    )
+                    break
                 api = (u or v or {}).get("api", "?")
                 key = (
                     f"{api}.{_first_field(u, v)}"

@@ -205,11 +205,14 @@ RULES: tuple[Rule, ...] = (
         "automatic placement",
         "a topic created with automatic placement is checked against the rack-unaware rule (some order"
         " of the live brokers and some replica shift reproduce its assignment exactly), then deleted in"
-        " the same step; every broker id of its partitions (and of the broker-epoch labels of the"
-        " requests about them) is replaced by the replica's position in the partition's assignment,"
-        " and the ISR changes of its deletion are compared without which position left first (op,"
-        " version and epochs of each; leader and ISR size of the last)",
-        "the start index and the replica shift are random, the broker order is the metadata"
+        " the same step; every broker id of its partitions is replaced by the replica's position in"
+        " the partition's assignment, the broker-epoch label of a request about them by its"
+        " destination's position alone (not which registration of that broker it named), the"
+        " requests to brokers outside a partition's assignment are pooled as 'other', and the ISR"
+        " changes of its deletion are compared without which position left first (op, version and"
+        " epochs of each; leader and ISR size of the last)",
+        "the start index and the replica shift are random (so which broker, with how many"
+        " registrations behind it, holds a position is too), the broker order is the metadata"
         " cache's LongMap iteration order, and a deletion takes the replicas offline one broker id"
         " after another",
         "AdminUtils.scala@2.5.1 L125-146 (rand.nextInt); AdminManager.scala@2.5.1 L90;"

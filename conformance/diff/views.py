@@ -159,11 +159,13 @@ def relabel_topic(segment: dict[str, Any], topic: str, assignment: Mapping[int, 
 
 
 def _relabel_entry(entry: Any, replicas: Sequence[int], label: str) -> Any:
-    """A request entry relabelled; its broker-epoch label ``<id>#<registration>`` names the
-    destination's position instead of its id."""
+    """A request entry relabelled; its broker-epoch label ``<id>#<registration>`` becomes the
+    destination's position (``r<i>`` or ``other``)."""
     out = _relabel_state(entry, replicas)
     if isinstance(out, dict) and isinstance(out.get("bepoch"), str) and "#" in out["bepoch"]:
-        out["bepoch"] = f"{label}#{out['bepoch'].split('#', 1)[1]}"
+        # which broker holds a position — and so which of its registrations the epoch names — is
+        # the random placement's choice: the label keeps the position only
+        out["bepoch"] = label
     return out
 
 

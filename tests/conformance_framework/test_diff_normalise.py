@@ -167,6 +167,37 @@ def test_brokers_outside_an_automatic_placement_are_pooled_whatever_they_were_to
     assert sorted(len(entries) for entries, _ in pooled) == [1, 2]
 
 
+def test_brokers_outside_an_automatic_placement_are_pooled_without_their_registration() -> None:
+    """s1-195 of seed 1: broker 4 had registered twice; which partition it was outside of (and so
+    which pool its ``4#2`` requests joined) was the random placement's choice."""
+
+    def segment(placement: dict[int, list[int]]) -> dict[str, Any]:
+        def told(b: str, p: int) -> dict[str, Any]:
+            replicas = placement[p]
+            bepoch = f"{b}#{2 if b == '4' else 1}"
+            return {
+                "api": "UpdateMetadata",
+                "leader": -2,
+                "isr": replicas,
+                "replicas": replicas,
+                "bepoch": bepoch,
+            }
+
+        requests = {
+            b: {"partitions": {f"a-{p}": [told(b, p)] for p in placement}} for b in ("1", "2", "3", "4")
+        }
+        return {"zk": {"writes": {}}, "requests": requests}
+
+    placed, swapped = {0: [1], 1: [4]}, {0: [4], 1: [1]}
+    one, other = segment(placed), segment(swapped)
+    relabel_topic(one, "a", placed)
+    relabel_topic(other, "a", swapped)
+    assert one["requests"] == other["requests"]
+    ((entries, brokers),) = one["requests"]["auto-placed"]["partitions"]["a-0@other"]
+    assert entries[0]["bepoch"] == "other"
+    assert brokers == 3
+
+
 def test_tree_view_names_owners_and_pools_pending_notifications() -> None:
     raw = {
         "/controller": (b'{"version":1,"brokerid":1,"timestamp":"5"}', 0, 10),

@@ -77,9 +77,11 @@ def _deletions(timeline: Timeline) -> dict[str, tuple[float, int]]:
 
 
 def deletion_notice_lost(run: RunInputs) -> Recognition:
-    """(broker, topic) pairs: from the topic's deletion request on, the broker received nothing
-    from the controller of that epoch (its link was cut), a later controller was elected, and its
-    journal shows no applied UpdateMetadata that told it of the deletion."""
+    """(broker, topic) pairs: the controller in charge at the topic's deletion request was
+    replaced afterwards, and the broker's journal shows no applied UpdateMetadata that told it of
+    the deletion. The journal cannot tell a notice that died in the replaced controller's queue
+    (a cut or slow link) from one never sent; a controller that never sends it is caught in the
+    runs where it stays in charge (it resends until the notice gets through)."""
     f, timeline = run.final_state, run.timeline
     if timeline is None or f is None:
         return Recognition()
@@ -87,14 +89,9 @@ def deletion_notice_lost(run: RunInputs) -> Recognition:
     items = set()
     for topic, (since, epoch) in _deletions(timeline).items():
         if not any(at >= since and later is not None and later > epoch for at, later in elected):
-            continue  # the same controller still holds the notice and resends it until it gets through
+            continue
         for broker, journal in f.journals.items():
-            heard = any(
-                r.controller_epoch == epoch
-                and (r.sent_s if r.sent_s is not None else r.answered_s or 0) >= since
-                for r in journal
-            )
-            if not heard and not told_of_deletion(journal, topic):
+            if not told_of_deletion(journal, topic):
                 items.add(shown_item(broker, topic))
     return Recognition(frozenset(items))
 

@@ -79,17 +79,17 @@ QUIRKS: tuple[Quirk, ...] = (
     ),
     Quirk(
         "deleted_topic_kept_when_its_notice_died_with_the_controller",
-        "A broker cut off from the controller while a topic was deleted keeps the topic in its "
-        "metadata cache when that controller is replaced before the link heals: the deletion's "
-        "UpdateMetadata (leader -2) waits in the old controller's channel and dies with it, and the "
-        "next controller's failover UpdateMetadata names existing partitions only.",
+        "A broker the controller could not reach in time (a cut or slow link) while a topic was "
+        "deleted keeps the topic in its metadata cache when that controller is replaced first: the "
+        "deletion's UpdateMetadata (leader -2) waits in the old controller's channel and dies with "
+        "it, and the next controller's failover UpdateMetadata names existing partitions only.",
         (
             f"{TDM} L259-274 onTopicDeletion (client.sendMetadataUpdate)",
             f"{KC} L279-314 onControllerResignation (controllerChannelManager.shutdown)",
             f"{KC} L217-243 onControllerFailover (sendUpdateMetadataRequest, Set.empty)",
             "MetadataCache.scala@2.5.1 L295-320 updateMetadata",
         ),
-        "partition seed 2606 (simulated, +sim3)",
+        "partition seed 2606, admin-api seed 270 (simulated, +sim3)",
         ("metadata_agrees_with_zookeeper",),
         brokers.deletion_notice_lost,
     ),

@@ -4,8 +4,20 @@ broker's metadata cache, and a StopReplica(delete) that may have applied unanswe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from chaos.checkers.final_state import ReceivedRequest
-from chaos.checkers.findings import RunInputs, shown_item, stale_item
+from chaos.checkers.findings import (
+    REASSIGN_ENTRY_LEFT,
+    REASSIGN_ENTRY_UNREACHABLE,
+    REASSIGNING,
+    TARGET_NOT_REACHED,
+    Item,
+    RunInputs,
+    shown_item,
+    stale_item,
+    tp_name,
+)
 from chaos.checkers.journal import APPLIED_KINDS, life, stale_leader_epochs, told_of_deletion
 from chaos.checkers.quirks.recognition import Recognition
 from chaos.checkers.timeline import (
@@ -15,9 +27,17 @@ from chaos.checkers.timeline import (
     Election,
     Timeline,
     TopicDeleted,
+    TopicWritten,
 )
+from probes.znode_types import TopicPartition
 
-__all__ = ["absent_during_deletion", "deletion_notice_lost", "missed_deletion", "unanswered_stop_replica"]
+__all__ = [
+    "absent_during_deletion",
+    "deletion_notice_lost",
+    "missed_deletion",
+    "stale_replica_of_deleted_topic",
+    "unanswered_stop_replica",
+]
 
 
 def absent_during_deletion(timeline: Timeline) -> dict[str, frozenset[int]]:
@@ -127,3 +147,57 @@ def unanswered_stop_replica(run: RunInputs) -> Recognition:
             }
             items |= naive - kept
     return Recognition(frozenset(items))
+
+
+def _recreated(timeline: Timeline) -> set[str]:
+    """Topics whose znode was created again after a deletion."""
+    deleted, out = set(), set()
+    for e in timeline.events:
+        if isinstance(e, TopicDeleted):
+            deleted.add(e.topic)
+        elif isinstance(e, TopicWritten) and e.created and e.topic in deleted:
+            out.add(e.topic)
+    return out
+
+
+def _stale_holders(journal: Sequence[ReceivedRequest]) -> set[TopicPartition]:
+    """Partitions this broker re-created after deleting them (an applied LeaderAndIsr after an
+    applied StopReplica(delete), none since) and then refused a LeaderAndIsr for, answered 11 at a
+    leader epoch not above the re-created one's."""
+    deleted: set[TopicPartition] = set()
+    held: dict[TopicPartition, int] = {}  # re-created after a delete → its leader epoch
+    out: set[TopicPartition] = set()
+    for r in journal:
+        for p in r.partitions:
+            tp = TopicPartition(p.topic, p.partition)
+            code = p.error_code if p.error_code is not None else r.error_code
+            if r.error_code != 0 or code not in (0, 11):
+                continue
+            if r.kind == "StopReplica" and r.delete_partitions and code == 0:
+                deleted.add(tp)
+                held.pop(tp, None)
+            elif r.kind == "LeaderAndIsr" and code == 0 and tp in deleted and p.leader_epoch is not None:
+                held[tp] = p.leader_epoch
+                deleted.discard(tp)
+            elif (
+                r.kind == "LeaderAndIsr"
+                and code == 11
+                and tp in held
+                and p.leader_epoch is not None
+                and p.leader_epoch <= held[tp]
+            ):
+                out.add(tp)
+    return out
+
+
+def stale_replica_of_deleted_topic(run: RunInputs) -> Recognition:
+    """Partitions of a topic created again after a deletion that a replica's broker still holds
+    from the old topic: its journal shows the partition re-created after its StopReplica(delete)
+    (a deletion retry's LeaderAndIsr) and the new topic's LeaderAndIsr refused with 11."""
+    f, timeline = run.final_state, run.timeline
+    if timeline is None or f is None:
+        return Recognition()
+    again = _recreated(timeline)
+    tps = {tp for journal in f.journals.values() for tp in _stale_holders(journal) if tp.topic in again}
+    kinds = (REASSIGNING, TARGET_NOT_REACHED, REASSIGN_ENTRY_LEFT, REASSIGN_ENTRY_UNREACHABLE)
+    return Recognition(frozenset(Item(kind, tp_name(tp)) for tp in tps for kind in kinds))

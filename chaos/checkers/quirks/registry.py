@@ -94,6 +94,23 @@ QUIRKS: tuple[Quirk, ...] = (
         brokers.deletion_notice_lost,
     ),
     Quirk(
+        "stale_replica_outlives_its_deleted_topic",
+        "A reassignment resumed while its topic is being deleted (a target's broker started again) "
+        "sends a LeaderAndIsr with a new leader epoch to every replica, re-creating one whose "
+        "deletion had already succeeded; the deletion does not delete it again, and when a topic "
+        "of that name is created anew that broker refuses its LeaderAndIsr (leader epochs restart "
+        "below the stale one), so a reassignment of the new topic onto it never completes.",
+        (
+            f"{KC} L365-390 onBrokerStartup, maybeResumeReassignments (no deletion check)",
+            f"{KC} L555 onPartitionReassignment, L873 updateLeaderEpochAndSendRequest",
+            "ReplicaManager.scala@2.5.1 L1212-1229 becomeLeaderOrFollower (a leader epoch not above"
+            " the current one: Errors.STALE_CONTROLLER_EPOCH)",
+        ),
+        "process seed 177 (simulated, +sim3)",
+        ("reassignments_completed", "admin_znodes_cleaned"),
+        brokers.stale_replica_of_deleted_topic,
+    ),
+    Quirk(
         "unanswered_stop_replica_may_have_deleted",
         "A StopReplica(delete) whose answer the request journal never saw (the sending controller's "
         "connection closed first) may have been applied: the broker then re-creates the partition "

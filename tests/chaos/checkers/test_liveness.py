@@ -602,3 +602,39 @@ def test_a_deleted_topics_notice_lost_with_its_controller_is_kafkas_behaviour() 
     v = metadata_agrees_with_zookeeper([], replaced, told)
     assert v.validity == "invalid"
     assert "broker 2: shows topic 'old'" in v.message
+
+
+def test_a_replica_left_over_from_a_deleted_topic_stalls_the_new_topics_reassignment_as_in_kafka() -> None:
+    """process seed 177 (simulated): broker 3 deleted its t1-1, a reassignment resumed during the
+    deletion re-created it at leader epoch 7, and t1 created again is refused there (epochs 0, 1
+    answered 11): the new t1-1's reassignment onto 1 and 2 never completes."""
+    log = Log()
+    for b in (1, 2, 3):
+        log.write(0x50 + b, create(f"/brokers/ids/{b}", None, ephemeral=True))
+    log.elect(0x51, 1)
+    log.create_topic(ADMIN, "t1", {1: [2, 3, 1]})
+    log.write(ADMIN, create("/admin/delete_topics/t1"))
+    log.fenced(0x51, delete("/brokers/topics/t1"))
+    log.fenced(0x51, delete("/admin/delete_topics/t1"))
+    log.create_topic(ADMIN, "t1", {1: [3]})
+    state = final_state(topics={}, states={}, live=(1, 2, 3))
+    stuck = TopicState(0x90, {1: (2, 3, 1)}, {1: (2, 1)}, {1: ()})
+    state = dataclasses.replace(state, topics={"t1": stuck})
+
+    def sent(seq: int, kind: str, epoch: int | None, code: int, delete: bool | None = None) -> Any:
+        r = request(seq, kind, 1, [("t1", 1, epoch or 0, code)], delete=delete)
+        return dataclasses.replace(r, partitions=(dataclasses.replace(r.partitions[0], leader_epoch=epoch),))
+
+    deleted = sent(1, "StopReplica", None, 0, delete=True)
+    recreated = sent(2, "LeaderAndIsr", 7, 0)
+    refused = sent(3, "LeaderAndIsr", 1, 11)
+    stale = dataclasses.replace(state, journals={3: (deleted, recreated, refused)})
+    v = reassignments_completed([], log.records, stale)
+    assert v.validity == "valid"
+    assert v.excused == {"stale_replica_outlives_its_deleted_topic": ("partition still reassigning t1-1",)}
+    # without the re-created replica (its deletion held) the stalled reassignment is a violation
+    clean = dataclasses.replace(state, journals={3: (deleted, refused)})
+    assert reassignments_completed([], log.records, clean).validity == "invalid"
+    # and a broker that took the new topic's epoch is no excuse either
+    taken = dataclasses.replace(state, journals={3: (deleted, recreated, sent(3, "LeaderAndIsr", 8, 0))})
+    assert reassignments_completed([], log.records, taken).validity == "invalid"

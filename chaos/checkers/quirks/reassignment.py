@@ -45,6 +45,7 @@ __all__ = [
     "orphaned",
     "poisoned",
     "stranded",
+    "stranded_blocks_deletion",
     "stranded_entries",
 ]
 
@@ -92,6 +93,17 @@ def stranded(run: RunInputs) -> Recognition:
     names = [tp_name(tp) for tp in stranded_entries(run.timeline)]
     return Recognition(
         frozenset(Item(kind, n) for n in names for kind in (REASSIGN_ENTRY_LEFT, REASSIGN_ENTRY_UNREACHABLE))
+    )
+
+
+def stranded_blocks_deletion(run: RunInputs) -> Recognition:
+    """Topics named by an entry stranded by an earlier deletion (no election since): a later
+    deletion of a topic of that name — the topic created again — is halted."""
+    if run.timeline is None:
+        return Recognition()
+    names = {tp.topic for tp in stranded_entries(run.timeline)}
+    return Recognition(
+        frozenset(Item(kind, t) for t in names for kind in (DELETION_NOT_DONE, DELETION_REQUEST_LEFT))
     )
 
 

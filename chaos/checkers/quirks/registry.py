@@ -57,6 +57,20 @@ QUIRKS: tuple[Quirk, ...] = (
         reassignment.stranded,
     ),
     Quirk(
+        "stranded_reassignment_halts_deleting_the_name_again",
+        "Such a stranded entry's partition also stays among the controller's reassignments, which "
+        "the topic's deletion does not clear: a topic created again under that name and deleted "
+        'is marked ineligible for deletion ("topic reassignment in progress") until the next '
+        "controller failover.",
+        (
+            f"{KC} L1507-1515 processTopicDeletion (partitionsBeingReassigned.map(_.topic))",
+            f"{TDM} L240-250 completeDeleteTopic; ControllerContext.scala@2.5.1 L276-283 removeTopic",
+        ),
+        "partition seed 2684 (simulated, +sim3)",
+        DELETION_CHECKERS,
+        reassignment.stranded_blocks_deletion,
+    ),
+    Quirk(
         "deletion_request_dropped_before_topic_known",
         "A deletion request for a topic whose creation the controller has not processed yet is "
         'dropped ("Ignoring request to delete non-existing topics"): a TopicDeletion event already '

@@ -202,3 +202,28 @@ def test_a_reassignment_entry_targeting_a_broker_down_after_heal_is_unknown() ->
     assert admin_znodes_cleaned([], log.records, down).validity == "unknown"
     healed = dataclasses.replace(down, live_brokers=frozenset({1, 2, 3}))
     assert admin_znodes_cleaned([], log.records, healed).validity == "invalid"
+
+
+def test_a_stranded_entry_halts_deleting_a_topic_created_again_under_that_name() -> None:
+    """partition seed 2684 (simulated): t0 is created again after the deletion that stranded t0-0,
+    then deleted; Kafka 2.5.1 still counts t0-0 among its reassignments and marks the new t0
+    ineligible for deletion until a failover."""
+    from chaos.checkers.liveness import deletions_completed  # noqa: PLC0415
+
+    log = reassigned_then_deleted()
+    log.create_topic(ADMIN, "t0", {0: [1]})
+    log.write(ADMIN, create("/admin/delete_topics/t0"))
+    history = history_of(
+        ("client-1", "reassign", {"topic": "t0", "assignment": {"0": [2, 3]}}, "ok"),
+        ("client-0", "delete_topic", {"topic": "t0"}, "ok"),
+        ("client-0", "create_topic", {"topic": "t0", "assignment": {"0": [1]}}, "ok"),
+        ("client-0", "delete_topic", {"topic": "t0"}, "ok"),
+    ).ops
+    kept = final_state({"t0": {0: [1]}}, {("t0", 0): (1, 0, [1])}, delete_topics=frozenset({"t0"}))
+    kept = dataclasses.replace(kept, reassign_partitions=LEFT)
+    v = deletions_completed(history, log.records, kept)
+    assert v.validity == "valid", v.message
+    assert "stranded_reassignment_halts_deleting_the_name_again" in v.excused
+    # after a failover the new controller's context has no such partition: the halt is a violation
+    log.elect(SESSION_B, 3)
+    assert deletions_completed(history, log.records, kept).validity == "invalid"

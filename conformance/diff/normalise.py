@@ -144,6 +144,23 @@ def _collapse_joins(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+REASSIGN_PATH = "/admin/reassign_partitions"
+
+
+def _reassignments_left(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A controller's rewrites of ``/admin/reassign_partitions`` as partitions complete, by the
+    number of entries each leaves (RULES "reassignment completion order")."""
+    out = []
+    for w in history:
+        data, entry = w.get("data"), w
+        if w.get("op") == "setData" and w.get("by") != "harness" and isinstance(data, dict):
+            left = data.get("partitions")
+            if isinstance(left, list):
+                entry = {**w, "data": {**data, "partitions": f"{len(left)} left"}}
+        out.append(entry)
+    return out
+
+
 def _notified(data: bytes | None) -> list[str]:
     value = _json(data)
     parts = value.get("partitions", []) if isinstance(value, dict) else []
@@ -189,6 +206,8 @@ def zk_view(records: Sequence[TxnRecord], actors: Actors) -> dict[str, Any]:
             writes[path] = [json.loads(u) for u in sorted(uniq)]
         elif STATE_PATH.match(path):
             writes[path] = _collapse_joins(writes[path])
+        elif path == REASSIGN_PATH:
+            writes[path] = _reassignments_left(writes[path])
     return {
         "writes": {p: writes[p] for p in sorted(writes)},
         "isr_notified": {a: sorted(v) for a, v in sorted(notified.items())},

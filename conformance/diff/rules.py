@@ -187,6 +187,17 @@ RULES: tuple[Rule, ...] = (
         "ControllerChannelManager.scala@2.5.1 L573-595 (AbstractControllerBrokerRequestBatch)",
     ),
     Rule(
+        "reassignment completion order",
+        "the controller's rewrites of /admin/reassign_partitions, each dropping the partitions"
+        " whose reassignment completed, are compared by the number of entries each leaves (their"
+        " op, form and version are compared, and the entries left at the end of the step in the"
+        " tree)",
+        "partitions reassigned together complete when their new replicas have caught up, in the"
+        " order their fetches do, and each completion rewrites the znode without its partition",
+        "KafkaController.scala@2.5.1 L918-928 removePartitionFromReassigningPartitions;"
+        " Partition.scala@2.5.1 L679 maybeExpandIsr",
+    ),
+    Rule(
         "write order across znodes",
         "ZooKeeper writes are compared per znode path, in order; the interleaving of writes to"
         " different paths is not compared",

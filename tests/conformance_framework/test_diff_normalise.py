@@ -115,6 +115,35 @@ def test_requests_are_per_broker_and_partition_and_metadata_runs_keep_the_last()
     assert seq[2]["delete"] is True
 
 
+def _reassign_data(*tps: tuple[str, int, list[int]]) -> bytes:
+    parts = [{"topic": t, "partition": p, "replicas": r} for t, p, r in tps]
+    return json.dumps({"version": 1, "partitions": parts}).encode()
+
+
+def test_reassignments_completing_in_either_order_leave_the_same_writes() -> None:
+    """s1-850 of seed 1: t0-0 and t0-1 reassigned together; which one's new replica caught up
+    first decided which entry the controller's first rewrite left."""
+    path = "/admin/reassign_partitions"
+    actors = {10: "node-2", 99: "harness"}
+    both = _reassign_data(("t0", 1, [3, 2, 4]), ("t0", 0, [3, 2]))
+
+    def view(first_left: tuple[str, int, list[int]]) -> Any:
+        return zk_view(
+            [
+                _plain(1, 99, TxnOp("create", path, both)),
+                _fenced(2, 10, TxnOp("setData", path, _reassign_data(first_left), version=1)),
+                _fenced(3, 10, TxnOp("delete", path)),
+            ],
+            actors,
+        )["writes"][path]
+
+    one, other = view(("t0", 1, [3, 2, 4])), view(("t0", 0, [3, 2]))
+    assert one == other
+    assert one[0]["data"]["partitions"][0]["replicas"] == [3, 2, 4], "the harness's request is compared"
+    assert one[1]["data"]["partitions"] == "1 left"
+    assert [w["op"] for w in one] == ["create", "setData", "delete"]
+
+
 def test_the_rack_unaware_rule_accepts_kafka_placements_only() -> None:
     assert placement_problem({0: [2, 3], 1: [3, 1], 2: [1, 2]}, [1, 2, 3], 2) is None
     assert placement_problem({0: [3, 1, 2], 1: [1, 2, 3], 2: [2, 3, 1], 3: [3, 2, 1]}, [1, 2, 3], 3) is None

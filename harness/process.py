@@ -63,6 +63,8 @@ _SESSION: OwnerSession | None = None
 _SPAWNER: tuple[int, _Spawner] | None = None
 _ATEXIT_PID = 0
 _SIGNALS_PID = 0
+#: How long an exiting owner waits for a SIGKILLed JVM to be reaped before it leaves it to the reaper.
+_KILL_WAIT_S = 15.0
 
 
 def die_with_owner_default() -> bool:
@@ -332,7 +334,15 @@ def cleanup_owned(grace_s: float = 3.0) -> None:
             jvm.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
             jvm.exit_code()
         except subprocess.TimeoutExpired:
-            jvm.kill()
+            jvm.signal_group(signal.SIGKILL)
+    for jvm in jvms:
+        # A SIGKILLed process that is stuck in the kernel (uninterruptible I/O) is not waited for
+        # without end: the owner exits, and its pid file stays behind for the reaper.
+        try:
+            jvm.popen.wait(timeout=_KILL_WAIT_S)
+        except subprocess.TimeoutExpired:
+            continue
+        jvm.exit_code()
     with _LOCK:
         session, _SESSION = _SESSION, None
     if session is not None and session.pid == os.getpid():

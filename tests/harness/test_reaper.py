@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,11 +110,31 @@ def test_an_owner_stopped_by_a_signal_cleans_up_its_jvm(
     owners.append(owned)
     owned.owner.send_signal(sig)
     # the owner stops its JVM before it exits: on a loaded 2-core machine that took over 30 s once
-    code = owned.owner.wait(timeout=90)
+    try:
+        code = owned.owner.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the owner did not exit within 90 s of {sig.name}: {_stuck(owned)}") from None
     if sig == signal.SIGTERM:
         assert code == -signal.SIGTERM, "the handler re-raises SIGTERM after cleaning up"
     _assert_nothing_left(owned)
     assert not owned.run_root.exists()
+
+
+def _stuck(owned: OwnedServer) -> str:
+    """What a hung owner and its JVM are doing (their stacks also go to the captured stderr)."""
+    states = []
+    for pid in (owned.owner.pid, owned.pid):
+        for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
+            try:
+                stat = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                wchan = (task / "wchan").read_text()
+                comm = (task / "comm").read_text().strip()
+            except OSError:
+                continue
+            states.append(f"{pid}/{task.name} {comm} {stat} {wchan}")
+    owned.owner.send_signal(signal.SIGUSR1)  # faulthandler: the owner's Python stacks
+    time.sleep(1)
+    return "; ".join(states[:40]) or "no /proc entries"
 
 
 # --- the reaper's rules, on records it is given ---------------------------------------------------

@@ -6,6 +6,7 @@ this process and checks what happens to the JVM.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import signal
 import sys
@@ -20,6 +21,8 @@ def main() -> None:
     # background job (a CI script's `cmd &`), this process would inherit SIGINT ignored, and the
     # SIGINT test would wait for an exit that never comes: give it Python's default handler.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    # SIGUSR1 prints every thread's stack to stderr: what the test shows if this owner hangs.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     server = ZooKeeperServer(name="owner-helper", die_with_owner=sys.argv[1:] == ["1"])
     server.start()
     jvm = live_jvms()[0]

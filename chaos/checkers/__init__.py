@@ -30,8 +30,8 @@ controller_writes_fenced                  safety     every controller-only write
                                                      version its own controller's election wrote
 partition_states_valid                    safety     leader ∈ ISR ∪ {-1}, ISR ⊆ replicas, ISR ≠ ∅,
                                                      leader epoch non-decreasing per incarnation
-elections_drop_the_dead_leader            safety     leadership moved away from an unregistered
-                                                     broker leaves it out of the new ISR
+elections_drop_the_old_leader             safety     a leader move keeps the old leader in the ISR
+                                                     only as a preferred or reassignment election
 brokers_apply_requests_in_epoch_order     safety     no broker applies an older controller request
 acknowledged_creations_survive            safety     an ``ok`` topic creation is never lost
 reassign_znode_created_by_admin           safety     ``/admin/reassign_partitions`` created only by
@@ -43,6 +43,8 @@ partitions_have_leaders                   liveness   live ISR ⇒ live leader; l
 reassignments_completed                   liveness   reassignments (znode and API) reach their targets
 cancellations_reverted                    liveness   an ``ok`` cancellation ends on the original replicas
 deletions_completed                       liveness   acknowledged deletions remove the topic
+dead_brokers_leave_the_isr                liveness   a broker whose registration a controller saw go
+                                                     leaves every ISR it shared (not while deleting)
 admin_znodes_cleaned                      liveness   ``/admin/*`` cleaned
 metadata_agrees_with_zookeeper            liveness   every live broker's Metadata view = ZooKeeper
 ========================================  =========  ==================================================
@@ -70,6 +72,7 @@ from chaos.checkers.final_state import (
     final_state_to_json,
 )
 from chaos.checkers.findings import RunInputs
+from chaos.checkers.isr import dead_brokers_leave_the_isr
 from chaos.checkers.judge import Checker, judge_all
 from chaos.checkers.liveness import (
     controller_elected,
@@ -82,7 +85,7 @@ from chaos.checkers.safety import (
     acknowledged_creations_survive,
     controller_epoch_increases,
     controller_writes_fenced,
-    elections_drop_the_dead_leader,
+    elections_drop_the_old_leader,
     no_write_after_epoch_superseded,
     one_controller_per_epoch,
     partition_states_valid,
@@ -123,7 +126,7 @@ SAFETY_CHECKERS: tuple[Checker, ...] = (
     no_write_after_epoch_superseded,
     controller_writes_fenced,
     partition_states_valid,
-    elections_drop_the_dead_leader,
+    elections_drop_the_old_leader,
     brokers_apply_requests_in_epoch_order,
     acknowledged_creations_survive,
     reassign_znode_created_by_admin,
@@ -135,6 +138,7 @@ LIVENESS_CHECKERS: tuple[Checker, ...] = (
     reassignments_completed,
     cancellations_reverted,
     deletions_completed,
+    dead_brokers_leave_the_isr,
     admin_znodes_cleaned,
     metadata_agrees_with_zookeeper,
 )

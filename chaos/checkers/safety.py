@@ -28,7 +28,7 @@ __all__ = [
     "acknowledged_creations_survive",
     "controller_epoch_increases",
     "controller_writes_fenced",
-    "elections_drop_the_dead_leader",
+    "elections_drop_the_old_leader",
     "no_write_after_epoch_superseded",
     "one_controller_per_epoch",
     "partition_states_valid",
@@ -255,19 +255,21 @@ def partition_states_valid(run: RunInputs) -> Finding:
 
 
 @checker("safety")
-def elections_drop_the_dead_leader(run: RunInputs) -> Finding:
-    """A controller that moves a partition's leadership away from a broker whose registration is
-    gone leaves that broker out of the new ISR.
+def elections_drop_the_old_leader(run: RunInputs) -> Finding:
+    """A controller that moves a partition's leadership away from a broker keeps that broker in
+    the ISR only in a preferred or a reassignment election.
 
-    Kafka 2.5.1 moves leadership away from a dead leader only in an offline election, whose new ISR
-    is the live part of the old one (``Election.leaderForOffline``: ``isr.filter(isReplicaOnline)``;
-    unclean: the new leader alone) — a dead broker kept in the ISR may later be elected without
-    the data it missed. Two other elections keep the ISR as it is and may run before the
-    controller has seen the leader's registration go: a preferred election (the new leader is the
-    first replica, the ISR unchanged) and a reassignment's (the partition is being reassigned, by
-    ``/admin/reassign_partitions`` or the topic znode's adding/removing replicas); neither is
-    judged. Judged from the transaction log: the log saw the broker's registration
-    (``/brokers/ids/<id>``) go before the write, and no new one since.
+    Kafka 2.5.1 has four elections (``Election.scala``). Two leave the ISR as it was: the preferred
+    one (the new leader is the first replica) and a reassignment's (the partition is being
+    reassigned, by ``/admin/reassign_partitions`` or the topic znode's adding/removing
+    replicas), and either may run before the controller has seen the old leader's registration
+    go. The other two drop the old leader: the offline election keeps the live part of the ISR
+    (``leaderForOffline``: ``isr.filter(isReplicaOnline)``; unclean: the new leader alone), and
+    the controlled-shutdown election drops the shutting-down brokers (``leaderForControlledShutdown``:
+    ``isr.filter(!shuttingDownBrokerIds.contains)``). A move that keeps the old leader in the ISR
+    in any other shape — a dead broker kept, or a shutting-down one — may later elect a broker
+    without the data it missed. Judged from the transaction log; a broker whose registration the
+    log saw go (and not come back) is named as dead.
     """
     if run.timeline is None:
         return Finding(unknown=NO_LOG)
@@ -292,7 +294,7 @@ def elections_drop_the_dead_leader(run: RunInputs) -> Finding:
             )
         elif isinstance(e, StateWritten) and e.fenced and e.state is not None and e.previous is not None:
             old, new = e.previous.leader, e.state.leader
-            if old < 0 or new in (-1, old) or old not in gone:
+            if old < 0 or new in (-1, old):
                 continue
             judged += 1
             first = e.replicas[0] if e.replicas else None
@@ -300,17 +302,24 @@ def elections_drop_the_dead_leader(run: RunInputs) -> Finding:
             reassigning = (e.topic, e.partition) in by_znode or e.partition in by_api.get(e.topic, set())
             if old not in e.state.isr or preferred or reassigning:
                 continue
-            problem = (
-                f"leader moved from {old}, whose registration is gone, to {new} but the new ISR"
-                f" {list(e.state.isr)} keeps {old}"
-            )
-            item = Item("election keeping a dead leader", f"{e.topic}-{e.partition} at 0x{e.zxid:x}")
+            if old in gone:
+                problem = (
+                    f"leader moved from {old}, whose registration is gone, to {new} but the new ISR"
+                    f" {list(e.state.isr)} keeps {old}"
+                )
+            else:
+                problem = (
+                    f"leader moved from {old} to {new} but the new ISR {list(e.state.isr)} keeps {old}"
+                    f" (old ISR {list(e.previous.isr)}): not a preferred or a reassignment election,"
+                    " the only ones that keep the old leader"
+                )
+            item = Item("election keeping the old leader", f"{e.topic}-{e.partition} at 0x{e.zxid:x}")
             found.violation(
                 item,
                 f"{e.topic}-{e.partition} at zxid 0x{e.zxid:x}: {problem}",
                 record_evidence(e.record, problem),
             )
-    return found.done(f"{judged} election(s) away from a dead leader checked")
+    return found.done(f"{judged} election(s) away from a leader checked")
 
 
 def _state_write_problems(write: StateWritten, unclean: Callable[[StateWritten], str | None]) -> list[str]:

@@ -11,6 +11,7 @@ them is too strict (or the model is wrong — either way a bug to look at).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pytest
@@ -118,9 +119,17 @@ class CorrectCluster:
         self.update_metadata()
 
     def elect_leader(self, name: str, p: int) -> None:
+        """Kafka's shapes of a move away from a live leader: a preferred election (to the first
+        replica, ISR kept) when that replica is in the ISR, else a controlled shutdown's (the
+        next ISR member in ISR order, the old leader dropped)."""
         leader, epoch, isr, _ = self.states[(name, p)]
-        new_leader = isr[(isr.index(leader) + 1) % len(isr)]
-        self.write_state(name, p, new_leader, epoch + 1, isr)
+        first = self.topics[name][p][0]
+        if first != leader and first in isr:
+            self.write_state(name, p, first, epoch + 1, isr)
+        else:
+            new_leader = isr[(isr.index(leader) + 1) % len(isr)]
+            new_isr = [b for b in isr if b != leader] if new_leader != leader else isr
+            self.write_state(name, p, new_leader, epoch + 1, new_isr)
         for b in self.topics[name][p]:
             self.send(b, "LeaderAndIsr", [(name, p, epoch + 1)])
 
@@ -138,7 +147,11 @@ class CorrectCluster:
     def reassign(self, name: str, p: int, target: list[int]) -> None:
         self.op("client-1", "reassign", {"topic": name, "assignment": {str(p): target}}, "ok")
         session, original = self.session(self.controller), self.topics[name][p]
-        self.log.write(ADMIN, create("/admin/reassign_partitions", b"{}"))
+        entry = {"topic": name, "partition": p, "replicas": target}
+        self.log.write(
+            ADMIN,
+            create("/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [entry]}).encode()),
+        )
         full = target + [b for b in original if b not in target]
         adding = {p: [b for b in target if b not in original]}
         self._set_topic(name, {**self.topics[name], p: full}, adding)

@@ -23,7 +23,7 @@ from chaos.checkers.safety import (
     acknowledged_creations_survive,
     controller_epoch_increases,
     controller_writes_fenced,
-    elections_drop_the_dead_leader,
+    elections_drop_the_old_leader,
     no_write_after_epoch_superseded,
     one_controller_per_epoch,
     partition_states_valid,
@@ -69,7 +69,7 @@ def test_every_checker_accepts_the_real_failover_capture() -> None:
     history, records, state = real_capture()
     verdicts = check_all(history, records, state)
     assert [(v.checker, v.validity) for v in verdicts if not v.is_valid] == []
-    assert len(verdicts) == 17
+    assert len(verdicts) == 18
 
 
 # ---- /controller_epoch strictly increasing ------------------------------------------------------
@@ -637,7 +637,7 @@ def test_acknowledged_creations_without_a_final_state_are_unknown() -> None:
     assert acknowledged_creations_survive(h.ops, None, None).validity == "unknown"
 
 
-# --- elections_drop_the_dead_leader ----------------------------------------------------------------
+# --- elections_drop_the_old_leader ----------------------------------------------------------------
 
 
 def _cluster_log(assignment: list[int]) -> Log:
@@ -662,7 +662,7 @@ def test_an_offline_election_keeping_the_dead_leader_in_the_isr_is_invalid() -> 
     log = _cluster_log([2, 3, 1])
     _dies(log, 2)
     wrong = log.set_state(SESSION_A + 1, "t", 0, state_data(3, 1, [2, 3, 1]))
-    v = elections_drop_the_dead_leader([], log.records, None)
+    v = elections_drop_the_old_leader([], log.records, None)
     assert v.validity == "invalid"
     assert (
         "leader moved from 2, whose registration is gone, to 3 but the new ISR [2, 3, 1] keeps 2" in v.message
@@ -674,19 +674,20 @@ def test_an_offline_election_dropping_the_dead_leader_is_valid() -> None:
     log = _cluster_log([2, 3, 1])
     _dies(log, 2)
     log.set_state(SESSION_A + 1, "t", 0, state_data(3, 1, [3, 1]))
-    v = elections_drop_the_dead_leader([], log.records, None)
+    v = elections_drop_the_old_leader([], log.records, None)
     assert v.validity == "valid", v.message
-    assert v.message.startswith("1 election(s) away from a dead leader checked")
+    assert v.message.startswith("1 election(s) away from a leader checked")
 
 
 def test_elections_that_keep_the_isr_by_design_are_not_judged() -> None:
     """A preferred election (to the first replica, ISR unchanged) or a reassignment's may run
     before the controller has seen the leader's registration go: Kafka keeps the ISR in both."""
     preferred = _cluster_log([3, 2, 1])
-    preferred.set_state(SESSION_A + 1, "t", 0, state_data(2, 1, [3, 2, 1]))  # moved to 2 earlier
+    preferred.set_state(SESSION_A + 1, "t", 0, state_data(2, 1, [2, 1]))  # 3 shut down: dropped
+    preferred.set_state(SESSION_A + 2, "t", 0, state_data(2, 1, [2, 1, 3]), fenced=False)  # back
     _dies(preferred, 2)
-    preferred.set_state(SESSION_A + 1, "t", 0, state_data(3, 2, [3, 2, 1]))
-    assert elections_drop_the_dead_leader([], preferred.records, None).validity == "valid"
+    preferred.set_state(SESSION_A + 1, "t", 0, state_data(3, 2, [2, 1, 3]))
+    assert elections_drop_the_old_leader([], preferred.records, None).validity == "valid"
 
     reassigned = _cluster_log([2, 3, 1])
     reassigned.write(
@@ -694,24 +695,55 @@ def test_elections_that_keep_the_isr_by_design_are_not_judged() -> None:
     )
     _dies(reassigned, 2)
     reassigned.set_state(SESSION_A + 1, "t", 0, state_data(3, 1, [2, 3, 1]))
-    assert elections_drop_the_dead_leader([], reassigned.records, None).validity == "valid"
+    assert elections_drop_the_old_leader([], reassigned.records, None).validity == "valid"
 
 
-def test_a_leader_that_is_registered_again_or_a_write_by_the_leader_itself_is_not_judged() -> None:
-    back = _cluster_log([2, 3, 1])
-    _dies(back, 2)
-    back.write(SESSION_B, create("/brokers/ids/2", b"{}", ephemeral=True))
-    back.set_state(SESSION_A + 1, "t", 0, state_data(3, 1, [2, 3, 1]))  # a bounced broker's election
-    assert elections_drop_the_dead_leader([], back.records, None).validity == "valid"
-
+def test_a_write_by_the_leader_itself_is_not_judged() -> None:
     plain = _cluster_log([2, 3, 1])
     _dies(plain, 2)
     plain.set_state(SESSION_A + 3, "t", 0, state_data(3, 0, [2, 3, 1]), fenced=False)
-    v = elections_drop_the_dead_leader([], plain.records, None)
+    v = elections_drop_the_old_leader([], plain.records, None)
     assert v.validity == "valid"
     assert v.message.startswith("0 election(s)")
 
 
+def test_a_move_from_a_live_leader_that_keeps_it_and_is_not_preferred_is_invalid() -> None:
+    """The controlled-shutdown-keeps-broker-in-isr mutant's write: leader 2 shuts down, 3 (not the
+    first replica) elected, ISR kept [2, 3, 1]; Kafka's controlled-shutdown election drops 2. A
+    bounced leader's election is an offline one and drops it too."""
+    for registered_again in (False, True):
+        log = _cluster_log([2, 3, 1])
+        if registered_again:
+            _dies(log, 2)
+            log.write(SESSION_B, create("/brokers/ids/2", b"{}", ephemeral=True))
+        wrong = log.set_state(SESSION_A + 1, "t", 0, state_data(3, 1, [2, 3, 1]))
+        v = elections_drop_the_old_leader([], log.records, None)
+        assert v.validity == "invalid"
+        assert "leader moved from 2 to 3 but the new ISR [2, 3, 1] keeps 2 (old ISR [2, 3, 1])" in v.message
+        assert zxids(v.evidence) == {hexz(wrong)}
+
+
+def test_a_controlled_shutdown_election_dropping_the_leader_is_valid() -> None:
+    log = _cluster_log([2, 3, 1])
+    log.set_state(SESSION_A + 1, "t", 0, state_data(3, 1, [3, 1]))
+    v = elections_drop_the_old_leader([], log.records, None)
+    assert v.validity == "valid", v.message
+    assert v.message.startswith("1 election(s) away from a leader checked")
+
+
+def test_a_preferred_election_from_a_live_leader_keeps_the_isr_and_is_valid() -> None:
+    log = _cluster_log([3, 2, 1])
+    log.set_state(SESSION_A + 1, "t", 0, state_data(2, 1, [3, 2, 1]))  # moved to 2 earlier
+    log.set_state(SESSION_A + 1, "t", 0, state_data(3, 2, [3, 2, 1]))
+    assert elections_drop_the_old_leader([], log.records, None).validity == "invalid"  # the first move
+    ok = _cluster_log([3, 2, 1])
+    ok.set_state(SESSION_A + 1, "t", 0, state_data(2, 1, [2, 1]))  # 3 shut down: dropped
+    ok.set_state(SESSION_A + 2, "t", 0, state_data(2, 1, [2, 1, 3]), fenced=False)  # caught up
+    ok.set_state(SESSION_A + 1, "t", 0, state_data(3, 2, [2, 1, 3]))  # preferred: back to 3
+    v = elections_drop_the_old_leader([], ok.records, None)
+    assert v.validity == "valid", v.message
+
+
 def test_elections_away_from_a_dead_leader_without_a_log_are_unknown() -> None:
-    v = elections_drop_the_dead_leader([], None, None)
+    v = elections_drop_the_old_leader([], None, None)
     assert v.validity == "unknown"

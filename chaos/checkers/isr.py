@@ -111,11 +111,13 @@ def dead_brokers_leave_the_isr(run: RunInputs) -> Finding:
             _state_written(e, isr, open_)
         elif isinstance(e, StateDeleted):
             isr.pop((e.topic, e.partition), None)
-            _drop(open_, lambda ob, e=e: (ob.topic, ob.partition) == (e.topic, e.partition))
+            gone_tp = (e.topic, e.partition)
+            _drop(open_, lambda ob: (ob.topic, ob.partition) == gone_tp)
         elif isinstance(e, TopicDeleted | DeletionRequested):
             for tp in [tp for tp in isr if tp[0] == e.topic]:
                 del isr[tp]
-            _drop(open_, lambda ob, e=e: ob.topic == e.topic)
+            gone_topic = e.topic
+            _drop(open_, lambda ob: ob.topic == gone_topic)
     found = Findings()
     for ob in open_.values():
         if not ob.confirmed:

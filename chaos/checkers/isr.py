@@ -28,7 +28,6 @@ broker registered again — otherwise it may have read the broker as alive, and 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from chaos.checkers.events import (
@@ -111,13 +110,11 @@ def dead_brokers_leave_the_isr(run: RunInputs) -> Finding:
             _state_written(e, isr, open_)
         elif isinstance(e, StateDeleted):
             isr.pop((e.topic, e.partition), None)
-            gone_tp = (e.topic, e.partition)
-            _drop(open_, lambda ob: (ob.topic, ob.partition) == gone_tp)
+            _drop(open_, e.topic, e.partition)
         elif isinstance(e, TopicDeleted | DeletionRequested):
             for tp in [tp for tp in isr if tp[0] == e.topic]:
                 del isr[tp]
-            gone_topic = e.topic
-            _drop(open_, lambda ob: ob.topic == gone_topic)
+            _drop(open_, e.topic)
     found = Findings()
     for ob in open_.values():
         if not ob.confirmed:
@@ -144,7 +141,7 @@ def _state_written(
     tp = (e.topic, e.partition)
     if e.state is None:
         isr.pop(tp, None)
-        _drop(open_, lambda ob: (ob.topic, ob.partition) == tp)
+        _drop(open_, e.topic, e.partition)
         return
     members = tuple(e.state.isr)
     replicas = tuple(e.replicas or ())
@@ -163,6 +160,7 @@ def _state_written(
             del open_[key]
 
 
-def _drop(open_: dict[tuple[int, str, int], _Obligation], which: Callable[[_Obligation], bool]) -> None:
-    for key in [k for k, ob in open_.items() if which(ob)]:
+def _drop(open_: dict[tuple[int, str, int], _Obligation], topic: str, partition: int | None = None) -> None:
+    """Forget the obligations on ``topic`` (one partition of it when given)."""
+    for key in [k for k, ob in open_.items() if ob.topic == topic and partition in (None, ob.partition)]:
         del open_[key]

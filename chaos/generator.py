@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.scenarios import ENSEMBLE_ONLY, LINK_FAULTS, PROCESS_FAULTS, SCENARIOS, Scenario
+from chaos.scenarios import ENSEMBLE_ONLY, LINK_FAULTS, PROCESS_FAULTS, Scenario, scenario_named
 
 __all__ = [
     "TOPIC_CONFIGS",
@@ -303,7 +303,8 @@ def _fault(rng: random.Random, sc: Scenario, ids: Sequence[int], fid: int, zk_se
 
 def _nemesis_steps(rng: random.Random, sc: Scenario, ids: Sequence[int], zk_servers: int) -> list[Step]:
     steps: list[Step] = []
-    t, fid = rng.uniform(0.3, 0.8), 0
+    gap = sc.fault_gap_scale  # 1.0 but in a dense variant (chaos.scenarios.dense)
+    t, fid = rng.uniform(0.3, 0.8) * gap, 0
     for _ in range(sc.fault_rounds):
         if t >= sc.duration_s:
             break
@@ -314,19 +315,19 @@ def _nemesis_steps(rng: random.Random, sc: Scenario, ids: Sequence[int], zk_serv
             fid += 1
             steps.append(Step(round(start, 3), "nemesis", "start_fault", value))
             active.append((start + rng.uniform(*sc.hold_s), value))
-            start += rng.uniform(0.1, 0.5)
+            start += rng.uniform(0.1, 0.5) * gap
         end = max(start, *(until for until, _ in active))
         for until, value in sorted(active, key=lambda a: a[0], reverse=True):
             stop = {"id": value["id"], "fault": value["fault"]}
             steps.append(Step(round(max(until, start), 3), "nemesis", "stop_fault", stop))
-        t = end + rng.uniform(0.4, 1.2)
+        t = end + rng.uniform(0.4, 1.2) * gap
     steps.sort(key=lambda s: s.at_s)  # stable: equal times keep draw order
     return steps
 
 
 def generate(scenario: Scenario | str, seed: int) -> Schedule:
     """The whole schedule of ``scenario`` for ``seed`` (same arguments → equal schedules)."""
-    sc = SCENARIOS[scenario] if isinstance(scenario, str) else scenario
+    sc = scenario_named(scenario) if isinstance(scenario, str) else scenario
     rng = random.Random(seed)
     ids = tuple(range(1, sc.brokers + 1))
     zk_servers = 3 if sc.zookeeper == "ensemble" else 1

@@ -36,7 +36,7 @@ the majority).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "DEFAULT_MIX",
     "FAULTS",
     "LINK_FAULTS",
+    "MAX_DENSITY",
     "PROCESS_FAULTS",
     "SCENARIOS",
     "SCOPES",
@@ -51,8 +52,10 @@ __all__ = [
     "ZK_FAULTS",
     "NameError_",
     "Scenario",
+    "dense",
     "resolve_faults",
     "resolve_scenarios",
+    "scenario_named",
 ]
 
 LINK_FAULTS = ("latency", "blackhole", "down", "reset_peer", "bandwidth", "slicer")
@@ -106,6 +109,8 @@ class Scenario:
     brokers: int = 3
     zookeeper: ZooKeeperMode = "shared"
     in_default_mix: bool = True
+    #: scales the gaps the generator draws before, between and after a round's faults (see dense)
+    fault_gap_scale: float = 1.0
 
 
 _ADMIN_OPS = tuple(op for op in WORKLOAD_OPS if op != "broker_bounce")
@@ -222,3 +227,39 @@ def resolve_faults(raw: str, scenarios: Sequence[Scenario]) -> tuple[Scenario, .
             f"no selected scenario injects {', '.join(names)}; scenarios that do: {', '.join(offering)}"
         )
     return tuple(out)
+
+
+#: The densest schedule asked for: 1000× the scenario's faults in its duration (holds and gaps of a
+#: few simulated milliseconds); beyond that a fault would outlast nothing.
+MAX_DENSITY = 1000
+
+
+def dense(scenario: Scenario, density: int) -> Scenario:
+    """``scenario`` with ``density`` times as many fault rounds in the same duration: holds and
+    the gaps around each round ``density`` times shorter; named ``<name>*<density>`` (a replay
+    seed names it so). Density 1 is the scenario itself."""
+    if not 1 <= density <= MAX_DENSITY:
+        raise NameError_(f"density {density} is out of range: give a whole number from 1 to {MAX_DENSITY}")
+    if density == 1:
+        return scenario
+    lo, hi = scenario.hold_s
+    return replace(
+        scenario,
+        name=f"{scenario.name}*{density}",
+        fault_rounds=scenario.fault_rounds * density,
+        hold_s=(lo / density, hi / density),
+        fault_gap_scale=scenario.fault_gap_scale / density,
+    )
+
+
+def scenario_named(name: str) -> Scenario:
+    """The scenario ``name`` names: one of :data:`SCENARIOS`, or ``<scenario>*<density>``
+    (:func:`dense`); :class:`NameError_` says what is wrong with any other name."""
+    base, star, times = name.partition("*")
+    if base not in SCENARIOS:
+        raise NameError_(f"unknown scenario {base!r}; valid scenarios: {', '.join(SCENARIOS)}")
+    if not star:
+        return SCENARIOS[base]
+    if not times.isdigit():
+        raise NameError_(f"{name!r}: the density after '*' must be a whole number from 1 to {MAX_DENSITY}")
+    return dense(SCENARIOS[base], int(times))

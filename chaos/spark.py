@@ -253,6 +253,8 @@ def _shard_argv(args: argparse.Namespace, campaign_id: str, shard: Shard) -> lis
         argv += ["--scenario", args.scenario]
     if args.faults:
         argv += ["--faults", args.faults]
+    if _simulated(args) and getattr(args, "density", 1) != 1:
+        argv += ["--density", str(args.density)]
     if args.keep_all:
         argv.append("--keep-all")
     return argv

@@ -93,7 +93,7 @@ def _mutant_tree(patch: Path, scratch: Path) -> Path | None:
     return tree if applied.returncode == 0 else None
 
 
-def first_catch(patch: Path, limit: int, scratch: Path) -> dict[str, Any]:
+def first_catch(patch: Path, limit: int, scratch: Path, density: int = 1) -> dict[str, Any]:
     tree = _mutant_tree(patch, scratch)
     if tree is None:
         return {"mutant": patch.stem, "caught_at": None, "seconds": None, "note": "patch does not apply"}
@@ -101,10 +101,11 @@ def first_catch(patch: Path, limit: int, scratch: Path) -> dict[str, Any]:
     started = time.monotonic()
     code = (
         "import logging,sys,json\nlogging.disable(logging.CRITICAL)\n"
-        "from chaos.generator import generate\nfrom chaos.scenarios import DEFAULT_MIX\n"
+        "from chaos.generator import generate\nfrom chaos.scenarios import DEFAULT_MIX, SCENARIOS, dense\n"
         "from chaos.sim.run import simulate\n"
         f"for i in range(1, {limit} + 1):\n"
-        "    r = simulate(generate(DEFAULT_MIX[i % len(DEFAULT_MIX)], i), None)\n"
+        "    name = DEFAULT_MIX[i % len(DEFAULT_MIX)]\n"
+        f"    r = simulate(generate(dense(SCENARIOS[name], {density}), i), None)\n"
         "    if r.verdict == 'invalid':\n"
         "        print(json.dumps({'at': i, 'why': r.reason})); sys.exit(0)\n"
         "print(json.dumps({'at': None}))\n"
@@ -135,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mutants", default="", help="comma list of mutant names (default: every one)")
     p.add_argument("--per-mutant", type=int, default=60, help="simulated schedules per mutant at most")
     p.add_argument(
+        "--density", type=int, default=1, help="mutant schedules D times as dense (chaos sim --density)"
+    )
+    p.add_argument(
         "--real-table", type=Path, default=None, help="JSON: mutant -> {runs, seconds} of real chaos"
     )
     p.add_argument("--skip", default="", help="comma list of parts to skip: throughput,memory,mutants")
@@ -164,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---|---|")
         with tempfile.TemporaryDirectory(prefix="chaos-sim-bench-") as scratch:
             for patch in patches:
-                row = first_catch(patch, args.per_mutant, Path(scratch))
+                row = first_catch(patch, args.per_mutant, Path(scratch), args.density)
                 measured = real.get(patch.stem)
                 real_cell = f"{measured['runs']} ({measured['seconds']})" if measured else "not measured"
                 sim_cell = (

@@ -37,7 +37,16 @@ from typing import Any
 from chaos.checkers.verdict import excused_counts
 from chaos.generator import Schedule, generate
 from chaos.runner import OUTCOME, PROFILE
-from chaos.scenarios import SCENARIOS, NameError_, Scenario, resolve_faults, resolve_scenarios
+from chaos.scenarios import (
+    MAX_DENSITY,
+    SCENARIOS,
+    NameError_,
+    Scenario,
+    dense,
+    resolve_faults,
+    resolve_scenarios,
+    scenario_named,
+)
 from chaos.shard import SIM_RUNS_PER_SHARD, WHOLE, Shard, ShardError, campaign_id_for, parse_shard
 from chaos.sim.run import SimResult, simulate
 from chaos.sim.shrink import shrink
@@ -94,6 +103,14 @@ def parser() -> argparse.ArgumentParser:
         help="comma list of scenarios (default: the default mix; zk-ensemble cannot be simulated)",
     )
     p.add_argument("--faults", default="", help="restrict the scenarios to these fault kinds")
+    p.add_argument(
+        "--density",
+        type=_density,
+        default=1,
+        metavar="D",
+        help=f"D times as many faults in each schedule's duration, holds and gaps D times shorter "
+        f"(1 to {MAX_DENSITY}; the scenario is then named <scenario>*D, also in replay seeds)",
+    )
     p.add_argument("-n", "--parallel", type=_count, default=1, help="worker processes (at most the cores)")
     p.add_argument("--out", type=Path, default=Path("sim-results"), help="where failing runs are written")
     p.add_argument(
@@ -140,9 +157,19 @@ class BadInput(ValueError):
     """What the user asked cannot be run; the message says why and what to do."""
 
 
-def simulable_scenarios(raw: str, faults: str) -> tuple[Scenario, ...]:
+def _density(text: str) -> int:
     try:
-        chosen = resolve_faults(faults, resolve_scenarios(raw))
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_DENSITY:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number from 1 to {MAX_DENSITY}")
+    return value
+
+
+def simulable_scenarios(raw: str, faults: str, density: int = 1) -> tuple[Scenario, ...]:
+    try:
+        chosen = tuple(dense(s, density) for s in resolve_faults(faults, resolve_scenarios(raw)))
     except NameError_ as exc:
         raise BadInput(str(exc)) from None
     ensemble = [s.name for s in chosen if s.zookeeper == "ensemble"]
@@ -172,9 +199,10 @@ def parse_replay(text: str) -> Schedule:
                 f"{text!r} is not a replay seed; expected <scenario>:<seed>@<kit version>, as a failing run "
                 "prints"
             )
-        if scenario not in SCENARIOS:
-            raise BadInput(f"unknown scenario {scenario!r}; valid scenarios: {', '.join(SCENARIOS)}")
-        schedule = generate(scenario, int(seed_text))
+        try:
+            schedule = generate(scenario_named(scenario), int(seed_text))
+        except NameError_ as exc:
+            raise BadInput(str(exc)) from None
     if version != SIM_VERSION:
         raise BadInput(
             f"seed recorded by kit version {version}, this is {SIM_VERSION}: the same seed would be "
@@ -236,11 +264,16 @@ def _report(done: dict[str, Any], args: argparse.Namespace) -> None:
     if done["verdict"] == "valid":
         return
     print(f"  reason: {(done['reason'] or '').splitlines()[0][:400]}", file=sys.stderr)
-    print(f"  replay: python -m chaos sim --replay {done['token']}", file=sys.stderr)
+    played = Schedule.from_json(done["schedule"])
+    if played == generate(played.scenario, played.seed):
+        print(f"  replay: python -m chaos sim --replay {done['token']}", file=sys.stderr)
+    else:  # --faults narrowed the scenario: the seed alone would draw it unnarrowed
+        sim_json = Path(done["run_dir"] or args.out) / "sim.json"
+        print(f"  replay: python -m chaos sim --replay {sim_json}", file=sys.stderr)
     if done["verdict"] != "invalid" or args.no_shrink:
         return
     schedule = Schedule.from_json(done["schedule"])
-    duration = SCENARIOS[schedule.scenario].duration_s
+    duration = scenario_named(schedule.scenario).duration_s
     out = Path(done["run_dir"] or args.out) / "shrunk"
     first = simulate(schedule, None, duration)
     shrunk = shrink(schedule, first, lambda s: simulate(s, None, duration), args.shrink_budget_s)
@@ -258,7 +291,7 @@ def _campaign(args: argparse.Namespace, schedules: list[Schedule]) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     keep = str(args.out) if args.keep_all else None
     campaign_id = _campaign_id(args)
-    jobs = [(s, SCENARIOS[s.scenario].duration_s, keep, campaign_id) for s in schedules]
+    jobs = [(s, scenario_named(s.scenario).duration_s, keep, campaign_id) for s in schedules]
     records_path = args.out / f"sim-runs-{campaign_id}.jsonl"
     counts: Counter[str] = Counter()
     started = time.monotonic()
@@ -271,7 +304,7 @@ def _campaign(args: argparse.Namespace, schedules: list[Schedule]) -> int:
                 records.write(done["record"] + "\n")
             if done["verdict"] != "valid" and not args.keep_all:
                 again_schedule = Schedule.from_json(done["schedule"])
-                again = simulate(again_schedule, args.out, SCENARIOS[again_schedule.scenario].duration_s)
+                again = simulate(again_schedule, args.out, scenario_named(again_schedule.scenario).duration_s)
                 done["run_dir"] = str(again.run_dir)
             _report(done, args)
     elapsed = time.monotonic() - started
@@ -324,7 +357,7 @@ def _campaign_id(args: argparse.Namespace) -> str:
         return str(args.campaign_id)
     if args.shard is None:
         return new_run_id()
-    names = [s.name for s in simulable_scenarios(args.scenario, args.faults)]
+    names = [s.name for s in simulable_scenarios(args.scenario, args.faults, args.density)]
     return campaign_id_for(args.seed, args.runs, names, args.faults, "sim")
 
 
@@ -339,7 +372,7 @@ def _schedules(args: argparse.Namespace) -> list[Schedule]:
     if args.seed + args.runs > 2**63:
         last = args.seed + args.runs - 1
         raise BadInput(f"seeds {args.seed} .. {last} go past 2**63-1; lower --seed or --runs")
-    chosen = simulable_scenarios(args.scenario, args.faults)
+    chosen = simulable_scenarios(args.scenario, args.faults, args.density)
     return [generate(chosen[i % len(chosen)], args.seed + i) for i in shard.indexes(args.runs)]
 
 

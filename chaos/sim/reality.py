@@ -45,7 +45,7 @@ from chaos.run.outdir import out_problem
 from chaos.run.pool import CampaignResult, run_campaign
 from chaos.run.reap import reap
 from chaos.runner import RunPlan
-from chaos.scenarios import SCENARIOS
+from chaos.scenarios import scenario_named
 from chaos.sim.agreement import NOTHING_COMPARED, Pair, Side, compare, exit_status
 from chaos.sim.cli import BadInput, _count, _Parser, _seed, simulable_scenarios
 from chaos.sim.reality_report import print_pair, print_summary, to_json
@@ -121,7 +121,7 @@ def _simulate_one(job: tuple[Schedule, str]) -> tuple[str | None, str | None]:
     schedule, out = job
     logging.disable(logging.CRITICAL)
     try:
-        result = simulate(schedule, Path(out), SCENARIOS[schedule.scenario].duration_s)
+        result = simulate(schedule, Path(out), scenario_named(schedule.scenario).duration_s)
     except Exception as exc:  # one schedule's simulator failure is that side's unknown, not the batch's
         return None, f"simulator error: {type(exc).__name__}: {exc}".splitlines()[0]
     return str(result.run_dir), None

@@ -7,6 +7,7 @@ Each test runs ``python -m chaos sim`` as a user would, in a child process.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -78,6 +79,55 @@ def test_two_runs_of_one_seed_write_byte_identical_files(tmp_path: Path) -> None
     assert a == b
 
 
+def test_a_dense_campaign_has_many_more_faults_in_the_same_time_and_replays_byte_identical(
+    tmp_path: Path,
+) -> None:
+    plain = _chaos(
+        "sim",
+        "--runs",
+        "2",
+        "--seed",
+        "3",
+        "--scenario",
+        "process",
+        "--keep-all",
+        "--out",
+        str(tmp_path / "p"),
+    )
+    dense = _chaos(
+        "sim",
+        "--runs",
+        "2",
+        "--seed",
+        "3",
+        "--scenario",
+        "process",
+        "--density",
+        "25",
+        "--keep-all",
+        "--out",
+        str(tmp_path / "d"),
+    )
+    assert (plain.returncode, dense.returncode) == (0, 0), plain.stderr + dense.stderr
+    assert f"valid    process*25:3@{sim_version()}  (" in dense.stderr
+    assert f"valid    process:3@{sim_version()}  (" in plain.stderr
+
+    def fault_times(run: Path) -> list[float]:
+        steps = json.loads((run / "sim.json").read_text())["schedule"]["steps"]
+        return [s["at_s"] for s in steps if s["f"] == "start_fault"]
+
+    sparse, packed = fault_times(tmp_path / "p" / "process-s3"), fault_times(tmp_path / "d" / "process*25-s3")
+    assert 1 <= len(sparse) <= 2  # the scenario's two rounds of one fault
+    assert len(packed) >= 40  # 50 rounds asked for; the last may not fit in the duration
+    assert max(packed) < 5.0  # the scenario's duration: the same time, 25 times the faults
+    assert max(b - a for a, b in itertools.pairwise(packed)) < 0.2  # plain: holds of 1-2.5 s
+    again = _chaos("sim", "--replay", f"process*25:3@{sim_version()}", "--out", str(tmp_path / "r"))
+    assert again.returncode == 0, again.stderr
+    assert _files(tmp_path / "r") == {
+        k: v for k, v in _files(tmp_path / "d").items() if k.startswith("process*25-s3/")
+    }
+
+
 def test_a_simulated_run_is_judged_again_unchanged_by_chaos_check(tmp_path: Path) -> None:
     ran = _chaos(
         "sim", "--runs", "2", "--seed", "40", "--scenario", "process", "--keep-all", "--out", str(tmp_path)
@@ -101,6 +151,12 @@ def test_a_simulated_run_is_judged_again_unchanged_by_chaos_check(tmp_path: Path
         (("--seed", str(2**63 - 2), "--runs", "5"), "go past 2**63-1"),
         (("--runs", "0"), "must be at least 1"),
         (("--faults", "meteor"), "unknown fault 'meteor'"),
+        (("--density", "0"), "give a whole number from 1 to 1000"),
+        (("--density", "lots"), "give a whole number from 1 to 1000"),
+        (("--density", "1001"), "give a whole number from 1 to 1000"),
+        (("--replay", f"composed*0:7@{sim_version()}"), "density 0 is out of range"),
+        (("--replay", f"composed*x:7@{sim_version()}"), "the density after '*' must be a whole number"),
+        (("--replay", f"meteor*5:7@{sim_version()}"), "unknown scenario 'meteor'"),
     ],
 )
 def test_bad_input_is_a_clear_error_with_exit_2(args: tuple[str, ...], message: str, tmp_path: Path) -> None:

@@ -82,32 +82,9 @@ def test_two_runs_of_one_seed_write_byte_identical_files(tmp_path: Path) -> None
 def test_a_dense_campaign_has_many_more_faults_in_the_same_time_and_replays_byte_identical(
     tmp_path: Path,
 ) -> None:
-    plain = _chaos(
-        "sim",
-        "--runs",
-        "2",
-        "--seed",
-        "3",
-        "--scenario",
-        "process",
-        "--keep-all",
-        "--out",
-        str(tmp_path / "p"),
-    )
-    dense = _chaos(
-        "sim",
-        "--runs",
-        "2",
-        "--seed",
-        "3",
-        "--scenario",
-        "process",
-        "--density",
-        "25",
-        "--keep-all",
-        "--out",
-        str(tmp_path / "d"),
-    )
+    two_of_process = ("sim", "--runs", "2", "--seed", "3", "--scenario", "process", "--keep-all")
+    plain = _chaos(*two_of_process, "--out", str(tmp_path / "p"))
+    dense = _chaos(*two_of_process, "--density", "25", "--out", str(tmp_path / "d"))
     assert (plain.returncode, dense.returncode) == (0, 0), plain.stderr + dense.stderr
     assert f"valid    process*25:3@{sim_version()}  (" in dense.stderr
     assert f"valid    process:3@{sim_version()}  (" in plain.stderr

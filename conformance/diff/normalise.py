@@ -42,6 +42,7 @@ NORMALISER_VERSION = 1
 STATE_PATH = re.compile(r"^/brokers/topics/([^/]+)/partitions/(\d+)/state$")
 ISR_CHANGE = re.compile(r"^/isr_change_notification/isr_change_\d+$")
 BROKER_PATH = re.compile(r"^/brokers/ids/(\d+)$")
+TOPIC_PATH = re.compile(r"^/brokers/topics/[^/]+$")
 _ENDPOINT_PORT = re.compile(r":\d+$")
 MASK = "<masked>"
 
@@ -161,6 +162,58 @@ def _reassignments_left(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _completed_partition(before: dict[str, Any], after: dict[str, Any]) -> str | None:
+    """The partition whose reassignment ``after`` completes, if that is all it changes.
+
+    A completion (``KafkaController.updateReplicaAssignmentForPartition`` in phase B) rewrites the
+    topic znode with one partition's target replicas and its adding/removing entries gone; every
+    other partition, and every other field, is as before."""
+    if before.get("op") not in ("create", "setData") or after.get("op") != "setData":
+        return None
+    if before["by"] != after["by"] or before["by"] == "harness" or before["form"] != after["form"]:
+        return None
+    b, a = before.get("data"), after.get("data")
+    if not isinstance(b, dict) or not isinstance(a, dict) or set(b) != set(a):
+        return None
+    maps = ("partitions", "adding_replicas", "removing_replicas")
+    if any(b.get(k) != a.get(k) for k in b if k not in maps):
+        return None
+    if not all(isinstance(b.get(k, {}), dict) and isinstance(a.get(k, {}), dict) for k in maps):
+        return None
+    parts_b, parts_a = b.get("partitions", {}), a.get("partitions", {})
+    adding_b, adding_a = b.get("adding_replicas", {}), a.get("adding_replicas", {})
+    removing_b, removing_a = b.get("removing_replicas", {}), a.get("removing_replicas", {})
+    if set(parts_b) != set(parts_a):
+        return None
+    changed = {k for k in parts_b if parts_b[k] != parts_a[k]}
+    changed |= {k for k in set(adding_b) | set(adding_a) if adding_b.get(k) != adding_a.get(k)}
+    changed |= {k for k in set(removing_b) | set(removing_a) if removing_b.get(k) != removing_a.get(k)}
+    if len(changed) != 1:
+        return None
+    (p,) = changed
+    was_moving = p in adding_b or p in removing_b
+    return p if was_moving and p not in adding_a and p not in removing_a else None
+
+
+def _completions_unordered(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A topic znode's history with each run of consecutive reassignment completions compared as
+    one entry: the partitions completed (a set) and the znode the last one leaves (RULES
+    "reassignment completion order"). Every other write is compared as it is."""
+    out: list[dict[str, Any]] = []
+    prev: dict[str, Any] | None = None
+    for entry in history:
+        p = _completed_partition(prev, entry) if prev is not None else None
+        if p is None:
+            out.append(entry)
+        elif "completions" in out[-1]:  # prev was a completion too: the run goes on
+            done = [*out[-1]["completions"], p]
+            out[-1] = {**entry, "completions": sorted(done, key=lambda k: (len(k), k))}
+        else:
+            out.append({**entry, "completions": [p]})
+        prev = entry
+    return out
+
+
 def _notified(data: bytes | None) -> list[str]:
     value = _json(data)
     parts = value.get("partitions", []) if isinstance(value, dict) else []
@@ -208,6 +261,8 @@ def zk_view(records: Sequence[TxnRecord], actors: Actors) -> dict[str, Any]:
             writes[path] = _collapse_joins(writes[path])
         elif path == REASSIGN_PATH:
             writes[path] = _reassignments_left(writes[path])
+        elif TOPIC_PATH.match(path):
+            writes[path] = _completions_unordered(writes[path])
     return {
         "writes": {p: writes[p] for p in sorted(writes)},
         "isr_notified": {a: sorted(v) for a, v in sorted(notified.items())},

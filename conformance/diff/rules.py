@@ -191,11 +191,15 @@ RULES: tuple[Rule, ...] = (
         "the controller's rewrites of /admin/reassign_partitions, each dropping the partitions"
         " whose reassignment completed, are compared by the number of entries each leaves (their"
         " op, form and version are compared, and the entries left at the end of the step in the"
-        " tree)",
+        " tree); in a topic znode's history, a run of consecutive controller rewrites that each"
+        " complete one partition's reassignment (its target replicas set, its adding and removing"
+        " entries gone, nothing else changed) is compared as one write: the set of partitions"
+        " completed and the znode and version the last one leaves",
         "partitions reassigned together complete when their new replicas have caught up, in the"
-        " order their fetches do, and each completion rewrites the znode without its partition",
-        "KafkaController.scala@2.5.1 L918-928 removePartitionFromReassigningPartitions;"
-        " Partition.scala@2.5.1 L679 maybeExpandIsr",
+        " order their fetches do, and each completion rewrites both znodes without its partition",
+        "KafkaController.scala@2.5.1 L918-928 removePartitionFromReassigningPartitions,"
+        " L850-858 updateReplicaAssignmentForPartition, L1630-1640"
+        " processPartitionReassignmentIsrChange; Partition.scala@2.5.1 L679 maybeExpandIsr",
     ),
     Rule(
         "write order across znodes",

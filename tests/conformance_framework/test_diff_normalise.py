@@ -144,6 +144,74 @@ def test_reassignments_completing_in_either_order_leave_the_same_writes() -> Non
     assert [w["op"] for w in one] == ["create", "setData", "delete"]
 
 
+Assignment = dict[str, list[int]]
+
+
+def _topic_data(parts: Assignment, adding: Assignment, removing: Assignment) -> bytes:
+    return json.dumps(
+        {"version": 2, "partitions": parts, "adding_replicas": adding, "removing_replicas": removing}
+    ).encode()
+
+
+def _s1_850_topic_writes(first_done: str) -> list[TxnRecord]:
+    """s1-850 of seed 1 as the topic znode saw it: t0-1 [3, 2] → [3, 2, 4] and t0-0 [3, 4] → [3, 2]
+    start (one write each, in one event), then complete in the order their new replicas caught up."""
+    path = "/brokers/topics/t0"
+    started_1 = _topic_data({"0": [3, 4], "1": [3, 2, 4]}, {"1": [4]}, {})
+    started_both = _topic_data({"0": [3, 2, 4], "1": [3, 2, 4]}, {"0": [2], "1": [4]}, {"0": [4]})
+    done_0 = _topic_data({"0": [3, 2], "1": [3, 2, 4]}, {"1": [4]}, {})
+    done_1 = _topic_data({"0": [3, 2, 4], "1": [3, 2, 4]}, {"0": [2]}, {"0": [4]})
+    done_both = _topic_data({"0": [3, 2], "1": [3, 2, 4]}, {}, {})
+    middle = done_0 if first_done == "0" else done_1
+    return [
+        _plain(1, 99, TxnOp("create", path, _topic_data({"0": [3, 4], "1": [3, 2]}, {}, {}))),
+        _fenced(2, 10, TxnOp("setData", path, started_1, version=0)),
+        _fenced(3, 10, TxnOp("setData", path, started_both, version=1)),
+        _fenced(4, 10, TxnOp("setData", path, middle, version=2)),
+        _fenced(5, 10, TxnOp("setData", path, done_both, version=3)),
+    ]
+
+
+def test_a_topics_reassignments_completing_in_either_order_leave_the_same_writes() -> None:
+    actors = {10: "node-2", 99: "harness"}
+    one = zk_view(_s1_850_topic_writes("0"), actors)["writes"]["/brokers/topics/t0"]
+    other = zk_view(_s1_850_topic_writes("1"), actors)["writes"]["/brokers/topics/t0"]
+    assert one == other
+    # the two starts are compared as written; the two completions as one write
+    assert [w["op"] for w in one] == ["create", "setData", "setData", "setData"]
+    assert one[1]["data"]["adding_replicas"] == {"1": [4]}
+    assert one[3]["completions"] == ["0", "1"]
+    assert one[3]["version"] == 3
+    assert one[3]["data"]["partitions"] == {"0": [3, 2], "1": [3, 2, 4]}
+    assert one[3]["data"]["adding_replicas"] == {}
+    assert one[3]["data"]["removing_replicas"] == {}
+
+
+def test_a_completion_that_changes_anything_else_is_still_compared_write_by_write() -> None:
+    actors = {10: "node-2", 99: "harness"}
+    path = "/brokers/topics/t0"
+    records = _s1_850_topic_writes("0")
+    # a target whose first completion also drops t0-1's adding entry (two partitions in one write)
+    wrong = _topic_data({"0": [3, 2], "1": [3, 2, 4]}, {}, {})
+    records[3] = _fenced(4, 10, TxnOp("setData", path, wrong, version=2))
+    bad = zk_view(records, actors)["writes"][path]
+    good = zk_view(_s1_850_topic_writes("0"), actors)["writes"][path]
+    assert bad != good
+    assert len(bad) == len(good) + 1, "the two-partition write is not merged into a completion run"
+    # the same end state reached through a completion that also moves a third field diverges too
+    odd = json.loads(_topic_data({"0": [3, 2], "1": [3, 2, 4]}, {"1": [4]}, {}))
+    odd["version"] = 1
+    records = _s1_850_topic_writes("0")
+    records[3] = _fenced(4, 10, TxnOp("setData", path, json.dumps(odd).encode(), version=2))
+    assert zk_view(records, actors)["writes"][path] != good
+    # the harness's own writes are never merged
+    harness = _s1_850_topic_writes("0")
+    harness[3] = _plain(4, 99, harness[3].txn.ops[1])
+    harness[4] = _plain(5, 99, harness[4].txn.ops[1])
+    hv = zk_view(harness, actors)["writes"][path]
+    assert all("completions" not in w for w in hv if w["by"] == "harness")
+
+
 def test_the_rack_unaware_rule_accepts_kafka_placements_only() -> None:
     assert placement_problem({0: [2, 3], 1: [3, 1], 2: [1, 2]}, [1, 2, 3], 2) is None
     assert placement_problem({0: [3, 1, 2], 1: [1, 2, 3], 2: [2, 3, 1], 3: [3, 2, 1]}, [1, 2, 3], 3) is None

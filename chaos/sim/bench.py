@@ -67,8 +67,11 @@ def memory(first: int, last: int) -> dict[str, float]:
     for seed in range(1, first + 1):
         _play(seed)
     after_first = _rss_mib()
+    step = max(1, (last - first) // 10)
     for seed in range(first + 1, last + 1):
         _play(seed)
+        if (seed - first) % step == 0 and seed < last:
+            print(f"memory: {seed} schedules, RSS {_rss_mib():.1f} MiB", file=sys.stderr, flush=True)
     after_last = _rss_mib()
     return {
         "after_first": round(after_first, 1),

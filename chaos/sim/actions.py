@@ -8,7 +8,8 @@ the history (``ok`` / ``fail`` / ``info`` with the resolved targets):
   ``delete_topic`` on an admin ZooKeeper session (the real client's own session, not proxied);
   ``create_topic_admin`` as the active controller's broker writes it (CreateTopics goes to the
   controller; it answers NOT_CONTROLLER when there is none or its CLIENT link is cut);
-  ``broker_bounce`` = controlled shutdown, exit, start once unregistered;
+  ``broker_bounce`` = controlled shutdown, exit, start once unregistered; the admin-API ops of
+  the ``api-<n>`` processes in :mod:`chaos.sim.api_ops`;
 - faults: link faults on the links the scope names (cut: blackhole, down, reset_peer; slowed:
   latency, bandwidth, slicer), ``kill`` / ``pause`` / ``terminate`` / ``restart``,
   ``zk_session_expire`` (the node's ZooKeeper link cut until the server expired its session).
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from chaos.generator import CONTROLLER
+from chaos.sim.api_ops import ApiOps
 from chaos.sim.node import SimNode
 from chaos.sim.world import World
 from reference_controller import zkdata
@@ -49,7 +51,7 @@ def _encode(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
-class Actions:
+class Actions(ApiOps):
     """Workload ops and faults over one world (module docstring)."""
 
     def __init__(self, world: World) -> None:

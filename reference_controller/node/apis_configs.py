@@ -301,10 +301,11 @@ class IncrementalAlterConfigs(_ConfigsApi):
         validate_only = bool(request.validate_only)
         results = {}
         for resource, changes in entries.items():
-            results[resource] = await asyncio.to_thread(self._alter, resource, changes, validate_only)
+            results[resource] = await asyncio.to_thread(self.alter_resource, resource, changes, validate_only)
         return self._response(ctx, results)
 
-    def _alter(self, resource: Resource, changes: list[Change], validate_only: bool) -> ApiError:
+    def alter_resource(self, resource: Resource, changes: list[Change], validate_only: bool) -> ApiError:
+        """One resource's changes (blocking: ZooKeeper reads and writes), as AdminManager applies them."""
         kind, name = resource
 
         def action() -> None:

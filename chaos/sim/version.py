@@ -9,8 +9,9 @@ from chaos.run.manifest import kit_version
 __all__ = ["SIM_FORMAT", "replay_command", "sim_version", "token"]
 
 # bumped whenever the simulator's behaviour for a seed changes (2: request journals on the log's
-# clock; 3: nodes start at seeded offsets, a killed node's heal ends when it is started again)
-SIM_FORMAT = 3
+# clock; 3: nodes start at seeded offsets, a killed node's heal ends when it is started again;
+# 4: the admin-API ops are played, no longer recorded as info)
+SIM_FORMAT = 4
 
 
 def sim_version() -> str:

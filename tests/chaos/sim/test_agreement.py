@@ -96,8 +96,9 @@ def test_notes_say_what_of_a_schedule_the_simulator_plays_differently() -> None:
     )  # fmt: skip
     notes = model_notes(Schedule("links", 9, (1, 2, 3), (CREATE, ELECT, *faults)))
     assert notes == (
-        "1 admin-API op(s) not played: the simulator has no admin-API client (they are recorded as info, "
-        "may-have-happened)",
+        "1 admin-API op(s) played without the wire protocol: each is the controller event the node's "
+        "handler puts (IncrementalAlterConfigs on a broker the seed draws, not the client's least loaded "
+        "one), the client's time-out in virtual time",
         "latency at 0.5 s: 200 ms (jitter ±20 ms drawn once per fault) added to every message each way "
         "(ZooKeeper calls are not slowed, only watch notifications)",
         "bandwidth at 1.5 s: 8 KB/s modelled as 125 ms per message whatever its size",
@@ -129,8 +130,11 @@ def test_drift_is_how_much_later_a_real_step_started_than_its_simulated_self() -
     found = drift(SCHEDULE, real, sim)
     assert found is not None
     assert (found.max_lag_s, found.at, found.steps) == (0.8, "client-0 delete_topic at 1 s", 3)
-    # the admin-API op's outcome differs too, but the simulator never plays it: not listed
-    assert found.outcomes == ("client-0 delete_topic at 1 s: real fail, sim ok",)
+    # the admin-API op's outcome differs too: listed as any other step's
+    assert found.outcomes == (
+        "api-0 elect_leaders at 0.6 s: real ok, sim info",
+        "client-0 delete_topic at 1 s: real fail, sim ok",
+    )
     pair = compare(0, SCHEDULE, SCHEDULE, Side("valid", ops=real), Side("valid", ops=sim))
     assert pair.drift == found
 

@@ -26,6 +26,8 @@ from chaos.checkers.quirks.recognition import Recognition
 from chaos.checkers.timeline import (
     BrokerDeregistered,
     BrokerRegistered,
+    DeletionRequested,
+    DeletionRequestRemoved,
     Election,
     ReassignmentZnode,
     StateDeleted,
@@ -42,6 +44,8 @@ __all__ = [
     "given_up_reassignments",
     "leaderless",
     "leaderless_after_reassignment",
+    "lost_deletion_resumptions",
+    "lost_resumption",
     "orphaned",
     "poisoned",
     "stranded",
@@ -110,38 +114,135 @@ def stranded_blocks_deletion(run: RunInputs) -> Recognition:
 # ---- a reassignment given up after it was written into the topic znode ------------------------
 
 
+def _target(topic: TopicZNode | None, partition: int) -> frozenset[int]:
+    """Kafka's ``targetReplicas``: the partition's replicas without the ones being removed."""
+    if topic is None:
+        return frozenset()
+    removing = set(topic.removing_replicas.get(partition, ()))
+    return frozenset(r for r in topic.partitions.get(partition, ()) if r not in removing)
+
+
+def _fenced(e: TopicWritten) -> bool:
+    """Written by a controller: a multi checking ``/controller_epoch``."""
+    record = e.record
+    return record.op == "multi" and any(o.op == "check" and o.path == "/controller_epoch" for o in record.ops)
+
+
+class _GivenUpWalk:
+    """The walk behind :func:`given_up_reassignments` and :func:`lost_deletion_resumptions`.
+
+    A reassignment is given up when ``onPartitionReassignment`` throws after its U1 write because
+    the partition has no state znode (``updateLeaderEpoch``): through ``/admin/reassign_partitions``
+    its entry is then removed as failed; through AlterPartitionReassignments the request is answered
+    -1 (spec §13.1.5). Both leave the topic znode mid-reassignment. A registration of a target
+    broker resumes it (``onBrokerStartup`` → ``maybeResumeReassignments``) — and throws again when
+    the partition still has no state then: its topic is queued for deletion (never elected) or the
+    broker is not one of its replicas. That throw ends ``onBrokerStartup`` before it resumes the
+    deletions waiting for that broker."""
+
+    def __init__(self) -> None:
+        self.entries: set[TopicPartition] = set()
+        self.topics: dict[str, TopicZNode | None] = {}
+        self.states: set[TopicPartition] = set()
+        self.queued: set[str] = set()  # /admin/delete_topics/<t> present
+        self.given_up: dict[TopicPartition, int] = {}
+        self.poisoned: set[str] = set()
+        self.lost: dict[str, int] = {}  # topic → zxid of the registration whose startup threw
+
+    def _stateless(self, tp: TopicPartition, broker: int) -> bool:
+        """Still no state once ``onBrokerStartup``'s elections ran: nothing elects it."""
+        if tp in self.states:
+            return False
+        topic = self.topics.get(tp.topic)
+        replicas = topic.partitions.get(tp.partition, ()) if topic is not None else ()
+        return tp.topic in self.queued or broker not in replicas
+
+    def registered(self, zxid: int, broker: int) -> None:
+        throws = False
+        for tp in list(self.given_up):
+            if broker not in _target(self.topics.get(tp.topic), tp.partition):
+                continue
+            if self._stateless(tp, broker):
+                throws = True
+            else:
+                del self.given_up[tp]  # onBrokerStartup resumes it
+        for name in [t for t in self.lost if self._hosts(t, broker)]:
+            if not throws:
+                del self.lost[name]  # this startup resumes the deletion
+        if throws:
+            for name in self.queued:
+                if self._hosts(name, broker):
+                    self.lost[name] = zxid
+
+    def _hosts(self, name: str, broker: int) -> bool:
+        topic = self.topics.get(name)
+        return topic is not None and any(broker in rs for rs in topic.partitions.values())
+
+    def topic_written(self, e: TopicWritten) -> None:
+        before, znode = self.topics.get(e.topic), e.znode
+        self.topics[e.topic] = znode
+        if znode is not None and _fenced(e):
+            for p in znode.partitions:
+                tp = TopicPartition(e.topic, p)
+                started = _mid_reassignment(znode, p) and (
+                    not _mid_reassignment(before, p)
+                    or znode.adding_replicas.get(p) != (before.adding_replicas.get(p) if before else None)
+                    or znode.removing_replicas.get(p) != (before.removing_replicas.get(p) if before else None)
+                )
+                if started and tp not in self.states:  # U1 of a partition without state: A1 throws
+                    self.given_up[tp] = e.zxid
+                    self.poisoned.add(e.topic)
+        for tp in [tp for tp in self.given_up if tp.topic == e.topic]:
+            if not _mid_reassignment(znode, tp.partition):
+                del self.given_up[tp]
+
+    def walk(self, timeline: Timeline) -> _GivenUpWalk:
+        for e in timeline.events:
+            if isinstance(e, Election):
+                self.given_up.clear()  # the new controller resumes them from the topic znodes
+                self.poisoned.clear()
+                self.lost.clear()  # and resumes every deletion
+            elif isinstance(e, BrokerRegistered):
+                self.registered(e.zxid, e.broker)
+            elif isinstance(e, ReassignmentZnode):
+                now = set(e.entries)
+                for tp in self.entries - now:
+                    if _mid_reassignment(self.topics.get(tp.topic), tp.partition):
+                        self.given_up[tp] = e.zxid
+                        self.poisoned.add(tp.topic)
+                self.entries = now
+            elif isinstance(e, TopicWritten):
+                self.topic_written(e)
+            elif isinstance(e, TopicDeleted):
+                self.topics[e.topic] = None
+                self.poisoned.discard(e.topic)
+                self.lost.pop(e.topic, None)
+                self.states = {tp for tp in self.states if tp.topic != e.topic}
+                for tp in [tp for tp in self.given_up if tp.topic == e.topic]:
+                    del self.given_up[tp]
+            elif isinstance(e, StateWritten):
+                self.states.add(TopicPartition(e.topic, e.partition))
+            elif isinstance(e, StateDeleted):
+                self.states.discard(TopicPartition(e.topic, e.partition))
+            elif isinstance(e, DeletionRequested):
+                self.queued.add(e.topic)
+            elif isinstance(e, DeletionRequestRemoved):
+                self.queued.discard(e.topic)
+        return self
+
+
 def given_up_reassignments(timeline: Timeline) -> tuple[dict[TopicPartition, int], set[str]]:
     """(partition → zxid at which its reassignment was given up, topics with such a partition
-    since the last election), as at the end of the log."""
-    entries: set[TopicPartition] = set()
-    topics: dict[str, TopicZNode | None] = {}
-    given_up: dict[TopicPartition, int] = {}
-    poisoned_topics: set[str] = set()
-    for e in timeline.events:
-        if isinstance(e, Election):
-            given_up.clear()  # the new controller resumes them from the topic znodes
-            poisoned_topics.clear()
-        elif isinstance(e, BrokerRegistered):
-            for tp in list(given_up):
-                topic = topics.get(tp.topic)
-                if topic is not None and e.broker in topic.adding_replicas.get(tp.partition, ()):
-                    del given_up[tp]  # onBrokerStartup resumes it
-        elif isinstance(e, ReassignmentZnode):
-            now = set(e.entries)
-            for tp in entries - now:
-                if _mid_reassignment(topics.get(tp.topic), tp.partition):
-                    given_up[tp] = e.zxid
-                    poisoned_topics.add(tp.topic)
-            entries = now
-        elif isinstance(e, TopicWritten | TopicDeleted):
-            znode = e.znode if isinstance(e, TopicWritten) else None
-            topics[e.topic] = znode
-            if isinstance(e, TopicDeleted):
-                poisoned_topics.discard(e.topic)
-            for tp in [tp for tp in given_up if tp.topic == e.topic]:
-                if not _mid_reassignment(znode, tp.partition):
-                    del given_up[tp]
-    return given_up, poisoned_topics
+    since the last election), as at the end of the log (:class:`_GivenUpWalk`)."""
+    walked = _GivenUpWalk().walk(timeline)
+    return walked.given_up, walked.poisoned
+
+
+def lost_deletion_resumptions(timeline: Timeline) -> dict[str, int]:
+    """Topic → zxid of the broker registration whose ``onBrokerStartup`` threw (resuming a
+    given-up reassignment) before it resumed that topic's deletion, with no election and no
+    registration of a broker hosting one of its replicas that resumed it since."""
+    return dict(_GivenUpWalk().walk(timeline).lost)
 
 
 def abandoned(run: RunInputs) -> Recognition:
@@ -154,6 +255,18 @@ def abandoned(run: RunInputs) -> Recognition:
     given_up, _ = run.memo("abandoned", lambda: given_up_reassignments(timeline))
     return Recognition(
         frozenset(Item(kind, tp_name(tp)) for tp in given_up for kind in (REASSIGNING, TARGET_NOT_REACHED))
+    )
+
+
+def lost_resumption(run: RunInputs) -> Recognition:
+    """Topics whose deletion a broker's registration should have resumed, had its startup not
+    thrown first (:func:`lost_deletion_resumptions`)."""
+    if run.timeline is None:
+        return Recognition()
+    timeline = run.timeline
+    lost = run.memo("lost_resumption", lambda: lost_deletion_resumptions(timeline))
+    return Recognition(
+        frozenset(Item(kind, t) for t in lost for kind in (DELETION_NOT_DONE, DELETION_REQUEST_LEFT))
     )
 
 

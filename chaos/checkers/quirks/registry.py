@@ -164,12 +164,16 @@ QUIRKS: tuple[Quirk, ...] = (
     Quirk(
         "reassignment_abandoned_without_state",
         "A reassignment given up after it was written into the topic znode (the partition had no "
-        "state yet: updateLeaderEpoch throws and the entry is removed as failed) stays "
-        "mid-reassignment until a target broker registers or a failover.",
+        "state yet: updateLeaderEpoch throws; through the znode the entry is removed as failed, "
+        "through AlterPartitionReassignments the answer is -1) stays mid-reassignment until a "
+        "failover, or until a target broker registers once the partition can have a state (the "
+        "resumption throws again while its topic is queued for deletion or the broker is not a "
+        "replica).",
         (
             f"{KC} L607-629 updateCurrentReassignment, L630-690 (U1, A1)",
             f"{KC} L1047-1080 updateLeaderEpoch, L1015-1045 maybeTriggerPartitionReassignment",
-            f"{KC} L1527-1551 processZkPartitionReassignment, L360-370 onBrokerStartup",
+            f"{KC} L1527-1551 processZkPartitionReassignment, L1553-1591 processApiPartitionReassignment",
+            f"{KC} L347-388 onBrokerStartup, maybeResumeReassignments",
         ),
         "process seed 2307",
         ("reassignments_completed",),
@@ -184,6 +188,20 @@ QUIRKS: tuple[Quirk, ...] = (
         "process seed 2542",
         DELETION_CHECKERS,
         reassignment.poisoned,
+    ),
+    Quirk(
+        "deletion_resumption_lost_to_failed_startup",
+        "A broker's registration should resume the deletions halted for its replicas, but "
+        "onBrokerStartup first resumes the reassignments targeting it; one given up without a state "
+        "throws again, the event ends there, and those deletions stay halted until another broker "
+        "hosting one of their replicas registers or the controller fails over.",
+        (
+            f"{KC} L347-380 onBrokerStartup (L367-369 before L372-378)",
+            f"{KC} L382-388 maybeResumeReassignments",
+        ),
+        "admin-api seed 918 (simulated)",
+        DELETION_CHECKERS,
+        reassignment.lost_resumption,
     ),
     Quirk(
         "deletion_halt_outlives_topic",

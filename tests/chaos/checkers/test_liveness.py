@@ -638,3 +638,80 @@ def test_a_replica_left_over_from_a_deleted_topic_stalls_the_new_topics_reassign
     # and a broker that took the new topic's epoch is no excuse either
     taken = dataclasses.replace(state, journals={3: (deleted, recreated, sent(3, "LeaderAndIsr", 8, 0))})
     assert reassignments_completed([], log.records, taken).validity == "invalid"
+
+
+def _api_abandoned_log(*, then: str | None = None) -> Log:
+    """Seed 918 of ``admin-api`` (simulated) in miniature. t0-1 [3] was created while broker 3 was
+    down, so it has no state; an API reassignment to [3, 1] is written into the topic znode (U1)
+    and throws at A1 (answered -1). t0 and t1 are then queued for deletion; t1's deletion waits for
+    broker 3. When 3 registers, onBrokerStartup resumes t0-1's reassignment first (3 is a target),
+    which throws again (t0 is queued for deletion: never elected), so t1's deletion is not resumed.
+
+    ``then``: "failover" (a new controller), "broker-2" (2, hosting a t1 replica, registers
+    again afterwards: its startup has nothing to resume and resumes t1's deletion)."""
+    log = Log()
+    for b in (1, 2):
+        log.write(0x50 + b, create(f"/brokers/ids/{b}", None, ephemeral=True))
+    log.elect(0x52, 2)
+    log.create_topic(ADMIN, "t1", {0: [2, 3], 1: [3, 1]})
+    log.set_state(0x52, "t1", 0, state_data(2, 0, [2]))
+    log.set_state(0x52, "t1", 1, state_data(1, 0, [1]))
+    log.create_topic(ADMIN, "t0", {0: [2], 1: [3]})
+    log.set_state(0x52, "t0", 0, state_data(2, 0, [2]))
+    mid = (
+        b'{"version":2,"partitions":{"0":[2],"1":[3,1]},"adding_replicas":{"1":[1]},'
+        b'"removing_replicas":{}}'
+    )
+    log.fenced(0x52, set_data("/brokers/topics/t0", mid, 1))  # U1, then A1 throws: no state
+    log.write(ADMIN, create("/admin/delete_topics/t0"))
+    log.write(ADMIN, create("/admin/delete_topics/t1"))
+    log.write(0x53, create("/brokers/ids/3", None, ephemeral=True))  # its startup throws
+    if then == "failover":
+        log.write(0x52, delete("/controller"))
+        log.elect(0x51, 1)
+    elif then == "broker-2":
+        log.write(0x52, delete("/brokers/ids/2"))
+        log.write(0x54, create("/brokers/ids/2", None, ephemeral=True))
+    return log
+
+
+def test_a_deletion_a_failed_broker_startup_did_not_resume_is_excused_until_another_resumes_it() -> None:
+    h = history_of(
+        ("api-0", "reassign_api", {"topic": "t0", "assignment": {"1": [3, 1]}}, "info"),
+        ("client-0", "delete_topic", {"topic": "t0"}, "ok"),
+        ("client-1", "delete_topic", {"topic": "t1"}, "ok"),
+    )
+    state = final_state(
+        {"t0": {0: [2], 1: [3, 1]}, "t1": {0: [2, 3], 1: [3, 1]}},
+        {("t0", 0): (-1, 1, [2]), ("t1", 0): (-1, 1, [2]), ("t1", 1): (-1, 1, [1])},
+        delete_topics=frozenset({"t0", "t1"}),
+    )
+    v = admin_znodes_cleaned(h.ops, _api_abandoned_log().records, state)
+    assert v.validity == "valid", v.message
+    assert v.excused == {
+        "deletion_stalled_by_abandoned_reassignment": ("deletion request left t0",),
+        "deletion_resumption_lost_to_failed_startup": ("deletion request left t1",),
+    }
+    # a failover resumes every deletion; another broker's clean startup resumes t1's
+    for then in ("failover", "broker-2"):
+        v = admin_znodes_cleaned(h.ops, _api_abandoned_log(then=then).records, state)
+        assert v.validity == "invalid", then
+        assert "/admin/delete_topics/t1 left" in v.message, then
+
+
+def test_an_api_reassignment_given_up_without_state_is_excused_while_its_topic_cannot_elect() -> None:
+    """The API path leaves no /admin/reassign_partitions entry to see removed: U1 of a partition
+    without a state is the sign. Broker 3 registering does not resume it (t0 is queued for
+    deletion, so t0-1 still has no state); a failover does."""
+    h = history_of(("api-0", "reassign_api", {"topic": "t0", "assignment": {"1": [3, 1]}}, "info"))
+    state = final_state({"t0": {0: [2], 1: [3, 1]}}, {("t0", 0): (2, 1, [2])})
+    mid = dataclasses.replace(
+        state, topics={"t0": dataclasses.replace(state.topics["t0"], adding={1: (1,)}, removing={})}
+    )
+    v = reassignments_completed(h.ops, _api_abandoned_log().records, mid)
+    assert v.validity == "valid", v.message
+    # answered -1 (info): no target is owed, only the partition left mid-reassignment is excused
+    assert v.excused == {"reassignment_abandoned_without_state": ("partition still reassigning t0-1",)}
+    v = reassignments_completed(h.ops, _api_abandoned_log(then="failover").records, mid)
+    assert v.validity == "invalid"
+    assert "t0-1 still reassigning (adding [1], removing [])" in v.message

@@ -658,10 +658,7 @@ def _api_abandoned_log(*, then: str | None = None) -> Log:
     log.set_state(0x52, "t1", 1, state_data(1, 0, [1]))
     log.create_topic(ADMIN, "t0", {0: [2], 1: [3]})
     log.set_state(0x52, "t0", 0, state_data(2, 0, [2]))
-    mid = (
-        b'{"version":2,"partitions":{"0":[2],"1":[3,1]},"adding_replicas":{"1":[1]},'
-        b'"removing_replicas":{}}'
-    )
+    mid = b'{"version":2,"partitions":{"0":[2],"1":[3,1]},"adding_replicas":{"1":[1]},"removing_replicas":{}}'
     log.fenced(0x52, set_data("/brokers/topics/t0", mid, 1))  # U1, then A1 throws: no state
     log.write(ADMIN, create("/admin/delete_topics/t0"))
     log.write(ADMIN, create("/admin/delete_topics/t1"))

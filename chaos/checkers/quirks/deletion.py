@@ -21,6 +21,7 @@ from chaos.checkers.timeline import (
     TopicDeleted,
     TopicWritten,
 )
+from probes.znode_types import TopicPartition, TopicZNode
 
 __all__ = ["dropped", "dropped_requests", "failed_replica_deletion", "held", "held_deletions"]
 
@@ -69,17 +70,41 @@ def dropped(run: RunInputs) -> Recognition:
 # ---- a deletion halt left behind by an earlier topic of the same name -------------------------
 
 
+def _mid(topic: TopicZNode | None, partition: int) -> bool:
+    return topic is not None and bool(
+        topic.adding_replicas.get(partition) or topic.removing_replicas.get(partition)
+    )
+
+
+def _fenced(e: TopicWritten) -> bool:
+    record = e.record
+    return record.op == "multi" and any(o.op == "check" and o.path == "/controller_epoch" for o in record.ops)
+
+
 class _HeldWalk:
+    """A name's deletion halt that outlives its topic (``topicsIneligibleForDeletion`` is not
+    cleared by ``completeDeleteTopic``). Two halts are followed: a replica's broker that went away
+    while the topic was being deleted (``onReplicasBecomeOffline``), and a change under
+    ``/admin/delete_topics`` while the topic was queued with a partition in the controller's
+    ``partitionsBeingReassigned`` (``processTopicDeletion``: "topic reassignment in progress").
+    That set is not cleared by a topic's deletion either: a partition whose reassignment was under
+    way when its topic was deleted stays in it until a failover, and halts the deletion of every
+    later topic of that name again at each such change."""
+
     def __init__(self) -> None:
         self.registered: set[int] = set()
         self.topics: dict[str, tuple[int, frozenset[int]]] = {}  # name → (czxid, replica brokers)
-        self.requested: set[str] = set()
+        self.znodes: dict[str, TopicZNode | None] = {}
+        self.requested: dict[str, int] = {}  # name → zxid of its deletion request
         self.gone: dict[str, set[int]] = {}  # being deleted → replica brokers unregistered meanwhile
+        self.reassign_halted: set[str] = set()  # being deleted, halted for a reassignment
+        self.reassigning: set[TopicPartition] = set()  # the controller's partitionsBeingReassigned
+        self.stale: set[str] = set()  # names with entries left by a deleted topic
         self.halted: set[str] = set()
 
     def unregistered(self, broker: int) -> None:
         self.registered.discard(broker)
-        for name in self.requested & set(self.topics):
+        for name in set(self.requested) & set(self.topics):
             if broker in self.topics[name][1]:
                 self.gone.setdefault(name, set()).add(broker)
 
@@ -87,28 +112,67 @@ class _HeldWalk:
         self.registered.add(broker)
         for gone in self.gone.values():
             gone.discard(broker)  # onBrokerStartup resumes the deletion (clears the halt)
-        for name in list(self.halted):
+        for name in list(self.halted | self.reassign_halted):
             if name in self.requested and name in self.topics and broker in self.topics[name][1]:
                 self.halted.discard(name)
+                self.reassign_halted.discard(name)
+
+    def election(self) -> None:
+        self.gone.clear()
+        self.halted.clear()
+        self.reassign_halted.clear()
+        self.stale.clear()
+        self.reassigning = {
+            TopicPartition(name, p)
+            for name, z in self.znodes.items()
+            if z is not None
+            for p in z.partitions
+            if _mid(z, p)
+        }
+
+    def requests_changed(self, zxid: int) -> None:
+        """``processTopicDeletion`` for a child change: queued topics with a partition being
+        reassigned are halted (the topic was queued by an earlier request's event)."""
+        for name, since in self.requested.items():
+            if since >= zxid or name not in self.topics:
+                continue
+            if not any(tp.topic == name for tp in self.reassigning):
+                continue
+            if name in self.stale:
+                self.halted.add(name)  # entries of an earlier topic of that name
+            else:
+                self.reassign_halted.add(name)
 
     def topic_written(self, e: TopicWritten) -> None:
         parts = () if e.znode is None else e.znode.partitions.values()
         replicas = frozenset(r for rs in parts for r in rs)
         czxid = e.zxid if e.created or e.topic not in self.topics else self.topics[e.topic][0]
         self.topics[e.topic] = (czxid, replicas)
+        before, self.znodes[e.topic] = self.znodes.get(e.topic), e.znode
+        if e.znode is None or not _fenced(e):
+            return
+        for p in e.znode.partitions:
+            tp = TopicPartition(e.topic, p)
+            if _mid(e.znode, p):
+                self.reassigning.add(tp)  # U1
+            elif _mid(before, p):
+                self.reassigning.discard(tp)  # completed or cancelled
 
     def topic_deleted(self, name: str) -> None:
         self.topics.pop(name, None)
-        if self.gone.pop(name, set()):
+        self.znodes[name] = None
+        if self.gone.pop(name, set()) or name in self.reassign_halted:
             self.halted.add(name)
+        self.reassign_halted.discard(name)
+        if any(tp.topic == name for tp in self.reassigning):
+            self.stale.add(name)
 
     def walk(self, timeline: Timeline) -> dict[str, int]:
         for e in timeline.events:
             if isinstance(e, BrokerDeregistered):
                 self.unregistered(e.broker)
             elif isinstance(e, Election):
-                self.gone.clear()
-                self.halted.clear()
+                self.election()
             elif isinstance(e, BrokerRegistered):
                 self.registered_again(e.broker)
             elif isinstance(e, TopicWritten):
@@ -116,9 +180,11 @@ class _HeldWalk:
             elif isinstance(e, TopicDeleted):
                 self.topic_deleted(e.topic)
             elif isinstance(e, DeletionRequested):
-                self.requested.add(e.topic)
+                self.requested.setdefault(e.topic, e.zxid)
+                self.requests_changed(e.zxid)
             elif isinstance(e, DeletionRequestRemoved):
-                self.requested.discard(e.topic)
+                self.requested.pop(e.topic, None)
+                self.requests_changed(e.zxid)
         return {name: self.topics[name][0] for name in self.halted if name in self.topics}
 
 

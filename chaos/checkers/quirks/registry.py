@@ -206,13 +206,19 @@ QUIRKS: tuple[Quirk, ...] = (
     Quirk(
         "deletion_halt_outlives_topic",
         "A topic name whose earlier topic's deletion was halted (a replica's broker died after "
-        "answering) and still completed keeps the halt: the next topic of that name is not deleted "
-        "until a broker hosting one of its replicas registers again or the controller fails over.",
+        "answering, or a change under /admin/delete_topics found one of its partitions being "
+        "reassigned) and still completed keeps the halt: the next topic of that name is not deleted "
+        "until a broker hosting one of its replicas registers again or the controller fails over. A "
+        "partition whose reassignment was under way when its topic was deleted stays in the "
+        "controller's reassigning set, so every later change under /admin/delete_topics halts the "
+        "new topic's deletion again.",
         (
             f"{TDM} L168-176 markTopicIneligibleForDeletion, L134-142, L240-250",
             f"{KC} L464-487 onReplicasBecomeOffline",
+            f"{KC} L1495-1525 processTopicDeletion",
+            "ControllerContext.scala@2.5.1 L86 partitionsBeingReassigned, L276-283 removeTopic",
         ),
-        "partition seed 2261",
+        "partition seed 2261; partition seed 2534 (simulated, format 4)",
         DELETION_CHECKERS,
         deletion.held,
     ),

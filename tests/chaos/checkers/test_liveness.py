@@ -712,3 +712,72 @@ def test_an_api_reassignment_given_up_without_state_is_excused_while_its_topic_c
     v = reassignments_completed(h.ops, _api_abandoned_log(then="failover").records, mid)
     assert v.validity == "invalid"
     assert "t0-1 still reassigning (adding [1], removing [])" in v.message
+
+
+def _reassigning_name_log(*, reassign: bool = True, failover: bool = False) -> Log:
+    """Seed 2534 of ``partition`` (simulated) in miniature: an API reassignment of t2-1 is under way
+    when t2's deletion is requested; a second change under /admin/delete_topics (t4's request)
+    halts it for "topic reassignment in progress", yet it completes. t2-1 stays in the controller's
+    reassigning set and t2 in its ineligible set: t2 created again is not deleted — each later
+    change under /admin/delete_topics (t4's request removed) halts it again."""
+    log = Log()
+    for b in (1, 2, 3):
+        log.write(0x50 + b, create(f"/brokers/ids/{b}", None, ephemeral=True))
+    log.elect(0x52, 2)
+    log.create_topic(ADMIN, "t4", {0: [1]})
+    log.set_state(0x52, "t4", 0, state_data(1, 0, [1]))
+    log.create_topic(ADMIN, "t2", {0: [2], 1: [3]})
+    log.set_state(0x52, "t2", 0, state_data(2, 0, [2]))
+    log.set_state(0x52, "t2", 1, state_data(3, 0, [3]))
+    log.write(ADMIN, create("/admin/delete_topics/t2"))
+    if reassign:
+        mid = (
+            b'{"version":2,"partitions":{"0":[2],"1":[2,1,3]},"adding_replicas":{"1":[2,1]},'
+            b'"removing_replicas":{}}'
+        )
+        log.fenced(0x52, set_data("/brokers/topics/t2", mid, 1))
+    log.write(ADMIN, create("/admin/delete_topics/t4"))
+    for op in (
+        delete("/brokers/topics/t2/partitions/0/state"),
+        delete("/brokers/topics/t2/partitions/0"),
+        delete("/brokers/topics/t2/partitions/1/state"),
+        delete("/brokers/topics/t2/partitions/1"),
+        delete("/brokers/topics/t2/partitions"),
+        delete("/brokers/topics/t2"),
+        delete("/admin/delete_topics/t2"),
+    ):
+        log.fenced(0x52, op)
+    log.create_topic(ADMIN, "t2", {0: [3, 1], 1: [1, 2]})
+    log.versions.pop("/brokers/topics/t2/partitions/0/state", None)
+    log.versions.pop("/brokers/topics/t2/partitions/1/state", None)
+    log.set_state(0x52, "t2", 0, state_data(3, 0, [3, 1]))
+    log.set_state(0x52, "t2", 1, state_data(1, 0, [1, 2]))
+    log.write(ADMIN, create("/admin/delete_topics/t2"))
+    log.fenced(0x52, delete("/admin/delete_topics/t4"))
+    if failover:
+        log.write(0x52, delete("/controller"))
+        log.elect(0x51, 1)
+    return log
+
+
+def test_a_reassignment_under_way_when_its_topic_was_deleted_halts_deleting_the_name_again() -> None:
+    h = history_of(("client-0", "delete_topic", {"topic": "t2"}, "ok"))
+    log = _reassigning_name_log()
+    created = next(r.zxid for r in reversed(log.records) if r.txn.path == "/brokers/topics/t2")
+    state = final_state(
+        {"t2": {0: [3, 1], 1: [1, 2]}, "t4": {0: [1]}},
+        {("t2", 0): (3, 0, [3, 1]), ("t2", 1): (1, 0, [1, 2]), ("t4", 0): (1, 0, [1])},
+        delete_topics=frozenset({"t2"}),
+    )
+    state = dataclasses.replace(
+        state, topics={**state.topics, "t2": dataclasses.replace(state.topics["t2"], czxid=created)}
+    )
+    v = admin_znodes_cleaned(h.ops, log.records, state)
+    assert v.validity == "valid", v.message
+    assert v.excused == {"deletion_halt_outlives_topic": ("deletion request left t2",)}
+    # no reassignment under way, or a failover since (it rebuilds both sets): a violation
+    for variant in ({"reassign": False}, {"failover": True}):
+        log = _reassigning_name_log(**variant)
+        v = admin_znodes_cleaned(h.ops, log.records, state)
+        assert v.validity == "invalid", variant
+        assert "/admin/delete_topics/t2 left" in v.message, variant

@@ -1,0 +1,157 @@
+"""The simulator's admin-API ops (``chaos/sim/api_ops.py``): each is played through the reference's
+own controller events and config handler, its answer is recorded as the real workload records it,
+and its effect shows in the simulated ZooKeeper's transaction log (ring: unit tests — the
+simulated cluster is the component; expected values are Kafka 2.5.1's, spec §13)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaos.checkers.txnjson import record_from_json
+from chaos.generator import Schedule, Step
+from chaos.sim.run import simulate
+from probes.txnrecords import TxnRecord
+
+pytestmark = pytest.mark.unit
+
+TP0 = {"topic": "t0", "partition": 0}
+CREATE = Step(0.0, "client-0", "create_topic", {"topic": "t0", "assignment": {"0": [1, 2]}})
+
+
+def _play(steps: tuple[Step, ...], out: Path) -> tuple[str, list[dict[str, Any]], list[TxnRecord]]:
+    logging.disable(logging.CRITICAL)
+    try:
+        result = simulate(Schedule("admin-api", 1, (1, 2, 3), (CREATE, *steps)), out)
+    finally:
+        logging.disable(logging.NOTSET)
+    run = next(out.glob("*/verdict.json")).parent
+    history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    records = [
+        record_from_json(json.loads(line)) for line in (run / "txn-records.jsonl").read_text().splitlines()
+    ]
+    return result.verdict, history, records
+
+
+def _done(history: list[dict[str, Any]], f: str) -> dict[str, Any]:
+    return next(e for e in history if e["f"] == f and e["type"] != "invoke")
+
+
+def _writes(records: list[TxnRecord], path: str) -> list[tuple[int, Any]]:
+    """(time_ms, data as JSON) of each successful create or setData of ``path``, in log order."""
+    out = []
+    for r in records:
+        for op in r.ops if r.op == "multi" else (r.txn,):
+            if op.path == path and op.op in ("create", "setData") and not r.failed:
+                out.append((r.time_ms, json.loads(op.data or b"null")))
+    return out
+
+
+def test_each_admin_api_op_gets_kafkas_answer_and_leaves_kafkas_writes(tmp_path: Path) -> None:
+    steps = (
+        Step(0.5, "api-0", "reassign_api", {"topic": "t0", "assignment": {"0": [2, 3]}}),
+        Step(3.0, "api-0", "list_reassignments", {"partitions": None}),
+        Step(3.2, "api-0", "elect_leaders", {"election_type": "PREFERRED", "partitions": [TP0]}),
+        Step(3.5, "api-0", "alter_topic_config", {"topic": "t0", "config": {"retention.ms": "1000"}}),
+        Step(3.8, "api-0", "alter_topic_config", {"topic": "nope", "config": {"retention.ms": "1000"}}),
+        Step(4.0, "api-0", "cancel_reassignment", {"topic": "t0", "partitions": [0]}),
+    )  # fmt: skip
+    verdict, history, records = _play(steps, tmp_path)
+    assert verdict == "valid"
+
+    reassigned = _done(history, "reassign_api")
+    assert reassigned["type"] == "ok", reassigned
+    assert reassigned["value"]["results"] == [{"topic": "t0", "partition": 0, "error_code": 0}]
+    assert reassigned["value"]["started_ms"] <= reassigned["value"]["ended_ms"]
+    topic = [data for _, data in _writes(records, "/brokers/topics/t0")]
+    # U1: the target merged with the original replicas, 3 adding and 1 removing; then B6 (§13.1.5)
+    assert {
+        "partitions": {"0": [2, 3, 1]},
+        "adding_replicas": {"0": [3]},
+        "removing_replicas": {"0": [1]},
+    }.items() <= topic[1].items()
+    assert topic[-1]["partitions"] == {"0": [2, 3]}
+    assert topic[-1]["adding_replicas"] == {}
+    assert not _writes(records, "/admin/reassign_partitions"), "an API reassignment never creates the znode"
+
+    listed = _done(history, "list_reassignments")
+    assert listed["type"] == "ok"
+    assert listed["value"]["reassigning"] == [], "done by 3 s: nothing listed"
+
+    elected = _done(history, "elect_leaders")  # 2 leads already: ELECTION_NOT_NEEDED
+    assert elected["type"] == "fail"
+    assert elected["value"]["results"] == [{"topic": "t0", "partition": 0, "error_code": 84}]
+
+    configs = [e for e in history if e["f"] == "alter_topic_config" and e["type"] != "invoke"]
+    assert configs[0]["type"] == "ok"
+    assert _writes(records, "/config/topics/t0")[-1][1] == {"version": 1, "config": {"retention.ms": "1000"}}
+    changes = [
+        json.loads(r.txn.data or b"null")
+        for r in records
+        if r.op == "create" and (r.txn.path or "").startswith("/config/changes/config_change_")
+    ]
+    assert changes == [{"version": 2, "entity_path": "topics/t0"}]
+    # a missing topic: Kafka 2.5.1 answers UNKNOWN_SERVER_ERROR (-1), not a "not done" code: info
+    assert configs[1]["type"] == "info"
+    assert configs[1]["error"] == 'IncrementalAlterConfigs: error -1: Topic "nope" does not exist.'
+
+    cancelled = _done(history, "cancel_reassignment")
+    assert cancelled["type"] == "fail"
+    assert cancelled["value"]["results"] == [{"topic": "t0", "partition": 0, "error_code": 85}]
+
+
+def test_a_slow_answer_times_out_and_the_request_still_takes_effect(tmp_path: Path) -> None:
+    """3 s of latency each way on the controller's links: the request arrives after 3 s, the
+    answer would come after 6; the client gives up after 5 s of virtual time (``info``: it may
+    still happen) and the reassignment is carried out all the same."""
+    latency = {"id": "latency-0", "fault": "latency", "scope": "node", "node": "controller"}
+    steps = (
+        Step(0.4, "nemesis", "start_fault", {**latency, "latency_ms": 3000, "jitter_ms": 0}),
+        Step(0.5, "api-0", "reassign_api", {"topic": "t0", "assignment": {"0": [2, 3]}}),
+        Step(9.0, "nemesis", "stop_fault", {"id": "latency-0"}),
+    )
+    verdict, history, records = _play(steps, tmp_path)
+    assert verdict == "valid"
+    sent = next(e for e in history if e["f"] == "reassign_api" and e["type"] == "invoke")
+    done = _done(history, "reassign_api")
+    assert done["type"] == "info"
+    assert done["error"] == "AlterPartitionReassignments timed out"
+    assert 4.99 <= (done["time_ns"] - sent["time_ns"]) / 1e9 <= 5.01
+    topic = _writes(records, "/brokers/topics/t0")
+    first_ms = records[0].time_ms
+    u1_s = (topic[1][0] - first_ms) / 1000
+    assert 2.9 <= u1_s - sent["time_ns"] / 1e9 <= 3.2, "U1 is written when the request arrives"
+    assert topic[-1][1]["partitions"] == {"0": [2, 3]}
+
+
+def test_a_controller_paused_past_its_session_loses_the_request(tmp_path: Path) -> None:
+    """Paused for longer than the ZooKeeper session (4 s): the controller resigns when it runs
+    again, the client has given up, and no reassignment is written — as a Kafka JVM stopped that
+    long loses its controllership."""
+    steps = (
+        Step(0.4, "nemesis", "start_fault", {"id": "pause-0", "fault": "pause", "node": "controller"}),
+        Step(0.5, "api-0", "reassign_api", {"topic": "t0", "assignment": {"0": [2, 3]}}),
+        Step(7.0, "nemesis", "stop_fault", {"id": "pause-0"}),
+    )
+    verdict, history, records = _play(steps, tmp_path)
+    assert verdict == "valid"
+    done = _done(history, "reassign_api")
+    assert done["type"] == "info"
+    assert done["error"] == "AlterPartitionReassignments timed out"
+    assert [data["partitions"] for _, data in _writes(records, "/brokers/topics/t0")] == [{"0": [1, 2]}]
+
+
+def test_no_controller_to_send_to_fails_at_once(tmp_path: Path) -> None:
+    steps = (
+        Step(0.4, "nemesis", "start_fault", {"id": "kill-0", "fault": "kill", "node": "controller"}),
+        Step(0.45, "api-0", "list_reassignments", {"partitions": None}),
+    )
+    _, history, _ = _play(steps, tmp_path)
+    done = _done(history, "list_reassignments")
+    # /controller still names the killed node until its session expires: connection refused
+    assert done["type"] == "fail"
+    assert done["error"].startswith("not sent: connection refused by node ")

@@ -19,7 +19,9 @@ alter_topic_config     the IncrementalAlterConfigs handler's own logic (stored c
 =====================  ==========================================================================
 
 The request travels on the node's ``CLIENT_<id>`` link and the answer back on it (delays, FIFO, cut
-links); a paused node reads it when it runs again. The client gives up after :data:`OP_TIMEOUT_MS`
+links); a paused node reads it when it runs again. A top-level NOT_CONTROLLER to an
+AlterPartitionReassignments or ListPartitionReassignments is sent again to the node ``/controller``
+names then (three sends in all, as the real workload's ``cluster.admin_api.to_controller``). The client gives up after :data:`OP_TIMEOUT_MS`
 of virtual time, as the real workload does after its 5 s: the op is then ``info`` (it may still
 happen) and a later answer is ignored. The request's effect is the reference's own: the event is
 processed by the node's controller as the real node's handler has it processed.
@@ -57,6 +59,10 @@ Target = tuple[TopicPartition, tuple[int, ...] | None]  # a partition's target r
 OP_TIMEOUT_MS = 5000
 #: how often a DelayedElectLeader looks at the metadata cache again
 ELECT_POLL_MS = 10
+#: sends of one AlterPartitionReassignments or ListPartitionReassignments while the answer is
+#: NOT_CONTROLLER (``cluster.admin_api.to_controller``'s ``attempts``)
+ATTEMPTS = 3
+NOT_CONTROLLER = 41
 
 
 def _outcome(codes: list[int]) -> str:
@@ -125,7 +131,8 @@ class ApiOps:
 
         self.world.at(when - self.world.now, at_node)
 
-    def _to_controller(self, op: str, done: Done) -> tuple[SimNode, _Request] | None:
+    def _controller(self, done: Callable[[str, dict[str, Any] | None, str | None], None]) -> SimNode | None:
+        """The node ``/controller`` names, or None after ``done`` said why nothing was sent."""
         node = self.controller_node()
         if node is None:
             done("fail", None, "no controller to send to: /controller is absent")
@@ -133,7 +140,45 @@ class ApiOps:
         if not node.running:
             done("fail", None, f"not sent: connection refused by node {node.broker_id}")
             return None
-        return node, _Request(self.world, op, done)
+        return node
+
+    def _to_controller(self, op: str, done: Done) -> tuple[SimNode, _Request] | None:
+        node = self._controller(done)
+        return None if node is None else (node, _Request(self.world, op, done))
+
+    def _ask_controller(
+        self,
+        op: str,
+        done: Done,
+        put: Callable[[SimNode, Callable[[Any], None]], None],
+        answered: Callable[[SimNode, _Request, Any], None],
+    ) -> None:
+        """``put(node, reply)`` on the controller's node; ``answered(node, request, result)`` once
+        the answer is back. A top-level NOT_CONTROLLER is sent again to the node ``/controller``
+        names then, at most :data:`ATTEMPTS` times in all, as ``cluster.admin_api.to_controller``
+        does for the real workload."""
+        found = self._to_controller(op, done)
+        if found is None:
+            return
+        first, request = found
+
+        def attempt(node: SimNode, n: int) -> None:
+            def arrive(answer: Callable[[Callable[[], None]], None]) -> None:
+                put(node, lambda result: answer(lambda: back(node, n, result)))
+
+            self._send(node, request, arrive)
+
+        def back(node: SimNode, n: int, result: Any) -> None:
+            if request.finished:
+                return
+            if isinstance(result, ApiError) and result.error == NOT_CONTROLLER and n < ATTEMPTS:
+                again = self._controller(request.finish)
+                if again is not None:
+                    attempt(again, n + 1)
+                return
+            answered(node, request, result)
+
+        attempt(first, 1)
 
     # ---- AlterPartitionReassignments ------------------------------------------------------------------
     def _alter(
@@ -142,22 +187,16 @@ class ApiOps:
         targets: list[tuple[TopicPartition, tuple[int, ...] | None]],
         done: Done,
     ) -> None:
-        found = self._to_controller("AlterPartitionReassignments", done)
-        if found is None:
-            return
-        node, request = found
         reassignments: dict[TopicPartition, tuple[int, ...] | None] = {}
         for tp, target in targets:  # the handler's toMap: the last entry wins
             reassignments.pop(tp, None)
             reassignments[tp] = target
-
-        def arrive(answer: Callable[[Callable[[], None]], None]) -> None:
-            def reply(result: dict[TopicPartition, ApiError] | ApiError) -> None:
-                answer(lambda: self._altered(value, node, request, reassignments, result))
-
-            node.put(ApiPartitionReassignment(tuple(reassignments.items()), reply))
-
-        self._send(node, request, arrive)
+        self._ask_controller(
+            "AlterPartitionReassignments",
+            done,
+            lambda node, reply: node.put(ApiPartitionReassignment(tuple(reassignments.items()), reply)),
+            lambda node, request, result: self._altered(value, node, request, reassignments, result),
+        )
 
     def _altered(
         self,
@@ -195,19 +234,9 @@ class ApiOps:
 
     # ---- ListPartitionReassignments -----------------------------------------------------------------
     def _list_reassignments(self, value: Mapping[str, Any], done: Done) -> None:
-        found = self._to_controller("ListPartitionReassignments", done)
-        if found is None:
-            return
-        node, request = found
         named = None if value.get("partitions") is None else frozenset(_named(value))
 
-        def arrive(answer: Callable[[Callable[[], None]], None]) -> None:
-            def reply(result: Any) -> None:
-                answer(lambda: listed(result))
-
-            node.put(ListPartitionReassignments(named, reply))
-
-        def listed(result: Any) -> None:
+        def listed(node: SimNode, request: _Request, result: Any) -> None:
             out = request.stamped(value, controller=node.broker_id)
             if isinstance(result, ApiError):
                 out["error_code"] = result.error
@@ -225,7 +254,12 @@ class ApiOps:
             ]
             request.finish("ok", out, None)
 
-        self._send(node, request, arrive)
+        self._ask_controller(
+            "ListPartitionReassignments",
+            done,
+            lambda node, reply: node.put(ListPartitionReassignments(named, reply)),
+            listed,
+        )
 
     # ---- ElectLeaders -----------------------------------------------------------------------------
     def _elect_leaders(self, value: Mapping[str, Any], done: Done) -> None:

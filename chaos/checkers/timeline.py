@@ -82,6 +82,7 @@ __all__ = [
     "TopicDeleted",
     "TopicWritten",
     "follow",
+    "is_fenced",
 ]
 
 
@@ -334,6 +335,11 @@ def _applied_ops(record: TxnRecord) -> tuple[TxnOp, ...]:
     if record.failed:
         return ()
     return record.ops if record.op == "multi" else (record.txn,)
+
+
+def is_fenced(record: TxnRecord) -> bool:
+    """A successful multi that checks ``/controller_epoch``: a controller's fenced write."""
+    return _epoch_check_version(record) is not None
 
 
 def _epoch_check_version(record: TxnRecord) -> int | None:

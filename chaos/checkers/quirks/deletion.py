@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from chaos.checkers.findings import DELETION_NOT_DONE, DELETION_REQUEST_LEFT, Item, RunInputs
+from chaos.checkers.quirks.reassignment import mid_reassignment
 from chaos.checkers.quirks.recognition import Recognition
 from chaos.checkers.timeline import (
     BrokerDeregistered,
@@ -20,6 +21,7 @@ from chaos.checkers.timeline import (
     Timeline,
     TopicDeleted,
     TopicWritten,
+    is_fenced,
 )
 from probes.znode_types import TopicPartition, TopicZNode
 
@@ -70,17 +72,6 @@ def dropped(run: RunInputs) -> Recognition:
 # ---- a deletion halt left behind by an earlier topic of the same name -------------------------
 
 
-def _mid(topic: TopicZNode | None, partition: int) -> bool:
-    return topic is not None and bool(
-        topic.adding_replicas.get(partition) or topic.removing_replicas.get(partition)
-    )
-
-
-def _fenced(e: TopicWritten) -> bool:
-    record = e.record
-    return record.op == "multi" and any(o.op == "check" and o.path == "/controller_epoch" for o in record.ops)
-
-
 class _HeldWalk:
     """A name's deletion halt that outlives its topic (``topicsIneligibleForDeletion`` is not
     cleared by ``completeDeleteTopic``). Two halts are followed: a replica's broker that went away
@@ -127,7 +118,7 @@ class _HeldWalk:
             for name, z in self.znodes.items()
             if z is not None
             for p in z.partitions
-            if _mid(z, p)
+            if mid_reassignment(z, p)
         }
 
     def requests_changed(self, zxid: int) -> None:
@@ -149,13 +140,13 @@ class _HeldWalk:
         czxid = e.zxid if e.created or e.topic not in self.topics else self.topics[e.topic][0]
         self.topics[e.topic] = (czxid, replicas)
         before, self.znodes[e.topic] = self.znodes.get(e.topic), e.znode
-        if e.znode is None or not _fenced(e):
+        if e.znode is None or not is_fenced(e.record):
             return
         for p in e.znode.partitions:
             tp = TopicPartition(e.topic, p)
-            if _mid(e.znode, p):
+            if mid_reassignment(e.znode, p):
                 self.reassigning.add(tp)  # U1
-            elif _mid(before, p):
+            elif mid_reassignment(before, p):
                 self.reassigning.discard(tp)  # completed or cancelled
 
     def topic_deleted(self, name: str) -> None:

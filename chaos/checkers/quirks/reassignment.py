@@ -35,6 +35,7 @@ from chaos.checkers.timeline import (
     Timeline,
     TopicDeleted,
     TopicWritten,
+    is_fenced,
 )
 from chaos.history import pairs
 from probes.znode_types import TopicPartition, TopicZNode
@@ -46,6 +47,7 @@ __all__ = [
     "leaderless_after_reassignment",
     "lost_deletion_resumptions",
     "lost_resumption",
+    "mid_reassignment",
     "orphaned",
     "poisoned",
     "stranded",
@@ -54,7 +56,8 @@ __all__ = [
 ]
 
 
-def _mid_reassignment(topic: TopicZNode | None, partition: int) -> bool:
+def mid_reassignment(topic: TopicZNode | None, partition: int) -> bool:
+    """The topic znode shows ``partition`` with adding or removing replicas."""
     return topic is not None and bool(
         topic.adding_replicas.get(partition) or topic.removing_replicas.get(partition)
     )
@@ -75,7 +78,7 @@ def stranded_entries(timeline: Timeline) -> dict[TopicPartition, int]:
             stranded = {tp: z for tp, z in stranded.items() if tp in entries}
         elif isinstance(e, TopicDeleted):
             for tp in entries:
-                if tp.topic == e.topic and _mid_reassignment(e.last, tp.partition):
+                if tp.topic == e.topic and mid_reassignment(e.last, tp.partition):
                     stranded.setdefault(tp, e.zxid)
     return stranded
 
@@ -120,12 +123,6 @@ def _target(topic: TopicZNode | None, partition: int) -> frozenset[int]:
         return frozenset()
     removing = set(topic.removing_replicas.get(partition, ()))
     return frozenset(r for r in topic.partitions.get(partition, ()) if r not in removing)
-
-
-def _fenced(e: TopicWritten) -> bool:
-    """Written by a controller: a multi checking ``/controller_epoch``."""
-    record = e.record
-    return record.op == "multi" and any(o.op == "check" and o.path == "/controller_epoch" for o in record.ops)
 
 
 class _GivenUpWalk:
@@ -181,11 +178,11 @@ class _GivenUpWalk:
     def topic_written(self, e: TopicWritten) -> None:
         before, znode = self.topics.get(e.topic), e.znode
         self.topics[e.topic] = znode
-        if znode is not None and _fenced(e):
+        if znode is not None and is_fenced(e.record):
             for p in znode.partitions:
                 tp = TopicPartition(e.topic, p)
-                started = _mid_reassignment(znode, p) and (
-                    not _mid_reassignment(before, p)
+                started = mid_reassignment(znode, p) and (
+                    not mid_reassignment(before, p)
                     or znode.adding_replicas.get(p) != (before.adding_replicas.get(p) if before else None)
                     or znode.removing_replicas.get(p) != (before.removing_replicas.get(p) if before else None)
                 )
@@ -193,7 +190,7 @@ class _GivenUpWalk:
                     self.given_up[tp] = e.zxid
                     self.poisoned.add(e.topic)
         for tp in [tp for tp in self.given_up if tp.topic == e.topic]:
-            if not _mid_reassignment(znode, tp.partition):
+            if not mid_reassignment(znode, tp.partition):
                 del self.given_up[tp]
 
     def walk(self, timeline: Timeline) -> _GivenUpWalk:
@@ -207,7 +204,7 @@ class _GivenUpWalk:
             elif isinstance(e, ReassignmentZnode):
                 now = set(e.entries)
                 for tp in self.entries - now:
-                    if _mid_reassignment(self.topics.get(tp.topic), tp.partition):
+                    if mid_reassignment(self.topics.get(tp.topic), tp.partition):
                         self.given_up[tp] = e.zxid
                         self.poisoned.add(tp.topic)
                 self.entries = now

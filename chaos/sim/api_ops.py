@@ -20,11 +20,12 @@ alter_topic_config     the IncrementalAlterConfigs handler's own logic (stored c
 
 The request travels on the node's ``CLIENT_<id>`` link and the answer back on it (delays, FIFO, cut
 links); a paused node reads it when it runs again. A top-level NOT_CONTROLLER to an
-AlterPartitionReassignments or ListPartitionReassignments is sent again to the node ``/controller``
-names then (three sends in all, as the real workload's ``cluster.admin_api.to_controller``). The client gives up after :data:`OP_TIMEOUT_MS`
-of virtual time, as the real workload does after its 5 s: the op is then ``info`` (it may still
-happen) and a later answer is ignored. The request's effect is the reference's own: the event is
-processed by the node's controller as the real node's handler has it processed.
+AlterPartitionReassignments or ListPartitionReassignments is sent again to the node
+``/controller`` names then (three sends in all, as the real workload's
+``cluster.admin_api.to_controller``). The client gives up after :data:`OP_TIMEOUT_MS` of virtual
+time, as the real workload does after its 5 s: the op is then ``info`` (it may still happen) and a
+later answer is ignored. The request's effect is the reference's own: the event is processed by
+the node's controller as the real node's handler has it processed.
 
 Outcomes follow :mod:`chaos.workload_api`: ``ok`` when every answer is 0, ``fail`` when nothing was
 sent or every answer means "not done", ``info`` otherwise.

@@ -67,6 +67,7 @@ def memory(first: int, last: int) -> dict[str, float]:
     for seed in range(1, first + 1):
         _play(seed)
     after_first = _rss_mib()
+    print(f"memory: {first} schedules, RSS {after_first:.1f} MiB", file=sys.stderr, flush=True)
     step = max(1, (last - first) // 10)
     for seed in range(first + 1, last + 1):
         _play(seed)

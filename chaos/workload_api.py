@@ -44,7 +44,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from cluster import admin_api
 from cluster.cluster import Cluster
 
-__all__ = ["NOT_DONE_CODES", "AdminApiOps"]
+__all__ = ["NOT_DONE_CODES", "AdminApiOps", "outcome"]
 
 OpResult = tuple[str, dict[str, Any] | None, str | None]
 
@@ -69,7 +69,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _outcome(codes: Iterable[int]) -> str:
+def outcome(codes: Iterable[int]) -> str:
     """ok when all are 0, fail when all mean "not done", info otherwise (or when there are none)."""
     listed = list(codes)
     if listed and all(c == 0 for c in listed):
@@ -122,7 +122,7 @@ class AdminApiOps:
             for ((t, p), _), c in zip(targets, codes, strict=True)
         ]
         errors = {f"{t}-{p}": results.get((t, p)) for (t, p), _ in targets if results.get((t, p), (-2,))[0]}
-        return _outcome(codes), done, (str(errors) if errors else None)
+        return outcome(codes), done, (str(errors) if errors else None)
 
     def _reassign_api(self, value: Mapping[str, Any]) -> OpResult:
         topic = str(value["topic"])
@@ -196,7 +196,7 @@ class AdminApiOps:
         ]
         done = {**value, "results": results, "started_ms": started, "ended_ms": _now_ms()}
         errors = [f"{r['topic']}-{r['partition']}: {r['error_code']}" for r in results if r["error_code"]]
-        return _outcome(int(r["error_code"]) for r in results), done, ("; ".join(errors) or None)
+        return outcome(int(r["error_code"]) for r in results), done, ("; ".join(errors) or None)
 
     def _alter_topic_config(self, value: Mapping[str, Any]) -> OpResult:
         topic = str(value["topic"])

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from chaos.workload_api import NOT_DONE_CODES
+from chaos.workload_api import NOT_DONE_CODES, outcome
 from kafkawire.api_error import ApiError
 from kafkawire.states import TopicPartition
 from reference_controller.controller.events import (
@@ -64,14 +64,6 @@ ELECT_POLL_MS = 10
 #: NOT_CONTROLLER (``cluster.admin_api.to_controller``'s ``attempts``)
 ATTEMPTS = 3
 NOT_CONTROLLER = 41
-
-
-def _outcome(codes: list[int]) -> str:
-    if codes and all(c == 0 for c in codes):
-        return "ok"
-    if codes and all(c in NOT_DONE_CODES for c in codes):
-        return "fail"
-    return "info"
 
 
 def _named(value: Mapping[str, Any]) -> list[TopicPartition]:
@@ -132,7 +124,7 @@ class ApiOps:
 
         self.world.at(when - self.world.now, at_node)
 
-    def _controller(self, done: Callable[[str, dict[str, Any] | None, str | None], None]) -> SimNode | None:
+    def _controller(self, done: Done) -> SimNode | None:
         """The node ``/controller`` names, or None after ``done`` said why nothing was sent."""
         node = self.controller_node()
         if node is None:
@@ -219,7 +211,7 @@ class ApiOps:
             for tp, c in zip(reassignments, codes, strict=True)
         ]
         errors = {f"{tp.topic}-{tp.partition}": c for tp, c in zip(reassignments, codes, strict=True) if c}
-        request.finish(_outcome(codes), done, str(errors) if errors else None)
+        request.finish(outcome(codes), done, str(errors) if errors else None)
 
     def _reassign_api(self, value: Mapping[str, Any], done: Done) -> None:
         topic = str(value["topic"])
@@ -289,7 +281,7 @@ class ApiOps:
             ]
             errors = [f"{tp.topic}-{tp.partition}: {c}" for tp, c in zip(named, answered, strict=True) if c]
             request.finish(
-                _outcome(answered), request.stamped(value, results=results), "; ".join(errors) or None
+                outcome(answered), request.stamped(value, results=results), "; ".join(errors) or None
             )
 
         self._send(node, request, arrive)

@@ -11,7 +11,7 @@ import pytest
 from chaos.generator import TOPIC_CONFIGS, Step, generate
 from chaos.history import WORKLOAD_FS
 from chaos.scenarios import API_OPS, DEFAULT_MIX, SCENARIOS, WORKLOAD_OPS
-from chaos.workload_api import _outcome
+from chaos.workload_api import outcome as outcome_of
 
 pytestmark = pytest.mark.unit
 
@@ -124,4 +124,4 @@ def _latest_hits(steps: list[Step]) -> tuple[int, int]:
     ],
 )
 def test_the_outcome_of_per_partition_answers(codes: list[int], outcome: str) -> None:
-    assert _outcome(codes) == outcome
+    assert outcome_of(codes) == outcome

@@ -232,6 +232,18 @@ def _ms(value: int) -> datetime.timedelta:
     return datetime.timedelta(milliseconds=value)
 
 
+def metadata_broker_ids(cluster: Cluster, bid: int) -> set[int]:
+    """The broker ids broker ``bid``'s metadata cache lists as alive (a Metadata v9 request to it,
+    for no topic)."""
+    request = md9.MetadataRequest(
+        topics=(),
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    return {int(b.node_id) for b in _send(cluster, bid, request).brokers}
+
+
 def metadata_leader(cluster: Cluster, bid: int, topic: str, partition: int) -> int | None:
     """The leader broker ``bid``'s metadata cache gives for the partition (a Metadata v9 request to
     it); None when it does not know the partition."""

@@ -14,6 +14,7 @@ from kio.static.primitive import i16, i32, i32Timedelta
 
 from cluster import admin
 from cluster.cluster import Cluster, ClusterFactory, wait_for
+from conformance.checks.admin_wire import metadata_broker_ids
 from conformance.plugin import PhaseMetrics
 from conformance.scenarios import (
     CREATES,
@@ -204,11 +205,19 @@ def test_adding_partitions_creates_only_new_ones(cluster: Cluster) -> None:
 @pytest.mark.behaviour("TOPIC-6")
 @pytest.mark.combined_only(NO_CONTROLLER_BROKER)
 def test_default_placement_and_unregistered_replica(cluster: Cluster) -> None:
-    cluster.wait_controller()
+    cid = cluster.wait_controller()
+    ids = sorted(cluster.broker_ids)
+    # CreateTopics places replicas over the brokers the receiving broker's (the controller's)
+    # metadata cache lists (AdminManager.createTopics, metadataCache.getAliveBrokers): wait until
+    # it lists them all, or a broker registered a moment ago is legitimately left out
+    wait_for(
+        lambda: metadata_broker_ids(cluster, cid) >= set(ids),
+        cluster.deadline(20),
+        lambda: f"controller {cid}'s metadata to list brokers {ids}; {cluster.summary()}",
+    )
     client = admin.admin_client(cluster)
     client.create_topics([NewTopic("spread", 6, 2)])["spread"].result(timeout=cluster.deadline(20))
     parts = {int(p): r for p, r in (cluster.get_json("/brokers/topics/spread") or {})["partitions"].items()}
-    ids = sorted(cluster.broker_ids)
     firsts = [parts[p][0] for p in range(6)]
     start = ids.index(firsts[0])
     assert firsts == [ids[(start + p) % 3] for p in range(6)], f"leaders not round-robin: {parts}"

@@ -111,8 +111,9 @@ def _subtract(
     quirk: Quirk, recognised: Recognition, violations: list[Violation], gaps: list[Gap]
 ) -> tuple[list[Violation], list[Gap], tuple[str, ...]]:
     """What is left once ``quirk`` explained its items, and those items (as text, sorted)."""
-    explained = {v.item for v in violations if v.item in recognised.items}
-    explained |= {g.item for g in gaps if g.item in recognised.items}
+    covers = (lambda _item: True) if recognised.every_item else recognised.items.__contains__
+    explained = {v.item for v in violations if covers(v.item)}
+    explained |= {g.item for g in gaps if covers(g.item)}
     undecided = [v for v in violations if v.item in recognised.undecided and v.item not in explained]
     left = [v for v in violations if v.item not in explained and v not in undecided]
     gaps = [g for g in gaps if g.item not in explained]

@@ -14,7 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chaos.checkers.findings import RunInputs
-from chaos.checkers.quirks import brokers, cancellation, deadlock, deletion, preferred, reassignment
+from chaos.checkers.quirks import (
+    brokers,
+    cancellation,
+    deadlock,
+    deletion,
+    failover_loop,
+    preferred,
+    reassignment,
+)
 from chaos.checkers.quirks.recognition import Recognition
 
 __all__ = ["QUIRKS", "Quirk", "Recognition", "markdown_table"]
@@ -35,6 +43,16 @@ TDM = "TopicDeletionManager.scala@2.5.1"
 RSM = "ReplicaStateMachine.scala@2.5.1"
 PSM = "PartitionStateMachine.scala@2.5.1"
 DELETION_CHECKERS = ("deletions_completed", "admin_znodes_cleaned")
+LIVENESS_CHECKERS = (
+    "controller_elected",
+    "partitions_have_leaders",
+    "reassignments_completed",
+    "cancellations_reverted",
+    "deletions_completed",
+    "admin_znodes_cleaned",
+    "metadata_agrees_with_zookeeper",
+    "dead_brokers_leave_the_isr",
+)
 
 #: Every quirk, in the order the judge applies them (the first that explains an item claims it).
 QUIRKS: tuple[Quirk, ...] = (
@@ -297,6 +315,25 @@ QUIRKS: tuple[Quirk, ...] = (
         "admin-api seed 4203 (campaign 4200, drawn before the admin-API ops moved to their own processes)",
         ("admin_znodes_cleaned",),
         preferred.stuck_election,
+    ),
+    Quirk(
+        "controller_failover_loops_on_stateless_reassignment",
+        "A partition mid-reassignment in its topic znode without a state znode (such a given-up "
+        "reassignment) makes every controller failover throw: the failover resumes it without "
+        "error handling, updateLeaderEpoch finds no state, and the new controller resigns and "
+        "deletes /controller. When the partition's topic is queued for deletion or none of its "
+        "replicas is live, nothing changes that, so controllers are elected and resign for good "
+        "and no liveness property can hold; the safety checkers still judge the run.",
+        (
+            f"{KC} L217-260 onControllerFailover (L250 initializePartitionReassignments)",
+            f"{KC} L382-388 maybeResumeReassignments, L775-782 initializePartitionReassignments",
+            f"{KC} L1003-1040 updateLeaderEpoch (L1035 IllegalStateException)",
+            f"{KC} L1297-1321 triggerControllerMove, L1323-1359 elect (L1354-1357)",
+            f"{PSM} L56-75 triggerOnlinePartitionStateChange (topics queued for deletion skipped)",
+        ),
+        "composed seed 52768 (simulated, format 4: 17,206 elections by the run's end, 35.5 s virtual)",
+        LIVENESS_CHECKERS,
+        failover_loop.failover_loop,
     ),
 )
 

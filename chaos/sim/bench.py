@@ -4,7 +4,8 @@
    seconds, schedules/hour, and CPU seconds per schedule (the machine's other load shows in wall
    time, not in CPU time);
 2. **memory**: one process plays ``--rss-first`` schedules, then up to ``--rss-last``; its resident
-   set size (``VmRSS``) after each;
+   set size (``VmRSS``) after each; every schedule is judged, and one that is not valid on the
+   unmodified reference is printed with its replay token (a sweep of the default mix);
 3. **mutants**: for each mutant of ``conformance/mutants`` named by ``--mutants`` (default: every
    one), a copy of the kit with the patch applied plays seeds 1, 2, … until the first invalid run
    (at most ``--per-mutant``): simulated schedules to first catch and the seconds it took. The real
@@ -27,19 +28,29 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from chaos.generator import generate
+from chaos.generator import Schedule, generate
 from chaos.scenarios import DEFAULT_MIX
 from chaos.sim.run import simulate
+from chaos.sim.version import token
 
 REPO = Path(__file__).resolve().parents[2]
 MUTANTS = REPO / "conformance" / "mutants"
 
 
+def _schedule(seed: int) -> Schedule:
+    return generate(DEFAULT_MIX[seed % len(DEFAULT_MIX)], seed)
+
+
 def _play(seed: int) -> float:
+    return _play_judged(seed)[0]
+
+
+def _play_judged(seed: int) -> tuple[float, str]:
+    """CPU seconds and the verdict of the default mix's schedule ``seed``."""
     logging.disable(logging.CRITICAL)
     started = time.process_time()
-    simulate(generate(DEFAULT_MIX[seed % len(DEFAULT_MIX)], seed), None)
-    return time.process_time() - started
+    result = simulate(_schedule(seed), None)
+    return time.process_time() - started, result.verdict
 
 
 def throughput(schedules: int, workers: int) -> dict[str, float]:
@@ -63,14 +74,25 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def memory(first: int, last: int) -> dict[str, float]:
+def memory(first: int, last: int) -> dict[str, Any]:
+    """RSS after ``first`` and after ``last`` schedules played in this process; every schedule is
+    judged, so the run is also a sweep of the unmodified reference: a seed that is not valid is
+    printed (with its replay token) as it happens and listed in the result."""
+    not_valid: list[str] = []
+
+    def play(seed: int) -> None:
+        _, verdict = _play_judged(seed)
+        if verdict != "valid":
+            not_valid.append(f"{verdict} {token(_schedule(seed))}")
+            print(f"memory: seed {seed} {not_valid[-1]}", file=sys.stderr, flush=True)
+
     for seed in range(1, first + 1):
-        _play(seed)
+        play(seed)
     after_first = _rss_mib()
     print(f"memory: {first} schedules, RSS {after_first:.1f} MiB", file=sys.stderr, flush=True)
     step = max(1, (last - first) // 10)
     for seed in range(first + 1, last + 1):
-        _play(seed)
+        play(seed)
         if (seed - first) % step == 0 and seed < last:
             print(f"memory: {seed} schedules, RSS {_rss_mib():.1f} MiB", file=sys.stderr, flush=True)
     after_last = _rss_mib()
@@ -80,6 +102,7 @@ def memory(first: int, last: int) -> dict[str, float]:
         "after_last": round(after_last, 1),
         "last": last,
         "growth_pct": round(100 * (after_last - after_first) / after_first, 1),
+        "not_valid": not_valid,
     }
 
 
@@ -159,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         m = memory(args.rss_first, args.rss_last)
         print(
             f"memory: RSS {m['after_first']} MiB after {m['first']} schedules, {m['after_last']} MiB after "
-            f"{m['last']} ({m['growth_pct']:+} %)"
+            f"{m['last']} ({m['growth_pct']:+} %); schedules not valid: {len(m['not_valid'])}"
+            + "".join(f"\n  {line}" for line in m["not_valid"])
         )
     if "mutants" not in skip:
         real = json.loads(args.real_table.read_text()) if args.real_table else {}

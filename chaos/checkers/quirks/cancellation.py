@@ -8,13 +8,25 @@ A cancellation (or a new target replacing a pending one, §13.1.7) writes the to
 (U1) and only then takes the adding replicas it drops out of the ISR, one state write each (U3,
 ``OfflineReplica``): until the last of them the ISR holds replicas the topic znode no longer
 lists, and a one-member ISR is kept as it is (leader -1), so an ISR of dropped replicas only
-stays outside the replicas.
+stays outside the replicas — also through later controller writes that only bump its leader
+epoch (``updateLeaderEpoch``: a later reassignment's A1 copies leader and ISR as they are).
+When none of that ISR is a replica any more, nothing can be elected, and a reassignment of the
+partition still under way never completes.
 """
 
 from __future__ import annotations
 
 from chaos.checkers.cancellation import acked_partitions, cancelled_reassignment
-from chaos.checkers.findings import FINAL_ISR_OUTSIDE_REPLICAS, Item, RunInputs, tp_name
+from chaos.checkers.final_state import FinalState
+from chaos.checkers.findings import (
+    FINAL_ISR_OUTSIDE_REPLICAS,
+    REASSIGN_ENTRY_LEFT,
+    REASSIGN_ENTRY_UNREACHABLE,
+    REASSIGNING,
+    Item,
+    RunInputs,
+    tp_name,
+)
 from chaos.checkers.quirks.recognition import Recognition
 from chaos.checkers.timeline import StateWritten, TopicWritten
 from chaos.history import pairs
@@ -52,10 +64,11 @@ def reordered(run: RunInputs) -> Recognition:
     return Recognition(frozenset(items))
 
 
-def _removal_of_dropped(w: StateWritten, topic: TopicWritten | None) -> bool:
-    """``w`` is a controller's write taking one replica out of the ISR (``removeReplicasFromIsr``:
-    leader -1 if it led, a one-member ISR kept, leader epoch + 1), that replica being an adding
-    replica the topic znode's last write dropped, and the ISR outside the replicas only by such."""
+def _removal_of_dropped(w: StateWritten, topic: TopicWritten | None) -> frozenset[int] | None:
+    """The dropped adding replicas ``w`` leaves in the ISR when it is a controller's write taking
+    one replica out of the ISR (``removeReplicasFromIsr``: leader -1 if it led, a one-member ISR
+    kept, leader epoch + 1), that replica being an adding replica the topic znode's last write
+    dropped, and the ISR outside the replicas only by such; None when it is not."""
     s, prev = w.state, w.previous
     if (
         not w.fenced
@@ -65,7 +78,7 @@ def _removal_of_dropped(w: StateWritten, topic: TopicWritten | None) -> bool:
         or topic.previous is None
         or topic.znode is None
     ):
-        return False
+        return None
     p = w.partition
     replicas = topic.znode.partitions.get(p, ())
     dropped = set(topic.previous.adding_replicas.get(p, ())) - set(replicas)
@@ -73,8 +86,22 @@ def _removal_of_dropped(w: StateWritten, topic: TopicWritten | None) -> bool:
         isr = prev.isr if len(prev.isr) == 1 else tuple(x for x in prev.isr if x != r)
         leader = -1 if prev.leader == r else prev.leader
         if (s.leader, s.isr, s.leader_epoch) == (leader, isr, prev.leader_epoch + 1):
-            return set(s.isr) - set(replicas) <= dropped
-    return False
+            return frozenset(dropped) if set(s.isr) - set(replicas) <= dropped else None
+    return None
+
+
+def _carries_orphan(w: StateWritten, orphans: frozenset[int]) -> bool:
+    """``w`` is a controller's write that only bumps the leader epoch of a leaderless state whose
+    ISR such removals left outside the replicas (``updateLeaderEpoch``, a later reassignment's
+    A1), and that ISR is still outside the replicas only by those dropped replicas."""
+    s, prev = w.state, w.previous
+    if not w.fenced or s is None or prev is None or w.replicas is None:
+        return False
+    return (
+        (s.leader, s.isr, s.leader_epoch) == (prev.leader, prev.isr, prev.leader_epoch + 1)
+        and s.leader == -1
+        and set(s.isr) - set(w.replicas) <= orphans
+    )
 
 
 def stopped_adding_replicas(run: RunInputs) -> Recognition:
@@ -85,18 +112,24 @@ def stopped_adding_replicas(run: RunInputs) -> Recognition:
         return Recognition()
     topics: dict[str, TopicWritten] = {}
     left: dict[TopicPartition, StateWritten] = {}
+    orphans: dict[TopicPartition, frozenset[int]] = {}  # the dropped replicas each ISR still holds
     items = set()
     for e in timeline.events:
         if isinstance(e, TopicWritten):
             topics[e.topic] = e
         elif isinstance(e, StateWritten):
             tp = TopicPartition(e.topic, e.partition)
-            if _removal_of_dropped(e, topics.get(e.topic)):
+            dropped = _removal_of_dropped(e, topics.get(e.topic))
+            if dropped is None and tp in orphans and _carries_orphan(e, orphans[tp]):
+                dropped = orphans[tp]
+            if dropped is not None:
                 items.add(Item("state write", f"{tp_name(tp)} at 0x{e.zxid:x}"))
-                left[tp] = e
+                left[tp], orphans[tp] = e, dropped
             else:
                 left.pop(tp, None)
-    finals = run.final_state.partition_states if run.final_state is not None else {}
+                orphans.pop(tp, None)
+    f = run.final_state
+    finals = f.partition_states if f is not None else {}
     for tp, w in left.items():
         final = finals.get(tp)
         if (
@@ -105,4 +138,22 @@ def stopped_adding_replicas(run: RunInputs) -> Recognition:
             and (final.leader, final.isr) == (w.state.leader, w.state.isr)
         ):
             items.add(Item(FINAL_ISR_OUTSIDE_REPLICAS, tp_name(tp)))
+            if f is not None:
+                items |= _stuck_behind_orphaned_isr(f, tp)
     return Recognition(frozenset(items))
+
+
+def _stuck_behind_orphaned_isr(f: FinalState, tp: TopicPartition) -> set[Item]:
+    """A partition left leaderless with an ISR of dropped replicas only, and still being
+    reassigned: no replica can be elected (every strategy picks a live replica of the ISR, the
+    ISR grows only through a leader), so its targets never join the ISR and the reassignment, with
+    its ``/admin/reassign_partitions`` entry, stays."""
+    topic, state = f.topics.get(tp.topic), f.partition_states.get(tp)
+    if topic is None or state is None or state.leader != -1 or not topic.being_reassigned(tp.partition):
+        return set()
+    if set(state.isr) & set(topic.replicas.get(tp.partition, ())):
+        return set()
+    items = {Item(REASSIGNING, tp_name(tp))}
+    if f.reassign_partitions is not None and tp in f.reassign_partitions:
+        items |= {Item(REASSIGN_ENTRY_LEFT, tp_name(tp)), Item(REASSIGN_ENTRY_UNREACHABLE, tp_name(tp))}
+    return items

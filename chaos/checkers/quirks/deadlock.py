@@ -11,7 +11,11 @@ registration of a broker hosting one of its replicas, a rewrite of its topic zno
 reassignment (completion), the topic znode's deletion or the request's deletion releases it. At
 the end, every partition of a held topic that is still mid-reassignment must be stuck: no live
 leader, its targets (replicas − removing) not all in its ISR, and no state write since the
-deletion request that had them all in the ISR (Kafka would have completed it then). Watch events
+deletion request that had them all in the ISR (Kafka would have completed it then) — unless the
+next write of that state was the controller's own, taking a target out again: the controller may
+have handled that change (a controlled shutdown, a broker failure) before the ISR change's
+notification, and then reads an ISR that is no longer complete (links seed 282, simulated: a
+ControlledShutdown beside a delayed ZooKeeper link). Watch events
 are taken in zxid order, as the controller queues them; a ``TopicDeletion`` event queued before
 a registration and still unprocessed at the next child change would make Kafka halt before the
 release instead of after it — the reference processes an event in milliseconds, so this needs
@@ -82,6 +86,8 @@ class _Walk:
     czxids: dict[str, int] = field(default_factory=dict)
     requests: dict[str, _Request] = field(default_factory=dict)
     complete_isr_since: dict[str, set[int]] = field(default_factory=dict)  # topic → partitions
+    #: topic → partitions whose last state write had every target in the ISR, not yet counted
+    complete_pending: dict[str, set[int]] = field(default_factory=dict)
     reassign_created: int | None = None
 
     def reassigning(self, topic: str) -> frozenset[int]:
@@ -127,8 +133,19 @@ class _Walk:
         if e.topic not in self.requests or t is None or e.partition not in t.partitions or e.state is None:
             return
         targets = set(t.partitions[e.partition]) - set(t.removing_replicas.get(e.partition, ()))
-        if targets <= set(e.state.isr):
-            self.complete_isr_since.setdefault(e.topic, set()).add(e.partition)
+        complete = targets <= set(e.state.isr)
+        pending = self.complete_pending.setdefault(e.topic, set())
+        if e.partition in pending:
+            pending.discard(e.partition)
+            if complete or not e.fenced:
+                self.complete_isr_since.setdefault(e.topic, set()).add(e.partition)
+        if complete:
+            pending.add(e.partition)
+
+    def completed_isr(self, topic: str) -> set[int]:
+        """The partitions of ``topic`` whose targets were all in the ISR since its deletion request
+        in a way Kafka must have seen (see the module text)."""
+        return self.complete_isr_since.get(topic, set()) | self.complete_pending.get(topic, set())
 
     def step(self, e: object) -> None:
         if isinstance(e, Election):
@@ -139,6 +156,7 @@ class _Walk:
             if isinstance(e, DeletionRequested) and e.topic not in self.requests:
                 self.requests[e.topic] = _Request(e.zxid, e.time_s)
                 self.complete_isr_since.pop(e.topic, None)
+                self.complete_pending.pop(e.topic, None)
             elif isinstance(e, DeletionRequestRemoved):
                 self.requests.pop(e.topic, None)
             self.deletion_requests_changed(e.zxid, e.time_s)
@@ -175,7 +193,7 @@ def deadlocked_reassignments(timeline: Timeline, final: FinalState) -> Deadlock:
         if walk.czxids.get(topic) != t.czxid:
             continue
         pending = [TopicPartition(topic, p) for p in sorted(t.replicas) if t.being_reassigned(p)]
-        done = walk.complete_isr_since.get(topic, set())
+        done = walk.completed_isr(topic)
         if not pending or any(tp.partition in done or not _stuck(final, tp) for tp in pending):
             continue
         partitions.update(pending)

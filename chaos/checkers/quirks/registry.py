@@ -264,7 +264,7 @@ QUIRKS: tuple[Quirk, ...] = (
             f"{PSM} L66-76 triggerOnlineStateChangeForPartitions",
             f"{KC} L804-814 isReassignmentComplete, L555-557, L784-795, L918-928, L645-674",
         ),
-        "partition seed 2651 (campaign 2600)",
+        "partition seed 2651 (campaign 2600); links seed 282 (simulated, format 4)",
         ("reassignments_completed", *DELETION_CHECKERS),
         deadlock.deadlocked,
     ),
@@ -289,14 +289,19 @@ QUIRKS: tuple[Quirk, ...] = (
         "A cancellation (or a new target replacing a pending reassignment) writes the topic znode "
         "with the remaining replicas first and only then takes each dropped adding replica out of "
         "the ISR, one state write each: meanwhile the ISR holds replicas the topic no longer lists, "
-        "and a one-member ISR of a dropped replica is kept as it is (leader -1), outside the replicas.",
+        "and a one-member ISR of a dropped replica is kept as it is (leader -1), outside the replicas, "
+        "also through later writes that only bump its leader epoch (a later reassignment's A1). With "
+        "none of that ISR a replica, nothing can be elected, so a reassignment still under way "
+        "never completes and keeps its `/admin/reassign_partitions` entry.",
         (
             f"{KC} L607-629 updateCurrentReassignment (U1 at L613-614 before U3 at L620-622)",
             f"{KC} L838-847 stopRemovedReplicasOfReassignedPartition",
             f"{RSM} L214-236 OfflineReplica, L317-335 doRemoveReplicasFromIsr",
+            f"{KC} L1003-1040 updateLeaderEpoch (newEpochAndZkVersion: leader and ISR kept)",
         ),
-        "admin-api seed 4306 (campaign 4300, drawn before the admin-API ops moved to their own processes)",
-        ("partition_states_valid",),
+        "admin-api seed 4306 (campaign 4300, drawn before the admin-API ops moved to their own "
+        "processes); composed seed 3160, partition seed 3727 (simulated, format 4)",
+        ("partition_states_valid", "reassignments_completed", "admin_znodes_cleaned"),
         cancellation.stopped_adding_replicas,
     ),
     Quirk(

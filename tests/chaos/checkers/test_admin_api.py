@@ -412,6 +412,60 @@ def test_the_isr_removals_of_dropped_adding_replicas_are_excused_to_the_final_st
     }
 
 
+def test_a_later_reassignments_epoch_bump_carries_the_orphaned_isr_along() -> None:
+    """composed seed 3160 (simulated): after the removals leave ISR [3] (leader -1) outside [2], a
+    new reassignment of t-0 to [2, 1] writes its topic znode and bumps the leader epoch (A1),
+    copying leader -1 and ISR [3] as they are: the same orphaned ISR, excused to the final state."""
+    log = dropped_log()
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [2, 1]}, {0: [1]}), 3))
+    log.set_state(SESSION_A, "t", 0, state_data(-1, 4, [3]))
+    final = final_state({"t": {0: [2, 1]}}, {("t", 0): (-1, 4, [3])}, live=(1, 3))
+    v = partition_states_valid([], log.records, final)
+    assert v.validity == "valid", v.message
+    (items,) = v.excused.values()
+    assert f"state write t-0 at 0x{log.records[-1].zxid:x}" in items
+    assert "final ISR outside the replicas t-0" in items
+
+
+@pytest.mark.parametrize(
+    "bump",
+    [state_data(-1, 4, [3, 2]), state_data(-1, 5, [3])],
+    ids=["isr-changed", "epoch-skipped"],
+)
+def test_a_write_that_does_more_than_bump_the_epoch_of_the_orphaned_isr_is_not_carried(bump: bytes) -> None:
+    log = dropped_log()
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [1]}), 3))
+    log.set_state(SESSION_A, "t", 0, bump)
+    v = partition_states_valid([], log.records, None)
+    assert v.validity == "invalid"
+    assert f"at zxid 0x{log.records[-1].zxid:x}" in v.message
+
+
+@pytest.mark.parametrize("isr", [(3,), (3, 2)], ids=["no-replica-left", "a-replica-left"])
+def test_a_reassignment_behind_an_isr_of_dropped_replicas_only_stays(isr: tuple[int, ...]) -> None:
+    """partition seed 3727 (simulated): t-0's ISR is [3], a dropped adding replica (leader -1); a
+    reassignment to [1] is written (RS [1, 2], adding [1], removing [2]) and bumps the epoch. No
+    replica of [1, 2] is in the ISR, so nothing can be elected and 1 never joins: the reassignment
+    and its znode entry stay. With a replica (2) still in the ISR it could be elected: no excuse."""
+    log = dropped_log()
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [1, 2]}, {0: [1]}, {0: [2]}), 3))
+    log.set_state(SESSION_A, "t", 0, state_data(-1, 4, list(isr)))
+    final = final_state({"t": {0: [1, 2]}}, {("t", 0): (-1, 4, list(isr))}, live=(1, 2, 3))
+    final = dataclasses.replace(
+        final,
+        topics={"t": TopicState(0x40, {0: (1, 2)}, {0: (1,)}, {0: (2,)})},
+        reassign_partitions={TopicPartition("t", 0): (1,)},
+    )
+    for checker in (reassignments_completed, admin_znodes_cleaned):
+        v = checker([], log.records, final)
+        if isr == (3,):
+            assert v.validity == "valid", (checker.name, v.message)
+            assert list(v.excused) == ["isr_keeps_replicas_a_cancellation_dropped"], checker.name
+        else:
+            assert v.validity != "valid", checker.name
+            assert "isr_keeps_replicas_a_cancellation_dropped" not in v.excused, checker.name
+
+
 def test_an_isr_outside_the_replicas_that_no_reassignment_dropped_is_invalid() -> None:
     v = partition_states_valid([], dropped_log(adding=False).records, None)
     assert v.validity == "invalid"

@@ -158,6 +158,7 @@ def deadlock_log(
     back_after: bool = False,
     election: bool = False,
     caught_up: bool = False,
+    taken_back: str | None = None,
 ) -> list[TxnRecord]:
     """Seed 2651 in miniature: ``reassigned``-1 [1, 2] → [3, 1] is mid-reassignment (U1 by
     controller 2; broker 1's controlled shutdown left leader 2, ISR [2]); t's deletion starts at
@@ -185,6 +186,10 @@ def deadlock_log(
     log.write(0x61, create("/brokers/ids/1", None, ephemeral=True))  # lifts the halt
     if caught_up:  # a state write with the targets in the ISR: Kafka would complete the reassignment
         log.set_state(SESSION_A, "t", 1, state_data(-1, 3, [2, 3, 1]))
+    if taken_back == "controller":  # target 3 out again by the controller (e.g. its controlled shutdown)
+        log.set_state(SESSION_A, "t", 1, state_data(-1, 4, [2, 1]))
+    elif taken_back == "leader":  # by a leader's own ISR write
+        log.set_state(SESSION_A, "t", 1, state_data(-1, 3, [2, 1]), fenced=False)
     if other_request:
         log.write(ADMIN, create("/admin/delete_topics/v"))
         for path in ("/brokers/topics/v/partitions/0/state", "/brokers/topics/v", "/admin/delete_topics/v"):
@@ -319,6 +324,17 @@ def test_a_state_write_since_the_request_with_the_targets_in_the_isr_is_not_excu
     """Kafka would have completed the reassignment on that write (its ISR-change handler)."""
     records = deadlock_log(caught_up=True)
     assert deadlocked_reassignments(records, end_state(records)) == Deadlock()
+
+
+def test_a_complete_isr_the_controller_itself_took_back_next_may_have_gone_unseen() -> None:
+    """links seed 282 (simulated): the controller handled a ControlledShutdown (removing target 3
+    from the ISR) before the notification of the ISR write that had completed the targets, so its
+    ISR-change handler read an incomplete ISR: Kafka's deadlock, excused. The same ISR taken back
+    by the leader's own write is not: the controller's handler may have read the complete ISR."""
+    records = deadlock_log(caught_up=True, taken_back="controller")
+    assert deadlocked_reassignments(records, end_state(records, isr=(2, 1))).partitions == {T_1}
+    records = deadlock_log(caught_up=True, taken_back="leader")
+    assert deadlocked_reassignments(records, end_state(records, isr=(2, 1))) == Deadlock()
 
 
 def test_a_failover_keeps_the_halt_but_kafka_removes_the_reassignment_entry() -> None:

@@ -145,6 +145,9 @@ class _GivenUpWalk:
         self.given_up: dict[TopicPartition, int] = {}
         self.poisoned: set[str] = set()
         self.lost: dict[str, int] = {}  # topic → zxid of the registration whose startup threw
+        #: replicas a given-up U1 added that no A2 started since (NonExistentReplica in Kafka)
+        self.never_started: dict[TopicPartition, set[int]] = {}
+        self.kept_in_isr: set[Item] = set()  # state writes whose ISR holds only such extras
 
     def _stateless(self, tp: TopicPartition, broker: int) -> bool:
         """Still no state once ``onBrokerStartup``'s elections ran: nothing elects it."""
@@ -186,9 +189,13 @@ class _GivenUpWalk:
                     or znode.adding_replicas.get(p) != (before.adding_replicas.get(p) if before else None)
                     or znode.removing_replicas.get(p) != (before.removing_replicas.get(p) if before else None)
                 )
+                adding = set(znode.adding_replicas.get(p, ()))
                 if started and tp not in self.states:  # U1 of a partition without state: A1 throws
                     self.given_up[tp] = e.zxid
                     self.poisoned.add(e.topic)
+                    self.never_started.setdefault(tp, set()).update(adding)
+                elif started and tp in self.never_started:  # A2 makes them NewReplica
+                    self.never_started[tp] -= adding
         for tp in [tp for tp in self.given_up if tp.topic == e.topic]:
             if not mid_reassignment(znode, tp.partition):
                 del self.given_up[tp]
@@ -199,6 +206,7 @@ class _GivenUpWalk:
                 self.given_up.clear()  # the new controller resumes them from the topic znodes
                 self.poisoned.clear()
                 self.lost.clear()  # and resumes every deletion
+                self.never_started.clear()  # and starts every replica (ReplicaStateMachine.startup)
             elif isinstance(e, BrokerRegistered):
                 self.registered(e.zxid, e.broker)
             elif isinstance(e, ReassignmentZnode):
@@ -217,8 +225,15 @@ class _GivenUpWalk:
                 self.states = {tp for tp in self.states if tp.topic != e.topic}
                 for tp in [tp for tp in self.given_up if tp.topic == e.topic]:
                     del self.given_up[tp]
+                for tp in [tp for tp in self.never_started if tp.topic == e.topic]:
+                    del self.never_started[tp]
             elif isinstance(e, StateWritten):
-                self.states.add(TopicPartition(e.topic, e.partition))
+                tp = TopicPartition(e.topic, e.partition)
+                self.states.add(tp)
+                if e.state is not None and e.replicas is not None:
+                    extra = set(e.state.isr) - set(e.replicas)
+                    if extra and extra <= self.never_started.get(tp, set()):
+                        self.kept_in_isr.add(Item("state write", f"{tp_name(tp)} at 0x{e.zxid:x}"))
             elif isinstance(e, StateDeleted):
                 self.states.discard(TopicPartition(e.topic, e.partition))
             elif isinstance(e, DeletionRequested):
@@ -240,6 +255,25 @@ def lost_deletion_resumptions(timeline: Timeline) -> dict[str, int]:
     given-up reassignment) before it resumed that topic's deletion, with no election and no
     registration of a broker hosting one of its replicas that resumed it since."""
     return dict(_GivenUpWalk().walk(timeline).lost)
+
+
+def never_started_kept_in_isr(run: RunInputs) -> Recognition:
+    """State writes and final states whose ISR is outside the replicas only by replicas a given-up
+    reassignment added and nothing started since: a later reassignment removing them asks for an
+    invalid NonExistentReplica → OfflineReplica transition, so they stay in the ISR."""
+    if run.timeline is None:
+        return Recognition()
+    walked = _GivenUpWalk().walk(run.timeline)
+    items = set(walked.kept_in_isr)
+    f = run.final_state
+    for tp, state in f.partition_states.items() if f is not None else ():
+        topic = f.topics.get(tp.topic) if f is not None else None
+        if topic is None or tp.partition not in topic.replicas:
+            continue
+        extra = set(state.isr) - set(topic.replicas[tp.partition])
+        if extra and extra <= walked.never_started.get(tp, set()):
+            items.add(Item(FINAL_ISR_OUTSIDE_REPLICAS, tp_name(tp)))
+    return Recognition(frozenset(items))
 
 
 def abandoned(run: RunInputs) -> Recognition:

@@ -198,6 +198,24 @@ QUIRKS: tuple[Quirk, ...] = (
         reassignment.abandoned,
     ),
     Quirk(
+        "isr_keeps_a_replica_never_started",
+        "The adding replicas of such a given-up reassignment are never started (A2 never ran; a "
+        "broker's registration cannot move a NonExistentReplica online), yet they join the ISR "
+        "when the partition is brought online with every live replica. A later reassignment that "
+        "removes one asks for an invalid NonExistentReplica → OfflineReplica transition, which "
+        "is only logged, so it stays in the ISR outside the replicas until a failover restarts "
+        "every replica.",
+        (
+            f"{KC} L630-690 onPartitionReassignment (A2 startNewReplicasForReassignedPartition; B4)",
+            f"{RSM} L447-460 validPreviousStates, L428-433 logInvalidTransition",
+            f"{RSM} L57-75 initializeReplicaState (a failover starts every replica)",
+            f"{PSM} L273-300 initializeLeaderAndIsrForPartitions (ISR: the live replicas)",
+        ),
+        "admin-api seed 9773 (simulated, format 4)",
+        ("partition_states_valid",),
+        reassignment.never_started_kept_in_isr,
+    ),
+    Quirk(
         "deletion_stalled_by_abandoned_reassignment",
         "A topic with such a given-up reassignment cannot be deleted until a failover: its adding "
         "replicas never became NewReplica, so the deletion asks for invalid replica transitions, "

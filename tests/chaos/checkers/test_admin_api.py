@@ -470,3 +470,55 @@ def test_an_isr_outside_the_replicas_that_no_reassignment_dropped_is_invalid() -
     v = partition_states_valid([], dropped_log(adding=False).records, None)
     assert v.validity == "invalid"
     assert "ISR [3] not within replicas [2]" in v.message
+
+
+# ---- a replica a given-up reassignment added, never started, kept in the ISR --------------------------
+
+
+def never_started_log(*, state_first: bool = False, failover: bool = False) -> Log:
+    """admin-api seed 9773 (simulated) in miniature: t-0 [3] is created while broker 3 is down (no
+    state); a reassignment to [3, 1, 2] is written (U1, adding [1, 2]) and given up (A1 throws), so
+    1 and 2 are never started; 3 returns and the partition goes online with every live replica in
+    the ISR; a reassignment to [3, 1] then completes, and removing 2 (NonExistentReplica →
+    OfflineReplica) is refused: 2 stays in the ISR. ``state_first``: the partition had a state at
+    the first U1 (A2 started 1 and 2); ``failover``: a controller elected before the removal."""
+    log = Log()
+    for b in (1, 2):
+        log.write(0x50 + b, create(f"/brokers/ids/{b}", None, ephemeral=True))
+    log.elect(SESSION_A, 2)
+    log.create_topic(ADMIN, "t", {0: [3]})
+    if state_first:
+        log.set_state(SESSION_A, "t", 0, state_data(3, 0, [3]))
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [3, 1, 2]}, {0: [1, 2]}), 1))
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [3, 1, 2]}), 2))
+    log.write(0x53, create("/brokers/ids/3", None, ephemeral=True))
+    log.set_state(SESSION_A, "t", 0, state_data(3, 1, [3, 1, 2]))
+    if failover:
+        log.elect(0x61, 1)
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [3, 1, 2]}, {}, {0: [2]}), 3))
+    log.set_state(SESSION_A, "t", 0, state_data(3, 2, [3, 1, 2]))  # B3
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [3, 1]}), 4))  # B6, no B4 write
+    return log
+
+
+def test_a_replica_never_started_stays_in_the_isr_when_a_reassignment_removes_it() -> None:
+    final = final_state({"t": {0: [3, 1]}}, {("t", 0): (3, 2, [3, 1, 2])})
+    v = partition_states_valid([], never_started_log().records, final)
+    assert v.validity == "valid", v.message
+    assert v.excused == {"isr_keeps_a_replica_never_started": ("final ISR outside the replicas t-0",)}
+    # a later write carrying that ISR is excused too
+    log = never_started_log()
+    log.set_state(SESSION_A, "t", 0, state_data(3, 3, [3, 1, 2]))
+    final = final_state({"t": {0: [3, 1]}}, {("t", 0): (3, 3, [3, 1, 2])})
+    v = partition_states_valid([], log.records, final)
+    assert v.validity == "valid", v.message
+    (items,) = v.excused.values()
+    assert f"state write t-0 at 0x{log.records[-1].zxid:x}" in items
+
+
+@pytest.mark.parametrize("how", ["state_first", "failover"])
+def test_a_started_replica_left_in_the_isr_is_invalid(how: str) -> None:
+    final = final_state({"t": {0: [3, 1]}}, {("t", 0): (3, 2, [3, 1, 2])})
+    v = partition_states_valid([], never_started_log(**{how: True}).records, final)
+    assert v.validity == "invalid"
+    assert "isr_keeps_a_replica_never_started" not in v.excused

@@ -5,12 +5,20 @@ A ZooKeeper-triggered preferred election reads each partition's leader from the 
 leadership yet (its topic was created while every replica of it was offline, so it has no state
 znode) throws before ``onReplicaElection``, whose ``finally`` is what deletes
 ``/admin/preferred_replica_election``. The znode then stays until a controller failover.
+
+A partition gets into that state a second way: its topic is deleted while the partition is being
+reassigned. The deletion clears neither ``partitionsBeingReassigned`` nor the partition's ISR-change
+handler; an ISR change written during the deletion and handled after it finds an empty assignment
+(no adding or removing replicas: "complete"), whose phase B stores that empty assignment (B2) before
+it throws on the missing leadership (B3) — from then on the controller lists the partition, without
+leadership.
 """
 
 from __future__ import annotations
 
 from chaos.checkers.findings import Item, RunInputs
 from chaos.checkers.paths import Kind
+from chaos.checkers.quirks.reassignment import mid_reassignment
 from chaos.checkers.quirks.recognition import Recognition
 from chaos.checkers.timeline import AdminZnode, Election, StateDeleted, StateWritten, Timeline, TopicDeleted
 from chaos.history import pairs
@@ -42,6 +50,29 @@ def _stateless_at_last_creation(timeline: Timeline, partitions: tuple[TopicParti
     return stateless_at_creation
 
 
+def _deleted_while_reassigned(timeline: Timeline, partitions: tuple[TopicPartition, ...]) -> bool:
+    """One of ``partitions`` belongs to a topic deleted while that partition was mid-reassignment,
+    with no election since the deletion nor since the znode's last creation: the controller keeps
+    the partition among its reassignments, an ISR change of it during the deletion completes that
+    reassignment on an empty assignment (B2 inserts it, B3 then throws for the missing leadership),
+    and the partition is known again with no leadership."""
+    deleted_mid: set[TopicPartition] = set()
+    created_since_election = False
+    for e in timeline.events:
+        if isinstance(e, Election):
+            deleted_mid.clear()
+            created_since_election = False
+        elif isinstance(e, TopicDeleted) and e.last is not None:
+            deleted_mid |= {
+                TopicPartition(e.topic, p) for p in e.last.partitions if mid_reassignment(e.last, p)
+            }
+        elif (
+            isinstance(e, AdminZnode) and e.kind == Kind.PREFERRED_REPLICA_ELECTION and e.change == "created"
+        ):
+            created_since_election = True
+    return created_since_election and any(tp in deleted_mid for tp in partitions)
+
+
 def stuck_election(run: RunInputs) -> Recognition:
     """``/admin/preferred_replica_election`` left after heal, created (last, after every
     election) while one of the partitions it still names had no state znode."""
@@ -61,6 +92,8 @@ def stuck_election(run: RunInputs) -> Recognition:
         return Recognition(
             undecided=frozenset({item}), why_undecided="no transaction log to tell which partitions had state"
         )
-    if _stateless_at_last_creation(run.timeline, f.preferred_replica_election):
+    names = f.preferred_replica_election
+    stateless = tuple(tp for tp in names if tp not in f.partition_states)
+    if _stateless_at_last_creation(run.timeline, names) or _deleted_while_reassigned(run.timeline, stateless):
         return Recognition(frozenset({item}))
     return Recognition()

@@ -327,15 +327,21 @@ QUIRKS: tuple[Quirk, ...] = (
         "A `/admin/preferred_replica_election` naming a partition that has no leader yet (its topic "
         "was created while the partition's replicas were offline, so it has no state znode) makes "
         "the election event throw before the `finally` that deletes the znode: it stays until a "
-        "controller failover.",
+        "controller failover. A partition of a topic deleted while it was being reassigned ends so "
+        "too: an ISR change handled after the deletion completes that reassignment on an empty "
+        "assignment, which phase B stores (B2) before it throws on the missing leadership (B3).",
         (
             f"{KC} L1747-1759 processReplicaLeaderElection (partitionLeadershipInfo(partition))",
             "ControllerContext.scala@2.5.1 L85 partitionLeadershipInfo (mutable.Map.apply)",
             f"{KC} L683-723 onReplicaElection (finally)",
             f"{KC} L960-977 removePartitionsFromPreferredReplicaElection",
             f"{KC} L751-769 fetchPendingPreferredReplicaElections (failover)",
+            f"{KC} L1630-1642 processPartitionReassignmentIsrChange, L804-814 isReassignmentComplete",
+            f"{KC} L630-690 onPartitionReassignment (B2 before B3)",
+            f"{KC} L816-840 moveReassignedPartitionLeaderIfRequired (partitionLeadershipInfo.apply)",
         ),
-        "admin-api seed 4203 (campaign 4200, drawn before the admin-API ops moved to their own processes)",
+        "admin-api seed 4203 (campaign 4200, drawn before the admin-API ops moved to their own processes); "
+        "admin-api seed 12521 (simulated, format 4)",
         ("admin_znodes_cleaned",),
         preferred.stuck_election,
     ),

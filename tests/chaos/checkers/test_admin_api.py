@@ -28,6 +28,7 @@ from tests.chaos.checkers.builders import (
     SESSION_A,
     Log,
     create,
+    delete,
     final_state,
     set_data,
     state_data,
@@ -374,6 +375,37 @@ def test_a_preferred_election_znode_left_otherwise_is_invalid(with_state: bool, 
     v = admin_znodes_cleaned([], log.records, state)
     assert v.validity == "invalid"
     assert "/admin/preferred_replica_election left with ['t-1']" in v.message
+
+
+@pytest.mark.parametrize(
+    ("mid", "failover_after", "excused"),
+    [(True, False, True), (False, False, False), (True, True, False)],
+    ids=["deleted-mid-reassignment", "deleted-idle", "failover-since"],
+)
+def test_a_preferred_election_of_a_partition_deleted_mid_reassignment(
+    mid: bool, failover_after: bool, excused: bool
+) -> None:
+    """admin-api seed 12521 (simulated): t-1 (with a state) is being reassigned when the admin asks
+    for its preferred election and t is deleted before the controller handles that; the deletion
+    leaves t-1 among the reassignments, its ISR change completes that reassignment on an empty
+    assignment, and the election event throws: the znode stays. Deleted while not reassigned, or
+    with a failover since, it is a violation."""
+    log = preferred_log(with_state=True)
+    if mid:
+        log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [1], 1: [2, 3]}, {1: [3]}), 1))
+    for path in ("/brokers/topics/t/partitions/0/state", "/brokers/topics/t/partitions/1/state"):
+        log.fenced(SESSION_A, delete(path))
+    log.fenced(SESSION_A, delete("/brokers/topics/t"))
+    if failover_after:
+        log.elect(SESSION_A + 1, 2)
+    state = final_state(preferred_replica_election=(TopicPartition("t", 1),))
+    v = admin_znodes_cleaned([], log.records, state)
+    if excused:
+        assert v.validity == "valid", v.message
+        assert list(v.excused) == ["preferred_election_stuck_on_partition_without_state"]
+    else:
+        assert v.validity == "invalid"
+        assert "/admin/preferred_replica_election left with ['t-1']" in v.message
 
 
 # ---- a cancellation's ISR removals after its topic-znode write -------------------------------------------

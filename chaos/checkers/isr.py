@@ -13,11 +13,12 @@ seen the broker's registration go:
 - a controller that starts while the broker is gone (``ReplicaStateMachine.startup``: the replicas
   that are not online go to ``OfflineReplica`` too — the fix of KAFKA-3143 in 2.3.0).
 
-Excluded, as Kafka excludes them: topics queued for deletion (their offline replicas become
-``ReplicaDeletionIneligible``, their ISR is left alone), partitions the broker is no longer a
-replica of, and an ISR the leader grew back to the dead broker after the controller's write (a
-fetch that arrived before the broker died; the leader shrinks it again after
-``replica.lag.time.max.ms``).
+Excluded, as Kafka excludes them: topics queued for deletion — from their request under
+``/admin/delete_topics`` until it is removed, whatever state writes the deletion itself makes
+(their offline replicas become ``ReplicaDeletionIneligible``, their ISR is left alone),
+partitions the broker is no longer a replica of, and an ISR the leader grew back to the dead
+broker after the controller's write (a fetch that arrived before the broker died; the leader
+shrinks it again after ``replica.lag.time.max.ms``).
 
 The property is judged on the transaction log at the end of the run, so the final phase waits for
 it like any liveness checker. An obligation belongs to the controller in place when the broker's
@@ -35,6 +36,7 @@ from chaos.checkers.events import (
     BrokerRegistered,
     ControllerWrite,
     DeletionRequested,
+    DeletionRequestRemoved,
     Election,
     StateDeleted,
     StateWritten,
@@ -80,6 +82,7 @@ def dead_brokers_leave_the_isr(run: RunInputs) -> Finding:
     holder: int | None = None  # zk version of /controller_epoch of the latest election
     open_: dict[tuple[int, str, int], _Obligation] = {}
     deaths = 0
+    queued: set[str] = set()  # topics with a deletion request: their ISRs are left alone
     for e in run.timeline.events:
         if isinstance(e, Election):
             holder = e.epoch_zk_version
@@ -102,6 +105,8 @@ def dead_brokers_leave_the_isr(run: RunInputs) -> Finding:
             gone.add(e.broker)
             deaths += 1
             for (topic, partition), (members, replicas, incarnation) in isr.items():
+                if topic in queued:
+                    continue
                 if e.broker in members and len(members) > 1 and e.broker in replicas:
                     open_[(e.broker, topic, partition)] = _Obligation(
                         e.broker, topic, partition, incarnation, e.record, holder, holder is not None, members
@@ -115,6 +120,10 @@ def dead_brokers_leave_the_isr(run: RunInputs) -> Finding:
             for tp in [tp for tp in isr if tp[0] == e.topic]:
                 del isr[tp]
             _drop(open_, e.topic)
+            if isinstance(e, DeletionRequested):
+                queued.add(e.topic)
+        elif isinstance(e, DeletionRequestRemoved):
+            queued.discard(e.topic)
     found = Findings()
     for ob in open_.values():
         if not ob.confirmed:

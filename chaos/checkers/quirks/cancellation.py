@@ -11,7 +11,9 @@ lists, and a one-member ISR is kept as it is (leader -1), so an ISR of dropped r
 stays outside the replicas — also through later controller writes that only bump its leader
 epoch (``updateLeaderEpoch``: a later reassignment's A1 copies leader and ISR as they are).
 When none of that ISR is a replica any more, nothing can be elected, and a reassignment of the
-partition still under way never completes.
+partition still under way never completes. When the dropped replica was the leader, the partition
+stays leaderless (the controller still holds it online) until a broker departure or a failover
+elects it, and a reassignment under way waits with it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from chaos.checkers.cancellation import acked_partitions, cancelled_reassignment
 from chaos.checkers.final_state import FinalState
 from chaos.checkers.findings import (
     FINAL_ISR_OUTSIDE_REPLICAS,
+    LEADERLESS,
     REASSIGN_ENTRY_LEFT,
     REASSIGN_ENTRY_UNREACHABLE,
     REASSIGNING,
@@ -28,7 +31,7 @@ from chaos.checkers.findings import (
     tp_name,
 )
 from chaos.checkers.quirks.recognition import Recognition
-from chaos.checkers.timeline import StateWritten, TopicWritten
+from chaos.checkers.timeline import BrokerDeregistered, Election, StateWritten, TopicWritten
 from chaos.history import pairs
 from probes.znode_types import TopicPartition
 
@@ -114,8 +117,11 @@ def stopped_adding_replicas(run: RunInputs) -> Recognition:
     left: dict[TopicPartition, StateWritten] = {}
     orphans: dict[TopicPartition, frozenset[int]] = {}  # the dropped replicas each ISR still holds
     items = set()
+    elects_since = 0  # zxid of the last broker departure or election (either elects leaderless ones)
     for e in timeline.events:
-        if isinstance(e, TopicWritten):
+        if isinstance(e, BrokerDeregistered | Election):
+            elects_since = e.zxid
+        elif isinstance(e, TopicWritten):
             topics[e.topic] = e
         elif isinstance(e, StateWritten):
             tp = TopicPartition(e.topic, e.partition)
@@ -140,7 +146,22 @@ def stopped_adding_replicas(run: RunInputs) -> Recognition:
             items.add(Item(FINAL_ISR_OUTSIDE_REPLICAS, tp_name(tp)))
             if f is not None:
                 items |= _stuck_behind_orphaned_isr(f, tp)
+                if final.leader == -1 and w.zxid > elects_since:
+                    items |= _left_without_leader(f, tp)
     return Recognition(frozenset(items))
+
+
+def _left_without_leader(f: FinalState, tp: TopicPartition) -> set[Item]:
+    """The dropped replica was the leader: its removal leaves leader -1, and nothing elects a
+    partition the controller still holds online until a broker departure
+    (``onReplicasBecomeOffline``) or a failover, so a reassignment still under way waits too."""
+    items = {Item(LEADERLESS, tp_name(tp))}
+    topic = f.topics.get(tp.topic)
+    if topic is not None and topic.being_reassigned(tp.partition):
+        items.add(Item(REASSIGNING, tp_name(tp)))
+        if f.reassign_partitions is not None and tp in f.reassign_partitions:
+            items |= {Item(REASSIGN_ENTRY_LEFT, tp_name(tp)), Item(REASSIGN_ENTRY_UNREACHABLE, tp_name(tp))}
+    return items
 
 
 def _stuck_behind_orphaned_isr(f: FinalState, tp: TopicPartition) -> set[Item]:

@@ -310,16 +310,24 @@ QUIRKS: tuple[Quirk, ...] = (
         "and a one-member ISR of a dropped replica is kept as it is (leader -1), outside the replicas, "
         "also through later writes that only bump its leader epoch (a later reassignment's A1). With "
         "none of that ISR a replica, nothing can be elected, so a reassignment still under way "
-        "never completes and keeps its `/admin/reassign_partitions` entry.",
+        "never completes and keeps its `/admin/reassign_partitions` entry. When the dropped replica "
+        "led, the partition stays leaderless (still online to the controller) until a broker "
+        "departure or a failover elects it, and a reassignment under way waits with it.",
         (
             f"{KC} L607-629 updateCurrentReassignment (U1 at L613-614 before U3 at L620-622)",
             f"{KC} L838-847 stopRemovedReplicasOfReassignedPartition",
             f"{RSM} L214-236 OfflineReplica, L317-335 doRemoveReplicasFromIsr",
             f"{KC} L1003-1040 updateLeaderEpoch (newEpochAndZkVersion: leader and ISR kept)",
+            f"{KC} L464-487 onReplicasBecomeOffline (partitions without a live leader elected)",
         ),
         "admin-api seed 4306 (campaign 4300, drawn before the admin-API ops moved to their own "
-        "processes); composed seed 3160, partition seed 3727 (simulated, format 4)",
-        ("partition_states_valid", "reassignments_completed", "admin_znodes_cleaned"),
+        "processes); composed seed 3160, partition seed 3727, process seed 19166 (simulated, format 4)",
+        (
+            "partition_states_valid",
+            "partitions_have_leaders",
+            "reassignments_completed",
+            "admin_znodes_cleaned",
+        ),
         cancellation.stopped_adding_replicas,
     ),
     Quirk(

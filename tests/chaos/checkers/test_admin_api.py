@@ -19,10 +19,10 @@ from chaos.checkers.admin_api import (
     reassign_znode_created_by_admin,
 )
 from chaos.checkers.cleanup import admin_znodes_cleaned
-from chaos.checkers.liveness import reassignments_completed
+from chaos.checkers.liveness import partitions_have_leaders, reassignments_completed
 from chaos.checkers.safety import partition_states_valid
 from chaos.history import History, OpType
-from probes import TopicPartition
+from probes import TopicPartition, TxnOp
 from tests.chaos.checkers.builders import (
     ADMIN,
     SESSION_A,
@@ -496,6 +496,43 @@ def test_a_reassignment_behind_an_isr_of_dropped_replicas_only_stays(isr: tuple[
         else:
             assert v.validity != "valid", checker.name
             assert "isr_keeps_replicas_a_cancellation_dropped" not in v.excused, checker.name
+
+
+@pytest.mark.parametrize("then", [None, "departure", "failover"])
+def test_a_dropped_adding_replica_that_led_leaves_the_partition_leaderless(then: str | None) -> None:
+    """process seed 19166 (simulated): t-0 [2] → RS [3, 1, 2] adding [3, 1]; 3 joins the ISR and
+    is elected (preferred); a new target [2, 1] drops 3, whose ISR removal leaves leader -1, ISR
+    [2]; the new reassignment's A1 bumps the epoch. Nothing elects an online partition until a
+    broker departure or a failover: leaderless and its reassignment stuck, as in Kafka — after
+    either of those, a violation."""
+    log = Log()
+    log.elect(SESSION_A, 3)
+    log.create_topic(ADMIN, "t", {0: [2]})
+    log.set_state(SESSION_A, "t", 0, state_data(2, 0, [2]))
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [3, 1, 2]}, {0: [3, 1]}), 1))
+    log.set_state(SESSION_A, "t", 0, state_data(2, 1, [2]))
+    log.set_state(SESSION_A, "t", 0, state_data(2, 1, [2, 3]), fenced=False)
+    log.set_state(SESSION_A, "t", 0, state_data(3, 2, [2, 3]))  # preferred election
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [2, 1]}, {0: [1]}), 2))
+    log.set_state(SESSION_A, "t", 0, state_data(-1, 3, [2]))  # 3 out of the ISR: it led
+    log.set_state(SESSION_A, "t", 0, state_data(-1, 4, [2]))  # A1
+    if then == "departure":
+        log.write(0x77, TxnOp("closeSession", closed_paths=("/brokers/ids/1",)))
+    elif then == "failover":
+        log.elect(SESSION_A + 1, 2)
+    final = final_state({"t": {0: [2, 1]}}, {("t", 0): (-1, 4, [2])}, live=(1, 2, 3))
+    final = dataclasses.replace(
+        final,
+        topics={"t": TopicState(0x40, {0: (2, 1)}, {0: (1,)}, {0: ()})},
+        reassign_partitions={TopicPartition("t", 0): (2, 1)},
+    )
+    for checker in (partitions_have_leaders, reassignments_completed, admin_znodes_cleaned):
+        v = checker([], log.records, final)
+        if then is None:
+            assert v.validity == "valid", (checker.name, v.message)
+            assert list(v.excused) == ["isr_keeps_replicas_a_cancellation_dropped"], checker.name
+        else:
+            assert v.validity != "valid", (then, checker.name)
 
 
 def test_an_isr_outside_the_replicas_that_no_reassignment_dropped_is_invalid() -> None:

@@ -17,6 +17,7 @@ from tests.chaos.checkers.builders import (
     SESSION_B,
     Log,
     create,
+    delete,
     final_state,
     state_data,
 )
@@ -97,6 +98,23 @@ def test_a_topic_queued_for_deletion_is_not_judged() -> None:
     log.write(ADMIN, create("/admin/delete_topics/t"))
     _dies(log, 3)
     assert _judge(log)[0] == "valid"
+
+
+def test_a_topic_stays_unjudged_through_its_deletions_own_state_writes() -> None:
+    """process seed 18926 (simulated): the deletion takes replica 1 out of t-0's ISR (a state
+    write after the request), then broker 3 dies: the topic is still queued, its ISR left alone.
+    Once the request is gone (the deletion completed or was refused), the topic is judged again."""
+    log = _cluster([2, 3, 1])
+    log.write(ADMIN, create("/admin/delete_topics/t"))
+    log.set_state(SESSION_A + 1, "t", 0, state_data(2, 1, [2, 3]))  # onPartitionDeletion: 1 offline
+    _dies(log, 3)
+    assert _judge(log)[0] == "valid"
+    log = _cluster([2, 3, 1])
+    log.write(ADMIN, create("/admin/delete_topics/t"))
+    log.fenced(SESSION_A + 1, delete("/admin/delete_topics/t"))  # deletion disabled: refused
+    log.set_state(SESSION_A + 1, "t", 0, state_data(2, 1, [2, 3, 1]))
+    _dies(log, 3)
+    assert _judge(log)[0] == "invalid"
 
 
 def test_a_new_controller_elected_while_the_broker_is_gone_owes_it_once_it_wrote_something() -> None:

@@ -104,16 +104,18 @@ def stale_leader_epochs(
 
 
 def told_of_deletion(journal: Sequence[ReceivedRequest], topic: str) -> bool:
-    """The broker applied an UpdateMetadata marking ``topic`` deleted after the last request that
-    gave it a live state of the topic."""
-    told = False
+    """For every partition of ``topic`` the broker was given a live state of, it applied an
+    UpdateMetadata marking that partition deleted after the last such state (a broker's metadata
+    cache drops a topic partition by partition: ``MetadataCache.updateMetadata`` removes each
+    partition sent with leader -2, so a partition whose notice never came stays shown)."""
+    told: dict[int, bool] = {}
     for request in journal:
         if request.error_code != 0 or request.kind not in ("UpdateMetadata", "LeaderAndIsr"):
             continue
         for p in request.partitions:
             if p.topic == topic:
-                told = request.kind == "UpdateMetadata" and p.leader == LEADER_DURING_DELETE
-    return told
+                told[p.partition] = request.kind == "UpdateMetadata" and p.leader == LEADER_DURING_DELETE
+    return bool(told) and all(told.values())
 
 
 def deletion_notice_times(journals: Mapping[int, Sequence[ReceivedRequest]]) -> dict[str, list[float]]:

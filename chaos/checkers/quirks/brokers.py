@@ -78,12 +78,12 @@ def missed_deletion(run: RunInputs) -> Recognition:
     return Recognition(frozenset(items))
 
 
-def _deletions(timeline: Timeline) -> dict[str, tuple[float, int]]:
-    """Topic (its last deletion) → (time in seconds of the deletion request that led to it, the
-    controller epoch current then)."""
+def _deletions(timeline: Timeline) -> dict[str, list[tuple[float, int]]]:
+    """Topic → for each of its deletions, (time in seconds of the deletion request that led to it,
+    the controller epoch current then)."""
     epoch: int | None = None
     pending: dict[str, tuple[float, int | None]] = {}
-    out: dict[str, tuple[float, int]] = {}
+    out: dict[str, list[tuple[float, int]]] = {}
     for e in timeline.events:
         if isinstance(e, Election):
             epoch = e.epoch
@@ -92,23 +92,28 @@ def _deletions(timeline: Timeline) -> dict[str, tuple[float, int]]:
         elif isinstance(e, TopicDeleted) and e.topic in pending:
             at, then = pending.pop(e.topic)
             if then is not None:
-                out[e.topic] = (at, then)
+                out.setdefault(e.topic, []).append((at, then))
     return out
 
 
 def deletion_notice_lost(run: RunInputs) -> Recognition:
-    """(broker, topic) pairs: the controller in charge at the topic's deletion request was
-    replaced afterwards, and the broker's journal shows no applied UpdateMetadata that told it of
-    the deletion. The journal cannot tell a notice that died in the replaced controller's queue
-    (a cut or slow link) from one never sent; a controller that never sends it is caught in the
-    runs where it stays in charge (it resends until the notice gets through)."""
+    """(broker, topic) pairs: the controller in charge at one of the topic's deletion requests was
+    replaced afterwards, and the broker's journal shows a partition of the topic it was never told
+    of as deleted (an earlier topic of the name may have had partitions a later one lacks). The
+    journal cannot tell a notice that died in the replaced controller's queue (a cut or slow link)
+    from one never sent; a controller that never sends it is caught in the runs where it stays in
+    charge (it resends until the notice gets through)."""
     f, timeline = run.final_state, run.timeline
     if timeline is None or f is None:
         return Recognition()
     elected = [(e.record.time_ms / 1000, e.epoch) for e in timeline.events if isinstance(e, Election)]
     items = set()
-    for topic, (since, epoch) in _deletions(timeline).items():
-        if not any(at >= since and later is not None and later > epoch for at, later in elected):
+    for topic, deletions in _deletions(timeline).items():
+        if not any(
+            at >= since and later is not None and later > epoch
+            for since, epoch in deletions
+            for at, later in elected
+        ):
             continue
         for broker, journal in f.journals.items():
             if not told_of_deletion(journal, topic):

@@ -114,14 +114,16 @@ QUIRKS: tuple[Quirk, ...] = (
         "A broker the controller could not reach in time (a cut or slow link) while a topic was "
         "deleted keeps the topic in its metadata cache when that controller is replaced first: the "
         "deletion's UpdateMetadata (leader -2) waits in the old controller's channel and dies with "
-        "it, and the next controller's failover UpdateMetadata names existing partitions only.",
+        "it, and the next controller's failover UpdateMetadata names existing partitions only. The "
+        "cache drops a topic partition by partition: a later topic of the name and its deletion "
+        "remove only the partitions it had.",
         (
             f"{TDM} L259-274 onTopicDeletion (client.sendMetadataUpdate)",
             f"{KC} L279-314 onControllerResignation (controllerChannelManager.shutdown)",
             f"{KC} L217-243 onControllerFailover (sendUpdateMetadataRequest, Set.empty)",
             "MetadataCache.scala@2.5.1 L295-320 updateMetadata",
         ),
-        "partition seed 2606, admin-api seed 270 (simulated, +sim3)",
+        "partition seed 2606, admin-api seed 270 (simulated, +sim3); partition seed 18319 (format 4)",
         ("metadata_agrees_with_zookeeper",),
         brokers.deletion_notice_lost,
     ),

@@ -781,3 +781,36 @@ def test_a_reassignment_under_way_when_its_topic_was_deleted_halts_deleting_the_
         v = admin_znodes_cleaned(h.ops, log.records, state)
         assert v.validity == "invalid", variant
         assert "/admin/delete_topics/t2 left" in v.message, variant
+
+
+def test_a_lost_notice_of_an_earlier_topic_of_the_name_is_kafkas_behaviour_per_partition() -> None:
+    """partition seed 18319 (simulated): ``old`` (partitions 0 and 1) is deleted while broker 2 is
+    cut off and its controller is replaced; a new ``old`` with partition 0 only is created and
+    deleted, and broker 2 applies that deletion's notice for partition 0. Its cache still holds
+    ``old``-1 (Kafka drops a deleted topic partition by partition): the first notice died with
+    its controller. Told of both partitions, the broker must not show ``old``."""
+    log = _deleted_while_broker_2_cut_off(replaced=True)
+    log.create_topic(ADMIN, "old", {0: [1]})
+    log.write(ADMIN, create("/admin/delete_topics/old"))
+    log.fenced(0x53, delete("/brokers/topics/old"))
+    log.fenced(0x53, delete("/admin/delete_topics/old"))
+    stale = {**GOOD, "old": {1: MetadataPartition(1, (1,), (1,))}}
+    state = final_state(
+        {"t": {0: [1, 2]}}, {("t", 0): (1, 3, [1, 2])}, metadata=views(b1=GOOD, b2=stale, b3=GOOD)
+    )
+
+    def deleted(seq: int, *partitions: int) -> Any:
+        r = request(seq, "UpdateMetadata", 2, [("old", p, 1, 0) for p in partitions])
+        return dataclasses.replace(
+            r, partitions=tuple(dataclasses.replace(p, leader=-2) for p in r.partitions)
+        )
+
+    live = request(1, "UpdateMetadata", 1, [("old", 0, 0, 0), ("old", 1, 0, 0)])
+    second = request(2, "UpdateMetadata", 2, [("old", 0, 0, 0)])
+    v = metadata_agrees_with_zookeeper(
+        [], log.records, dataclasses.replace(state, journals={2: (live, second, deleted(3, 0))})
+    )
+    assert v.validity == "valid", v.message
+    assert list(v.excused) == ["deleted_topic_kept_when_its_notice_died_with_the_controller"]
+    told = dataclasses.replace(state, journals={2: (live, second, deleted(3, 0, 1))})
+    assert metadata_agrees_with_zookeeper([], log.records, told).validity == "invalid"

@@ -310,7 +310,7 @@ class Actions(ApiOps):
             return
         node = self.world.nodes[_ends(name)[0]]
         if self.world.zk_connected(node):
-            self.world.regain_zookeeper(node)
+            self.world.regain_zookeeper(node, link_broke=True)
         elif node.running:
             self.world.lose_zookeeper(node)
 

@@ -213,9 +213,12 @@ class World:
 
         self.at(self.session_timeout_ms, expire)
 
-    def regain_zookeeper(self, node: SimNode) -> None:
+    def regain_zookeeper(self, node: SimNode, *, link_broke: bool = False) -> None:
         """The node talks to ZooKeeper again: a new session after an expiry (LOST, CONNECTED and a
-        registration), else kazoo's reconnect (watches lost, `ZkReconnected`)."""
+        registration), else kazoo's reconnect (watches lost, `ZkReconnected`). ``link_broke``: the
+        connection itself was cut, so the watch notifications the server sent meanwhile went down
+        with it (the reconnect's re-reads stand for them); a paused process reads them from its
+        socket when it resumes."""
         bid = node.broker_id
         if bid not in self.disconnected_since or not self.zk_connected(node):
             return
@@ -227,6 +230,8 @@ class World:
             self.zk.reconnect_expired(node.zk)
             self.register_when_possible(node)
         else:
+            if link_broke:
+                node.zk.drain_events()
             node.zk.drop_watches()
         self.kick(node)
 

@@ -21,6 +21,7 @@ from reference_controller.controller.common import (
     CONTROLLER_CHANGE_HANDLER,
     PARTITION_REASSIGNMENT_HANDLER,
     PREFERRED_REPLICA_ELECTION_HANDLER,
+    TOPIC_DELETION_HANDLER,
 )
 from reference_controller.controller.events import (
     BrokerChange,
@@ -185,11 +186,26 @@ def _rerun_partition_modifications(ctl: ElectionPort, snap: ReconnectSnapshot) -
 
 def _rerun_topic_deletion(ctl: ElectionPort, snap: ReconnectSnapshot) -> Reruns:
     """TopicDeletion fires on a child change: re-run it only if the children differ from the queue
-    (the controller deletes a marker only when it also dequeues the topic)."""
-    if _guarded(
-        ctl, "TopicDeletion", lambda: set(zkc.get_topic_deletions(ctl.zk)) != ctl.context.topics_to_be_deleted
-    ):
+    (the controller deletes a marker only when it also dequeues the topic).
+
+    Java's client restores the watch on a reconnect and the server fires it at once when the
+    children changed: one event, and no watch until that event's own read re-arms it, so a
+    request created between the reconnect and that read adds no second event (a second
+    ``processTopicDeletion`` is not harmless: it halts a queued topic with a partition being
+    reassigned). So the comparison reads the children without arming the watch; only when
+    nothing changed is the watch armed here, as Java's restored watch stays armed."""
+
+    def changed() -> bool:
+        ctl.unregister_child_handler(TOPIC_DELETION_HANDLER.path)
+        try:
+            return set(zkc.get_topic_deletions(ctl.zk)) != ctl.context.topics_to_be_deleted
+        finally:
+            ctl.register_child_handler(TOPIC_DELETION_HANDLER)
+
+    if _guarded(ctl, "TopicDeletion", changed):
         yield TopicDeletion()
+    else:
+        _guarded(ctl, "TopicDeletion", lambda: zkc.get_topic_deletions(ctl.zk) is not None)  # re-arm
 
 
 def _rerun_isr_change_notification(ctl: ElectionPort, snap: ReconnectSnapshot) -> Reruns:

@@ -8,9 +8,10 @@ import pytest
 
 from kafkawire.states import TopicPartition
 from reference_controller import zkdata as zd
+from reference_controller.controller import election
 from reference_controller.controller.decisions.states import PartitionState
 from reference_controller.controller.effects import Resigned, SendRequest
-from reference_controller.controller.events import ZkReconnected
+from reference_controller.controller.events import TopicDeletion, ZkReconnected
 from reference_controller.controller.ports import CreateOp
 from reference_controller.logutil import STATE_CHANGE_LOGGER, TRACE, KafkaLayout
 from tests.unit.controller.harness import Cluster, Node
@@ -177,3 +178,23 @@ def test_failed_parent_creates_are_ignored_and_the_state_create_error_logged(
     lines = KafkaLayout().format(record).splitlines()
     assert "failed to change state for partition foo-0 from NewPartition to OnlinePartition" in lines[0]
     assert lines[1] == "org.apache.zookeeper.KeeperException$NoNodeException: KeeperErrorCode = NoNode"
+
+
+def test_reconnect_after_a_deletion_request_re_runs_one_topic_deletion_without_arming_its_watch() -> None:
+    """Java's client restores the child watch and the server fires it once: one TopicDeletion, and
+    no watch until that event's own read. A request created before the event runs adds no second
+    event (a second processTopicDeletion would halt a topic with a partition being reassigned)."""
+    cluster = Cluster()
+    cluster.start(1, 2)
+    cluster.create_topic("foo", {0: [1]})
+    cluster.create_topic("bar", {0: [2]})
+    node = cluster.controller()
+    node.client.drop_watches()
+    cluster.admin.create(CreateOp(zd.delete_topic_path("foo"), None))
+    reruns = list(election.events_to_rerun_after_reconnect(node.controller))
+    assert reruns.count(TopicDeletion()) == 1
+    assert zd.DELETE_TOPICS not in node.client.child_watches
+    cluster.admin.create(CreateOp(zd.delete_topic_path("bar"), None))
+    assert TopicDeletion() not in node.client.drain_events()
+    cluster.process(node, TopicDeletion())
+    assert zd.DELETE_TOPICS in node.client.child_watches

@@ -22,6 +22,7 @@ from chaos.checkers.quirks import (
     failover_loop,
     preferred,
     reassignment,
+    stalled,
 )
 from chaos.checkers.quirks.recognition import Recognition
 
@@ -287,6 +288,21 @@ QUIRKS: tuple[Quirk, ...] = (
         "partition seed 2651 (campaign 2600); links seed 282 (simulated, format 4)",
         ("reassignments_completed", *DELETION_CHECKERS),
         deadlock.deadlocked,
+    ),
+    Quirk(
+        "reassignment_waits_for_a_stalled_deletion",
+        "A partition of a topic queued for deletion is never elected, so one that is mid-reassignment "
+        "without a live leader cannot get its targets into the ISR: its reassignment (and its "
+        "`/admin/reassign_partitions` entry) waits as long as the deletion does — here a deletion "
+        "another quirk of this table explains (halted, its resumption lost, poisoned, deadlocked).",
+        (
+            f"{PSM} L56-75 triggerOnlinePartitionStateChange (topics queued for deletion skipped)",
+            f"{TDM} L259-318 onTopicDeletion, onPartitionDeletion (replicas offline first)",
+            f"{KC} L804-814 isReassignmentComplete",
+        ),
+        "admin-api seed 35885 (simulated, format 5)",
+        ("reassignments_completed", "admin_znodes_cleaned"),
+        stalled.waiting_for_stalled_deletion,
     ),
     Quirk(
         "cancellation_keeps_reassignment_order",

@@ -28,6 +28,7 @@ from tests.chaos.checkers.builders import (
     request,
     set_data,
     state_data,
+    topic_data,
 )
 
 pytestmark = [pytest.mark.unit, pytest.mark.chaos]
@@ -814,3 +815,34 @@ def test_a_lost_notice_of_an_earlier_topic_of_the_name_is_kafkas_behaviour_per_p
     assert list(v.excused) == ["deleted_topic_kept_when_its_notice_died_with_the_controller"]
     told = dataclasses.replace(state, journals={2: (live, second, deleted(3, 0, 1))})
     assert metadata_agrees_with_zookeeper([], log.records, told).validity == "invalid"
+
+
+@pytest.mark.parametrize("then", [None, "broker-2"])
+def test_a_reassignment_waiting_for_a_stalled_deletion_is_explained_with_it(then: str | None) -> None:
+    """admin-api seed 35885 (simulated) in miniature: t1-0 is being reassigned to [2, 3, 1] with no
+    live leader when t1 is queued for deletion; the deletion's resumption is lost (the quirk of
+    :func:`test_a_deletion_a_failed_broker_startup_did_not_resume_is_excused_until_another_resumes_it`),
+    and a partition of a topic queued for deletion is never elected: the reassignment waits with
+    the deletion. Once another registration resumes the deletion, nothing explains it."""
+    log = _api_abandoned_log(then=then)
+    reassigning = topic_data({0: [2, 3, 1], 1: [3, 1]}, {0: [1]})
+    log.fenced(0x52, set_data("/brokers/topics/t1", reassigning, log.next_version("/brokers/topics/t1")))
+    h = history_of(
+        ("client-0", "reassign", {"topic": "t1", "assignment": {"0": [2, 3, 1]}}, "ok"),
+        ("client-1", "delete_topic", {"topic": "t1"}, "ok"),
+    )
+    state = final_state(
+        {"t0": {0: [2], 1: [3, 1]}, "t1": {0: [2, 3, 1], 1: [3, 1]}},
+        {("t0", 0): (-1, 1, [2]), ("t1", 0): (-1, 1, [2]), ("t1", 1): (-1, 1, [1])},
+        delete_topics=frozenset({"t0", "t1"}),
+        live=(1, 3),
+    )
+    t1 = TopicState(0x41, {0: (2, 3, 1), 1: (3, 1)}, {0: (1,)}, {})
+    state = dataclasses.replace(state, topics={**state.topics, "t1": t1})
+    v = reassignments_completed(h.ops, log.records, state)
+    if then is None:
+        assert v.validity == "valid", v.message
+        assert v.excused["reassignment_waits_for_a_stalled_deletion"] == ("partition still reassigning t1-0",)
+    else:
+        assert "reassignment_waits_for_a_stalled_deletion" not in v.excused
+        assert v.validity != "valid"

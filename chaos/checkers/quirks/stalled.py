@@ -7,7 +7,9 @@ topic that is mid-reassignment with no live leader can therefore not get its tar
 and its reassignment (with any ``/admin/reassign_partitions`` entry) waits for as long as the
 deletion does. When another quirk of the registry explains why that deletion has not completed —
 it is halted, its resumption was lost, it is poisoned or deadlocked — the waiting reassignment is
-explained with it; a deletion that simply never ran explains nothing.
+explained with it; a deletion that simply never ran explains nothing. The entry is kept only
+while no controller was elected since the deletion request: a failover's
+``processZkPartitionReassignment`` drops the entries of topics queued for deletion.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from chaos.checkers.findings import (
 )
 from chaos.checkers.quirks import deadlock, deletion, reassignment
 from chaos.checkers.quirks.recognition import Recognition
+from chaos.checkers.timeline import DeletionRequested, DeletionRequestRemoved, Election
 from probes.znode_types import TopicPartition
 
 __all__ = ["waiting_for_stalled_deletion"]
@@ -55,6 +58,15 @@ def waiting_for_stalled_deletion(run: RunInputs) -> Recognition:
     if f is None or run.timeline is None:
         return Recognition()
     stalled = _stalled_topics(run) & set(f.delete_topics)
+    requested: dict[str, int] = {}  # topic → zxid of its (current) deletion request
+    elected = 0
+    for e in run.timeline.events:
+        if isinstance(e, DeletionRequested):
+            requested.setdefault(e.topic, e.zxid)
+        elif isinstance(e, DeletionRequestRemoved):
+            requested.pop(e.topic, None)
+        elif isinstance(e, Election):
+            elected = e.zxid
     items: set[Item] = set()
     for topic in sorted(stalled):
         t = f.topics.get(topic)
@@ -69,6 +81,9 @@ def waiting_for_stalled_deletion(run: RunInputs) -> Recognition:
             if state is not None and targets <= set(state.isr):
                 continue
             items.add(Item(REASSIGNING, tp_name(tp)))
-            if f.reassign_partitions is not None and tp in f.reassign_partitions:
-                items |= {Item(REASSIGN_ENTRY_LEFT, tp_name(tp)), Item(REASSIGN_ENTRY_UNREACHABLE, tp_name(tp))}
+            # a failover since the request drops the entry of a topic queued for deletion
+            kept = elected < requested.get(topic, elected + 1)
+            if kept and f.reassign_partitions is not None and tp in f.reassign_partitions:
+                items.add(Item(REASSIGN_ENTRY_LEFT, tp_name(tp)))
+                items.add(Item(REASSIGN_ENTRY_UNREACHABLE, tp_name(tp)))
     return Recognition(frozenset(items))

@@ -26,6 +26,7 @@ from chaos.checkers.findings import (
     REASSIGN_ENTRY_LEFT,
     REASSIGN_ENTRY_UNREACHABLE,
     REASSIGNING,
+    TARGET_NOT_REACHED,
     Item,
     RunInputs,
     tp_name,
@@ -158,7 +159,7 @@ def _left_without_leader(f: FinalState, tp: TopicPartition) -> set[Item]:
     items = {Item(LEADERLESS, tp_name(tp))}
     topic = f.topics.get(tp.topic)
     if topic is not None and topic.being_reassigned(tp.partition):
-        items.add(Item(REASSIGNING, tp_name(tp)))
+        items |= {Item(REASSIGNING, tp_name(tp)), Item(TARGET_NOT_REACHED, tp_name(tp))}
         if f.reassign_partitions is not None and tp in f.reassign_partitions:
             items |= {Item(REASSIGN_ENTRY_LEFT, tp_name(tp)), Item(REASSIGN_ENTRY_UNREACHABLE, tp_name(tp))}
     return items
@@ -174,7 +175,7 @@ def _stuck_behind_orphaned_isr(f: FinalState, tp: TopicPartition) -> set[Item]:
         return set()
     if set(state.isr) & set(topic.replicas.get(tp.partition, ())):
         return set()
-    items = {Item(REASSIGNING, tp_name(tp))}
+    items = {Item(REASSIGNING, tp_name(tp)), Item(TARGET_NOT_REACHED, tp_name(tp))}
     if f.reassign_partitions is not None and tp in f.reassign_partitions:
         items |= {Item(REASSIGN_ENTRY_LEFT, tp_name(tp)), Item(REASSIGN_ENTRY_UNREACHABLE, tp_name(tp))}
     return items

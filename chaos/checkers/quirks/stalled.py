@@ -20,6 +20,7 @@ from chaos.checkers.findings import (
     REASSIGN_ENTRY_LEFT,
     REASSIGN_ENTRY_UNREACHABLE,
     REASSIGNING,
+    TARGET_NOT_REACHED,
     Item,
     RunInputs,
     tp_name,
@@ -80,7 +81,7 @@ def waiting_for_stalled_deletion(run: RunInputs) -> Recognition:
             targets = set(replicas) - set(t.removing.get(p, ()))
             if state is not None and targets <= set(state.isr):
                 continue
-            items.add(Item(REASSIGNING, tp_name(tp)))
+            items |= {Item(REASSIGNING, tp_name(tp)), Item(TARGET_NOT_REACHED, tp_name(tp))}
             # a failover since the request drops the entry of a topic queued for deletion
             kept = elected < requested.get(topic, elected + 1)
             if kept and f.reassign_partitions is not None and tp in f.reassign_partitions:

@@ -591,3 +591,28 @@ def test_a_started_replica_left_in_the_isr_is_invalid(how: str) -> None:
     v = partition_states_valid([], never_started_log(**{how: True}).records, final)
     assert v.validity == "invalid"
     assert "isr_keeps_a_replica_never_started" not in v.excused
+
+
+def test_a_target_not_reached_behind_a_dropped_leader_is_explained_too() -> None:
+    """process seed 40790 (simulated): t-0 [1] → [1, 2, 3] (adding 2, 3); 1 dies and 3 leads with
+    ISR [3]; a cancellation back to [1] drops 3 (leader -1, ISR [3]); a new reassignment to [2, 3]
+    (RS [2, 3, 1], removing 1) bumps the epoch. Nothing elects 3: the acknowledged target is not
+    reached, as in Kafka."""
+    log = Log()
+    log.elect(SESSION_A, 1)
+    log.create_topic(ADMIN, "t", {0: [1]})
+    log.set_state(SESSION_A, "t", 0, state_data(1, 0, [1]))
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [1, 2, 3]}, {0: [2, 3]}), 1))
+    log.set_state(SESSION_A, "t", 0, state_data(1, 1, [1, 3]), fenced=False)
+    log.set_state(SESSION_A, "t", 0, state_data(3, 2, [3]))  # 1 died
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [1]}), 2))  # cancelled
+    log.set_state(SESSION_A, "t", 0, state_data(-1, 3, [3]))  # 3 out: it led
+    moving = topic_data({0: [2, 3, 1]}, {0: [2, 3]}, {0: [1]})
+    log.fenced(SESSION_A, set_data("/brokers/topics/t", moving, 3))
+    log.set_state(SESSION_A, "t", 0, state_data(-1, 4, [3]))  # A1
+    h = history(("reassign", {"topic": "t", "assignment": {"0": [2, 3]}}, "ok", None))
+    final = final_state({"t": {0: [2, 3, 1]}}, {("t", 0): (-1, 4, [3])}, live=(2, 3))
+    final = dataclasses.replace(final, topics={"t": TopicState(0x40, {0: (2, 3, 1)}, {0: (2, 3)}, {0: (1,)})})
+    v = reassignments_completed(h.ops, log.records, final)
+    assert v.validity == "valid", v.message
+    assert "reassignment target not reached t-0" in v.excused["isr_keeps_replicas_a_cancellation_dropped"]

@@ -197,7 +197,10 @@ class _GivenUpWalk:
                 elif started and tp in self.never_started:  # A2 makes them NewReplica
                     self.never_started[tp] -= adding
         for tp in [tp for tp in self.given_up if tp.topic == e.topic]:
-            if not mid_reassignment(znode, tp.partition):
+            # a rewrite that ends the reassignment (its completion, a cancellation) completes it
+            # only for a partition with a state: without one, phase B throws at B3
+            # (partitionLeadershipInfo.apply) before B7, and it stays among the reassignments
+            if not mid_reassignment(znode, tp.partition) and tp in self.states:
                 del self.given_up[tp]
 
     def walk(self, timeline: Timeline) -> _GivenUpWalk:

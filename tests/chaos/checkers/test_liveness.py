@@ -641,7 +641,7 @@ def test_a_replica_left_over_from_a_deleted_topic_stalls_the_new_topics_reassign
     assert reassignments_completed([], log.records, taken).validity == "invalid"
 
 
-def _api_abandoned_log(*, then: str | None = None) -> Log:
+def _api_abandoned_log(*, then: str | None = None, cancelled: bool = False) -> Log:
     """Seed 918 of ``admin-api`` (simulated) in miniature. t0-1 [3] was created while broker 3 was
     down, so it has no state; an API reassignment to [3, 1] is written into the topic znode (U1)
     and throws at A1 (answered -1). t0 and t1 are then queued for deletion; t1's deletion waits for
@@ -661,6 +661,8 @@ def _api_abandoned_log(*, then: str | None = None) -> Log:
     log.set_state(0x52, "t0", 0, state_data(2, 0, [2]))
     mid = b'{"version":2,"partitions":{"0":[2],"1":[3,1]},"adding_replicas":{"1":[1]},"removing_replicas":{}}'
     log.fenced(0x52, set_data("/brokers/topics/t0", mid, 1))  # U1, then A1 throws: no state
+    if cancelled:  # back to [3] (U1 again); phase B throws at B3: still among the reassignments
+        log.fenced(0x52, set_data("/brokers/topics/t0", topic_data({0: [2], 1: [3]}), 2))
     log.write(ADMIN, create("/admin/delete_topics/t0"))
     log.write(ADMIN, create("/admin/delete_topics/t1"))
     log.write(0x53, create("/brokers/ids/3", None, ephemeral=True))  # its startup throws
@@ -671,6 +673,25 @@ def _api_abandoned_log(*, then: str | None = None) -> Log:
         log.write(0x52, delete("/brokers/ids/2"))
         log.write(0x54, create("/brokers/ids/2", None, ephemeral=True))
     return log
+
+
+def test_a_cancelled_reassignment_without_state_still_throws_at_the_next_startup() -> None:
+    """admin-api seed 43037 (simulated): the given-up reassignment of t0-1 is cancelled (its topic
+    znode back to [3], no adding replicas); with no state, phase B throws at B3 before B7, so t0-1
+    stays among the controller's reassignments, broker 3's startup resumes it and throws again,
+    and t1's deletion is not resumed."""
+    h = history_of(
+        ("api-0", "reassign_api", {"topic": "t0", "assignment": {"1": [3, 1]}}, "info"),
+        ("client-0", "delete_topic", {"topic": "t0"}, "ok"),
+        ("client-1", "delete_topic", {"topic": "t1"}, "ok"),
+    )
+    state = final_state(
+        {"t0": {0: [2], 1: [3]}, "t1": {0: [2, 3], 1: [3, 1]}},
+        {("t0", 0): (-1, 1, [2]), ("t1", 0): (-1, 1, [2]), ("t1", 1): (-1, 1, [1])},
+        delete_topics=frozenset({"t0", "t1"}),
+    )
+    v = admin_znodes_cleaned(h.ops, _api_abandoned_log(cancelled=True).records, state)
+    assert "deletion request left t1" in v.excused.get("deletion_resumption_lost_to_failed_startup", ())
 
 
 def test_a_deletion_a_failed_broker_startup_did_not_resume_is_excused_until_another_resumes_it() -> None:

@@ -190,10 +190,15 @@ class _GivenUpWalk:
                     or znode.removing_replicas.get(p) != (before.removing_replicas.get(p) if before else None)
                 )
                 adding = set(znode.adding_replicas.get(p, ()))
+                # a controller's rewrite of the partition that starts nothing (a reorder, a
+                # cancellation) goes to phase B at once, which throws at B3 without a state
+                rewritten = before is not None and znode.partitions.get(p) != before.partitions.get(p)
                 if started and tp not in self.states:  # U1 of a partition without state: A1 throws
                     self.given_up[tp] = e.zxid
                     self.poisoned.add(e.topic)
                     self.never_started.setdefault(tp, set()).update(adding)
+                elif rewritten and not mid_reassignment(znode, p) and tp not in self.states:
+                    self.given_up.setdefault(tp, e.zxid)
                 elif started and tp in self.never_started:  # A2 makes them NewReplica
                     self.never_started[tp] -= adding
         for tp in [tp for tp in self.given_up if tp.topic == e.topic]:
@@ -215,9 +220,20 @@ class _GivenUpWalk:
             elif isinstance(e, ReassignmentZnode):
                 now = set(e.entries)
                 for tp in self.entries - now:
-                    if mid_reassignment(self.topics.get(tp.topic), tp.partition):
+                    topic = self.topics.get(tp.topic)
+                    if mid_reassignment(topic, tp.partition):
                         self.given_up[tp] = e.zxid
                         self.poisoned.add(tp.topic)
+                    elif (
+                        tp not in self.states
+                        and tp.topic not in self.queued
+                        and topic is not None
+                        and tp.partition in topic.partitions
+                    ):
+                        # started on a partition without state and nothing to move (the target is
+                        # its replicas): phase B throws at B3, the entry goes as failed, the
+                        # partition stays among the controller's reassignments
+                        self.given_up.setdefault(tp, e.zxid)
                 self.entries = now
             elif isinstance(e, TopicWritten):
                 self.topic_written(e)

@@ -233,12 +233,14 @@ QUIRKS: tuple[Quirk, ...] = (
         "A broker's registration should resume the deletions halted for its replicas, but "
         "onBrokerStartup first resumes the reassignments targeting it; one given up without a state "
         "throws again, the event ends there, and those deletions stay halted until another broker "
-        "hosting one of their replicas registers or the controller fails over.",
+        "hosting one of their replicas registers or the controller fails over. A reassignment of a "
+        "partition without state that moves nothing (a reorder, a cancellation, its own replicas) "
+        "throws too, in phase B at B3, and stays among the reassignments the same way.",
         (
             f"{KC} L347-380 onBrokerStartup (L367-369 before L372-378)",
             f"{KC} L382-388 maybeResumeReassignments",
         ),
-        "admin-api seed 918 (simulated)",
+        "admin-api seed 918 (simulated); admin-api seed 43037, process seed 52676 (format 4)",
         DELETION_CHECKERS,
         reassignment.lost_resumption,
     ),

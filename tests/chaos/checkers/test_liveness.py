@@ -641,7 +641,7 @@ def test_a_replica_left_over_from_a_deleted_topic_stalls_the_new_topics_reassign
     assert reassignments_completed([], log.records, taken).validity == "invalid"
 
 
-def _api_abandoned_log(*, then: str | None = None, cancelled: bool = False) -> Log:
+def _api_abandoned_log(*, then: str | None = None, cancelled: bool = False, same_target: bool = False) -> Log:
     """Seed 918 of ``admin-api`` (simulated) in miniature. t0-1 [3] was created while broker 3 was
     down, so it has no state; an API reassignment to [3, 1] is written into the topic znode (U1)
     and throws at A1 (answered -1). t0 and t1 are then queued for deletion; t1's deletion waits for
@@ -660,7 +660,12 @@ def _api_abandoned_log(*, then: str | None = None, cancelled: bool = False) -> L
     log.create_topic(ADMIN, "t0", {0: [2], 1: [3]})
     log.set_state(0x52, "t0", 0, state_data(2, 0, [2]))
     mid = b'{"version":2,"partitions":{"0":[2],"1":[3,1]},"adding_replicas":{"1":[1]},"removing_replicas":{}}'
-    log.fenced(0x52, set_data("/brokers/topics/t0", mid, 1))  # U1, then A1 throws: no state
+    if same_target:  # a znode reassignment of t0-1 onto its own [3]: no U1, phase B throws at B3
+        entry = b'{"version":1,"partitions":[{"topic":"t0","partition":1,"replicas":[3]}]}'
+        log.write(ADMIN, create("/admin/reassign_partitions", entry))
+        log.fenced(0x52, delete("/admin/reassign_partitions"))  # removed as failed
+    else:
+        log.fenced(0x52, set_data("/brokers/topics/t0", mid, 1))  # U1, then A1 throws: no state
     if cancelled:  # back to [3] (U1 again); phase B throws at B3: still among the reassignments
         log.fenced(0x52, set_data("/brokers/topics/t0", topic_data({0: [2], 1: [3]}), 2))
     log.write(ADMIN, create("/admin/delete_topics/t0"))
@@ -691,6 +696,24 @@ def test_a_cancelled_reassignment_without_state_still_throws_at_the_next_startup
         delete_topics=frozenset({"t0", "t1"}),
     )
     v = admin_znodes_cleaned(h.ops, _api_abandoned_log(cancelled=True).records, state)
+    assert "deletion request left t1" in v.excused.get("deletion_resumption_lost_to_failed_startup", ())
+
+
+def test_a_reassignment_onto_its_own_replicas_without_state_also_throws_at_the_next_startup() -> None:
+    """process seed 52676 (simulated): a znode reassignment of t0-1 onto the replicas it has
+    writes nothing (U1 skipped), goes to phase B and throws at B3 (no leadership); its entry is
+    removed as failed and t0-1 stays among the reassignments: broker 3's startup throws on it."""
+    h = history_of(
+        ("client-0", "reassign", {"topic": "t0", "assignment": {"1": [3]}}, "ok"),
+        ("client-0", "delete_topic", {"topic": "t0"}, "ok"),
+        ("client-1", "delete_topic", {"topic": "t1"}, "ok"),
+    )
+    state = final_state(
+        {"t0": {0: [2], 1: [3]}, "t1": {0: [2, 3], 1: [3, 1]}},
+        {("t0", 0): (-1, 1, [2]), ("t1", 0): (-1, 1, [2]), ("t1", 1): (-1, 1, [1])},
+        delete_topics=frozenset({"t0", "t1"}),
+    )
+    v = admin_znodes_cleaned(h.ops, _api_abandoned_log(same_target=True).records, state)
     assert "deletion request left t1" in v.excused.get("deletion_resumption_lost_to_failed_startup", ())
 
 

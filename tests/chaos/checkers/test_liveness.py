@@ -16,6 +16,7 @@ from chaos.checkers.liveness import (
     reassign_targets,
     reassignments_completed,
 )
+from chaos.history import OpType
 from probes import TopicPartition
 from probes.txnrecords import TxnOp, TxnRecord
 from tests.chaos.checkers.builders import (
@@ -680,13 +681,25 @@ def _api_abandoned_log(*, then: str | None = None, cancelled: bool = False, same
     return log
 
 
-def test_a_cancelled_reassignment_without_state_still_throws_at_the_next_startup() -> None:
+@pytest.mark.parametrize(
+    ("reassign", "log_kw"),
+    [
+        (("api-0", "reassign_api", {"1": [3, 1]}, "info"), "cancelled"),
+        (("client-0", "reassign", {"1": [3]}, "ok"), "same_target"),
+    ],
+    ids=["cancelled", "own-replicas"],
+)
+def test_a_reassignment_without_state_that_moves_nothing_still_throws_at_the_next_startup(
+    reassign: tuple[str, str, dict[str, list[int]], OpType], log_kw: str
+) -> None:
     """admin-api seed 43037 (simulated): the given-up reassignment of t0-1 is cancelled (its topic
-    znode back to [3], no adding replicas); with no state, phase B throws at B3 before B7, so t0-1
-    stays among the controller's reassignments, broker 3's startup resumes it and throws again,
-    and t1's deletion is not resumed."""
+    znode back to [3]); process seed 52676: a znode reassignment of t0-1 onto the replicas it has
+    writes nothing, its entry removed as failed. Either way phase B throws at B3 (no leadership)
+    before B7, t0-1 stays among the controller's reassignments, broker 3's startup resumes it and
+    throws again, and t1's deletion is not resumed."""
+    process, f, assignment, outcome = reassign
     h = history_of(
-        ("api-0", "reassign_api", {"topic": "t0", "assignment": {"1": [3, 1]}}, "info"),
+        (process, f, {"topic": "t0", "assignment": assignment}, outcome),
         ("client-0", "delete_topic", {"topic": "t0"}, "ok"),
         ("client-1", "delete_topic", {"topic": "t1"}, "ok"),
     )
@@ -695,25 +708,8 @@ def test_a_cancelled_reassignment_without_state_still_throws_at_the_next_startup
         {("t0", 0): (-1, 1, [2]), ("t1", 0): (-1, 1, [2]), ("t1", 1): (-1, 1, [1])},
         delete_topics=frozenset({"t0", "t1"}),
     )
-    v = admin_znodes_cleaned(h.ops, _api_abandoned_log(cancelled=True).records, state)
-    assert "deletion request left t1" in v.excused.get("deletion_resumption_lost_to_failed_startup", ())
-
-
-def test_a_reassignment_onto_its_own_replicas_without_state_also_throws_at_the_next_startup() -> None:
-    """process seed 52676 (simulated): a znode reassignment of t0-1 onto the replicas it has
-    writes nothing (U1 skipped), goes to phase B and throws at B3 (no leadership); its entry is
-    removed as failed and t0-1 stays among the reassignments: broker 3's startup throws on it."""
-    h = history_of(
-        ("client-0", "reassign", {"topic": "t0", "assignment": {"1": [3]}}, "ok"),
-        ("client-0", "delete_topic", {"topic": "t0"}, "ok"),
-        ("client-1", "delete_topic", {"topic": "t1"}, "ok"),
-    )
-    state = final_state(
-        {"t0": {0: [2], 1: [3]}, "t1": {0: [2, 3], 1: [3, 1]}},
-        {("t0", 0): (-1, 1, [2]), ("t1", 0): (-1, 1, [2]), ("t1", 1): (-1, 1, [1])},
-        delete_topics=frozenset({"t0", "t1"}),
-    )
-    v = admin_znodes_cleaned(h.ops, _api_abandoned_log(same_target=True).records, state)
+    log = _api_abandoned_log(cancelled=log_kw == "cancelled", same_target=log_kw == "same_target")
+    v = admin_znodes_cleaned(h.ops, log.records, state)
     assert "deletion request left t1" in v.excused.get("deletion_resumption_lost_to_failed_startup", ())
 
 

@@ -369,7 +369,7 @@ QUIRKS: tuple[Quirk, ...] = (
             f"{KC} L816-840 moveReassignedPartitionLeaderIfRequired (partitionLeadershipInfo.apply)",
         ),
         "admin-api seed 4203 (campaign 4200, drawn before the admin-API ops moved to their own processes); "
-        "admin-api seed 12521 (simulated, format 4)",
+        "admin-api seed 12521, 84653 (simulated, format 4)",
         ("admin_znodes_cleaned",),
         preferred.stuck_election,
     ),

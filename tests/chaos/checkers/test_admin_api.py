@@ -400,6 +400,12 @@ def test_a_preferred_election_of_a_partition_deleted_mid_reassignment(
         log.elect(SESSION_A + 1, 2)
     state = final_state(preferred_replica_election=(TopicPartition("t", 1),))
     v = admin_znodes_cleaned([], log.records, state)
+    # admin-api seed 84653: t created anew since, t-1 with a state again; the znode still stays
+    log.create_topic(ADMIN, "t", {0: [1], 1: [2]})
+    log.set_state(SESSION_A, "t", 1, state_data(2, 0, [2]))
+    recreated = final_state({"t": {0: [1], 1: [2]}}, {("t", 1): (2, 0, [2])})
+    recreated = dataclasses.replace(recreated, preferred_replica_election=(TopicPartition("t", 1),))
+    assert admin_znodes_cleaned([], log.records, recreated).validity == v.validity
     if excused:
         assert v.validity == "valid", v.message
         assert list(v.excused) == ["preferred_election_stuck_on_partition_without_state"]

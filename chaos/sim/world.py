@@ -218,7 +218,8 @@ class World:
         registration), else kazoo's reconnect (watches lost, `ZkReconnected`). ``link_broke``: the
         connection itself was cut, so the watch notifications the server sent meanwhile went down
         with it (the reconnect's re-reads stand for them); a paused process reads them from its
-        socket when it resumes."""
+        socket when it resumes, before the reconnect (kazoo reads the old socket first), so the
+        reconnect's re-runs see what they already told it."""
         bid = node.broker_id
         if bid not in self.disconnected_since or not self.zk_connected(node):
             return
@@ -230,8 +231,10 @@ class World:
             self.zk.reconnect_expired(node.zk)
             self.register_when_possible(node)
         else:
-            if link_broke:
-                node.zk.drain_events()
+            held = node.zk.drain_events()
+            if not link_broke:  # a resumed node reads what its socket holds before it reconnects
+                for event in held:
+                    node.put(event)
             node.zk.drop_watches()
         self.kick(node)
 

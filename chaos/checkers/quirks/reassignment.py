@@ -147,7 +147,13 @@ class _GivenUpWalk:
         self.lost: dict[str, int] = {}  # topic → zxid of the registration whose startup threw
         #: replicas a given-up U1 added that no A2 started since (NonExistentReplica in Kafka)
         self.never_started: dict[TopicPartition, set[int]] = {}
+        #: such replicas the partition's RS dropped while never started: no controller (a
+        #: failover's replica state machine knows assigned replicas only) takes them out since
+        self.dropped_unstarted: dict[TopicPartition, set[int]] = {}
         self.kept_in_isr: set[Item] = set()  # state writes whose ISR holds only such extras
+
+    def unstarted(self, tp: TopicPartition) -> set[int]:
+        return self.never_started.get(tp, set()) | self.dropped_unstarted.get(tp, set())
 
     def _stateless(self, tp: TopicPartition, broker: int) -> bool:
         """Still no state once ``onBrokerStartup``'s elections ran: nothing elects it."""
@@ -184,6 +190,9 @@ class _GivenUpWalk:
         if znode is not None and is_fenced(e.record):
             for p in znode.partitions:
                 tp = TopicPartition(e.topic, p)
+                gone = self.never_started.get(tp, set()) - set(znode.partitions.get(p, ()))
+                if gone:
+                    self.dropped_unstarted.setdefault(tp, set()).update(gone)
                 started = mid_reassignment(znode, p) and (
                     not mid_reassignment(before, p)
                     or znode.adding_replicas.get(p) != (before.adding_replicas.get(p) if before else None)
@@ -246,12 +255,14 @@ class _GivenUpWalk:
                     del self.given_up[tp]
                 for tp in [tp for tp in self.never_started if tp.topic == e.topic]:
                     del self.never_started[tp]
+                for tp in [tp for tp in self.dropped_unstarted if tp.topic == e.topic]:
+                    del self.dropped_unstarted[tp]
             elif isinstance(e, StateWritten):
                 tp = TopicPartition(e.topic, e.partition)
                 self.states.add(tp)
                 if e.state is not None and e.replicas is not None:
                     extra = set(e.state.isr) - set(e.replicas)
-                    if extra and extra <= self.never_started.get(tp, set()):
+                    if extra and extra <= self.unstarted(tp):
                         self.kept_in_isr.add(Item("state write", f"{tp_name(tp)} at 0x{e.zxid:x}"))
             elif isinstance(e, StateDeleted):
                 self.states.discard(TopicPartition(e.topic, e.partition))
@@ -290,7 +301,7 @@ def never_started_kept_in_isr(run: RunInputs) -> Recognition:
         if topic is None or tp.partition not in topic.replicas:
             continue
         extra = set(state.isr) - set(topic.replicas[tp.partition])
-        if extra and extra <= walked.never_started.get(tp, set()):
+        if extra and extra <= walked.unstarted(tp):
             items.add(Item(FINAL_ISR_OUTSIDE_REPLICAS, tp_name(tp)))
     return Recognition(frozenset(items))
 

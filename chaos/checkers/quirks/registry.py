@@ -206,15 +206,15 @@ QUIRKS: tuple[Quirk, ...] = (
         "broker's registration cannot move a NonExistentReplica online), yet they join the ISR "
         "when the partition is brought online with every live replica. A later reassignment that "
         "removes one asks for an invalid NonExistentReplica → OfflineReplica transition, which "
-        "is only logged, so it stays in the ISR outside the replicas until a failover restarts "
-        "every replica.",
+        "is only logged, so it stays in the ISR outside the replicas; a failover restarts the "
+        "assigned replicas only, so one already dropped from the replicas stays for good.",
         (
             f"{KC} L630-690 onPartitionReassignment (A2 startNewReplicasForReassignedPartition; B4)",
             f"{RSM} L447-460 validPreviousStates, L428-433 logInvalidTransition",
             f"{RSM} L57-75 initializeReplicaState (a failover starts every replica)",
             f"{PSM} L273-300 initializeLeaderAndIsrForPartitions (ISR: the live replicas)",
         ),
-        "admin-api seed 9773 (simulated, format 4)",
+        "admin-api seed 9773, 49931 (simulated, format 4)",
         ("partition_states_valid",),
         reassignment.never_started_kept_in_isr,
     ),

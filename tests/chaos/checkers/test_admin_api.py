@@ -550,7 +550,9 @@ def test_an_isr_outside_the_replicas_that_no_reassignment_dropped_is_invalid() -
 # ---- a replica a given-up reassignment added, never started, kept in the ISR --------------------------
 
 
-def never_started_log(*, state_first: bool = False, failover: bool = False) -> Log:
+def never_started_log(
+    *, state_first: bool = False, failover: bool = False, failover_after: bool = False
+) -> Log:
     """admin-api seed 9773 (simulated) in miniature: t-0 [3] is created while broker 3 is down (no
     state); a reassignment to [3, 1, 2] is written (U1, adding [1, 2]) and given up (A1 throws), so
     1 and 2 are never started; 3 returns and the partition goes online with every live replica in
@@ -573,14 +575,17 @@ def never_started_log(*, state_first: bool = False, failover: bool = False) -> L
     log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [3, 1, 2]}, {}, {0: [2]}), 3))
     log.set_state(SESSION_A, "t", 0, state_data(3, 2, [3, 1, 2]))  # B3
     log.fenced(SESSION_A, set_data("/brokers/topics/t", topic_data({0: [3, 1]}), 4))  # B6, no B4 write
+    if failover_after:  # admin-api seed 49931: a new controller knows assigned replicas only
+        log.elect(0x62, 1)
     return log
 
 
 def test_a_replica_never_started_stays_in_the_isr_when_a_reassignment_removes_it() -> None:
     final = final_state({"t": {0: [3, 1]}}, {("t", 0): (3, 2, [3, 1, 2])})
-    v = partition_states_valid([], never_started_log().records, final)
-    assert v.validity == "valid", v.message
-    assert v.excused == {"isr_keeps_a_replica_never_started": ("final ISR outside the replicas t-0",)}
+    for after in (False, True):
+        v = partition_states_valid([], never_started_log(failover_after=after).records, final)
+        assert v.validity == "valid", (after, v.message)
+        assert v.excused == {"isr_keeps_a_replica_never_started": ("final ISR outside the replicas t-0",)}
     # a later write carrying that ISR is excused too
     log = never_started_log()
     log.set_state(SESSION_A, "t", 0, state_data(3, 3, [3, 1, 2]))

@@ -101,8 +101,10 @@ def _archive(run_dir: Path) -> str:
 
 def shard_task(spec: dict[str, Any]) -> Iterator[str]:
     """Run one shard on this executor; yield JSON lines (records, kept runs, the shard's outcome)."""
+    import shutil  # noqa: PLC0415
     import subprocess  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
+
+    from harness.process import install_cleanup_hooks, new_run_dir  # noqa: PLC0415
 
     python = sys.executable
     simulated = spec.get("command") == "sim"
@@ -110,8 +112,11 @@ def shard_task(spec: dict[str, Any]) -> Iterator[str]:
     if problem:
         raise RuntimeError(problem)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="kzk-chaos-shard-") as tmp:
-        out = Path(tmp)
+    # the shard's directory lives in this worker's reapable run root: a Python worker Spark kills
+    # (a cancelled job, a stopped session) leaves nothing the next run's reaper does not remove
+    install_cleanup_hooks()
+    out = new_run_dir("chaos-shard")
+    try:
         command = ["sim"] if simulated else ["run", "--no-progress"]
         argv = [python, "-m", "chaos", *command, "--out", str(out), *spec["argv"]]
         proc = subprocess.run(argv, capture_output=True, text=True, check=False, preexec_fn=_die_with_parent)
@@ -128,26 +133,30 @@ def shard_task(spec: dict[str, Any]) -> Iterator[str]:
                 f"shard {spec['shard']} on {socket.gethostname()}: {len(records)} of {spec['expected']} "
                 f"run records (runner exit {proc.returncode}):\n{tail}"
             )
-        for line in records:
-            yield json.dumps({"type": "record", "record": json.loads(line)})
+        # everything is read before the directory goes: a generator suspended inside the ``with``
+        # (an executor that stops consuming, a killed Python worker) would leave it behind
+        lines = [json.dumps({"type": "record", "record": json.loads(line)}) for line in records]
         kept = (
             sorted(p.parent for p in out.glob("*/sim.json"))
             if simulated
             else sorted((out / spec["campaign_id"] / "runs").glob("*"))
         )
-        for run_dir in kept:
-            if run_dir.is_dir():
-                yield json.dumps({"type": "kept", "archive": _archive(run_dir)})
-        yield json.dumps(
-            {
-                "type": "shard",
-                "shard": spec["shard"],
-                "host": socket.gethostname(),
-                "pid": os.getpid(),
-                "exit": proc.returncode,
-                "elapsed_s": round(time.monotonic() - started, 3),
-            }
+        lines += [json.dumps({"type": "kept", "archive": _archive(d)}) for d in kept if d.is_dir()]
+        lines.append(
+            json.dumps(
+                {
+                    "type": "shard",
+                    "shard": spec["shard"],
+                    "host": socket.gethostname(),
+                    "pid": os.getpid(),
+                    "exit": proc.returncode,
+                    "elapsed_s": round(time.monotonic() - started, 3),
+                }
+            )
         )
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    yield from lines
 
 
 # --- driver side -------------------------------------------------------------------------------------

@@ -83,6 +83,17 @@ DELETED_TOPIC_SHOWN = "topic shown but not in ZooKeeper"
 LEADER_EPOCH_NOT_NEWER = "leader epoch not newer"
 
 
+def stuck_reassignment_items(f: FinalState, tp: TopicPartition, *, entry_kept: bool = True) -> set[Item]:
+    """What a reassignment Kafka leaves stuck is reported as: the partition still reassigning, its
+    target not reached and (``entry_kept``, and the entry still in ``/admin/reassign_partitions``)
+    its entry left, under both entry kinds."""
+    name = tp_name(tp)
+    items = {Item(REASSIGNING, name), Item(TARGET_NOT_REACHED, name)}
+    if entry_kept and f.reassign_partitions is not None and tp in f.reassign_partitions:
+        items |= {Item(REASSIGN_ENTRY_LEFT, name), Item(REASSIGN_ENTRY_UNREACHABLE, name)}
+    return items
+
+
 def stale_item(broker: int, seq: int, topic: str, partition: int) -> Item:
     return Item(LEADER_EPOCH_NOT_NEWER, f"broker {broker} request #{seq} {topic}-{partition}")
 

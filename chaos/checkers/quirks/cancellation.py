@@ -23,12 +23,9 @@ from chaos.checkers.final_state import FinalState
 from chaos.checkers.findings import (
     FINAL_ISR_OUTSIDE_REPLICAS,
     LEADERLESS,
-    REASSIGN_ENTRY_LEFT,
-    REASSIGN_ENTRY_UNREACHABLE,
-    REASSIGNING,
-    TARGET_NOT_REACHED,
     Item,
     RunInputs,
+    stuck_reassignment_items,
     tp_name,
 )
 from chaos.checkers.quirks.recognition import Recognition
@@ -159,9 +156,7 @@ def _left_without_leader(f: FinalState, tp: TopicPartition) -> set[Item]:
     items = {Item(LEADERLESS, tp_name(tp))}
     topic = f.topics.get(tp.topic)
     if topic is not None and topic.being_reassigned(tp.partition):
-        items |= {Item(REASSIGNING, tp_name(tp)), Item(TARGET_NOT_REACHED, tp_name(tp))}
-        if f.reassign_partitions is not None and tp in f.reassign_partitions:
-            items |= {Item(REASSIGN_ENTRY_LEFT, tp_name(tp)), Item(REASSIGN_ENTRY_UNREACHABLE, tp_name(tp))}
+        items |= stuck_reassignment_items(f, tp)
     return items
 
 
@@ -175,7 +170,4 @@ def _stuck_behind_orphaned_isr(f: FinalState, tp: TopicPartition) -> set[Item]:
         return set()
     if set(state.isr) & set(topic.replicas.get(tp.partition, ())):
         return set()
-    items = {Item(REASSIGNING, tp_name(tp)), Item(TARGET_NOT_REACHED, tp_name(tp))}
-    if f.reassign_partitions is not None and tp in f.reassign_partitions:
-        items |= {Item(REASSIGN_ENTRY_LEFT, tp_name(tp)), Item(REASSIGN_ENTRY_UNREACHABLE, tp_name(tp))}
-    return items
+    return stuck_reassignment_items(f, tp)

@@ -17,13 +17,9 @@ from __future__ import annotations
 from chaos.checkers.findings import (
     DELETION_NOT_DONE,
     DELETION_REQUEST_LEFT,
-    REASSIGN_ENTRY_LEFT,
-    REASSIGN_ENTRY_UNREACHABLE,
-    REASSIGNING,
-    TARGET_NOT_REACHED,
     Item,
     RunInputs,
-    tp_name,
+    stuck_reassignment_items,
 )
 from chaos.checkers.quirks import deadlock, deletion, reassignment
 from chaos.checkers.quirks.recognition import Recognition
@@ -81,10 +77,7 @@ def waiting_for_stalled_deletion(run: RunInputs) -> Recognition:
             targets = set(replicas) - set(t.removing.get(p, ()))
             if state is not None and targets <= set(state.isr):
                 continue
-            items |= {Item(REASSIGNING, tp_name(tp)), Item(TARGET_NOT_REACHED, tp_name(tp))}
             # a failover since the request drops the entry of a topic queued for deletion
             kept = elected < requested.get(topic, elected + 1)
-            if kept and f.reassign_partitions is not None and tp in f.reassign_partitions:
-                items.add(Item(REASSIGN_ENTRY_LEFT, tp_name(tp)))
-                items.add(Item(REASSIGN_ENTRY_UNREACHABLE, tp_name(tp)))
+            items |= stuck_reassignment_items(f, tp, entry_kept=kept)
     return Recognition(frozenset(items))

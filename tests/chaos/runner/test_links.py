@@ -59,6 +59,7 @@ def cluster(
     try:
         made.start()
         made.wait_controller()
+        made.wait_contending(made.broker_ids)  # every node past its registration's reply
         yield made
     finally:
         made.close()

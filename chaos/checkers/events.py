@@ -115,6 +115,8 @@ class StateWritten(Event):
     replicas: tuple[int, ...] | None  # the topic znode's RS for the partition at that zxid
     malformed: str | None = None
     fenced: bool = False  # written by a controller (a multi checking /controller_epoch)
+    created: bool = False  # a create of the znode (a new one, data version 0), not a setData
+    zk_version: int = 0  # the znode's data version this write produced
 
 
 @dataclass(frozen=True)

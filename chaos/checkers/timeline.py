@@ -209,7 +209,7 @@ class Timeline:
             case Kind.TOPIC:
                 self._topic_written(record, z, data, created=created)
             case Kind.PARTITION_STATE:
-                self._state_written(record, z, previous, data)
+                self._state_written(record, z, previous, data, created=created, version=version)
             case Kind.PARTITIONS | Kind.PARTITION if created:
                 self._add(PartitionsZnode(record, _topic(z), z.partition, created=True))
             case Kind.DELETE_TOPIC_REQUEST if created:
@@ -254,7 +254,16 @@ class Timeline:
         self._topics[topic] = znode
         self._add(TopicWritten(record, topic, created, znode, previous, self._incarnation.get(topic)))
 
-    def _state_written(self, record: TxnRecord, z: ZPath, previous: bytes | None, data: bytes | None) -> None:
+    def _state_written(
+        self,
+        record: TxnRecord,
+        z: ZPath,
+        previous: bytes | None,
+        data: bytes | None,
+        *,
+        created: bool,
+        version: int,
+    ) -> None:
         topic, partition = _topic(z), _partition(z)
         malformed = None
         try:
@@ -273,6 +282,8 @@ class Timeline:
             replicas,
             malformed,
             _epoch_check_version(record) is not None,
+            created,
+            version,
         )
         self._add(write)
 

@@ -22,6 +22,7 @@ from chaos.checkers.quirks import (
     failover_loop,
     preferred,
     reassignment,
+    stale_leader,
     stalled,
 )
 from chaos.checkers.quirks.recognition import Recognition
@@ -372,6 +373,27 @@ QUIRKS: tuple[Quirk, ...] = (
         "admin-api seed 12521, 84653 (simulated, format 4)",
         ("admin_znodes_cleaned",),
         preferred.stuck_election,
+    ),
+    Quirk(
+        "stale_leader_isr_write_lands_on_recreated_topic",
+        "A partition leader writes its ISR changes to ZooKeeper itself, fenced only by the data "
+        "version it cached. A broker that never learnt it lost a partition (cut off or expired when "
+        "its replica was taken away: StopReplica goes to live brokers only, and a returning broker is "
+        "told only of the partitions it is a replica of) keeps leading it in memory and shrinks its "
+        "ISR; when the topic was deleted and created again, the new state znode starts at version 0 "
+        "and a write that expected 0 lands: the new topic's state then names the old leader, its old "
+        "leader and controller epochs and an ISR outside the replicas, until the next election.",
+        (
+            "Partition.scala@2.5.1 L836-870 maybeShrinkIsr, L1180-1190 expandIsr/shrinkIsr (cached version)",
+            "Partition.scala@2.5.1 L52-86 ZkPartitionStateStore",
+            "ReplicationUtils.scala@2.5.1 L27-36 updateLeaderAndIsr",
+            "KafkaZkClient.scala@2.5.1 L733-760 conditionalUpdatePath (version only)",
+            "ControllerChannelManager.scala@2.5.1 L81-92 sendRequest (offline broker: not sent)",
+            f"{KC} L838-847 stopRemovedReplicasOfReassignedPartition; {KC} L350-362 onBrokerStartup",
+        ),
+        "composed seed 11807 (simulated, formats 4 and 5)",
+        ("controller_writes_fenced", "no_write_after_epoch_superseded", "partition_states_valid"),
+        stale_leader.stale_leader_isr_write,
     ),
     Quirk(
         "controller_failover_loops_on_stateless_reassignment",

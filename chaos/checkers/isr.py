@@ -25,6 +25,15 @@ it like any liveness checker. An obligation belongs to the controller in place w
 registration went, or to the next one elected; a controller elected while the broker is gone
 inherits it only when it wrote something (a fenced write: its context was read by then) before the
 broker registered again — otherwise it may have read the broker as alive, and nothing is judged.
+
+A registration that comes and goes between two reads of the controller's is never seen by it: the
+controller never had that broker alive, calls no ``onBrokerFailure`` for it, and an ISR the leader
+grew to the broker meanwhile stays. When the run has request journals, a registration counts as
+seen only if the broker received a controller request addressed to its broker epoch (the
+registration's czxid: ``onBrokerStartup`` and a failover both send an UpdateMetadata to it); a
+broker that died before any such request arrived leaves nothing to judge. Without a journal of
+the broker, or one whose requests carry no broker epoch (below IBP 2.2), every registration
+counts as seen.
 """
 
 from __future__ import annotations
@@ -83,6 +92,8 @@ def dead_brokers_leave_the_isr(run: RunInputs) -> Finding:
     open_: dict[tuple[int, str, int], _Obligation] = {}
     deaths = 0
     queued: set[str] = set()  # topics with a deletion request: their ISRs are left alone
+    registered: dict[int, int] = {}  # broker → czxid of its latest registration in the log
+    addressed = _addressed_epochs(run)
     for e in run.timeline.events:
         if isinstance(e, Election):
             holder = e.epoch_zk_version
@@ -98,12 +109,16 @@ def dead_brokers_leave_the_isr(run: RunInputs) -> Finding:
                         ob.confirmed = True
         elif isinstance(e, BrokerRegistered):
             gone.discard(e.broker)
+            registered[e.broker] = e.zxid
             for key, ob in list(open_.items()):
                 if ob.broker == e.broker and not ob.confirmed:
                     del open_[key]
         elif isinstance(e, BrokerDeregistered):
             gone.add(e.broker)
             deaths += 1
+            epoch = registered.get(e.broker)
+            if epoch is not None and e.broker in addressed and epoch not in addressed[e.broker]:
+                continue  # no controller was seen to know this registration: it never had it alive
             for (topic, partition), (members, replicas, incarnation) in isr.items():
                 if topic in queued:
                     continue
@@ -140,6 +155,14 @@ def dead_brokers_leave_the_isr(run: RunInputs) -> Finding:
             record_evidence(ob.died, problem),
         )
     return found.done(f"{deaths} broker departure(s) followed through the ISRs")
+
+
+def _addressed_epochs(run: RunInputs) -> dict[int, set[int]]:
+    """Broker → the broker epochs of the controller requests it received, for the brokers whose
+    journal carries broker epochs at all (requests below IBP 2.2 have none: -1)."""
+    journals = run.final_state.journals if run.final_state is not None else {}
+    epochs = {broker: {r.broker_epoch for r in requests} for broker, requests in journals.items()}
+    return {broker: seen for broker, seen in epochs.items() if any(e is not None and e > 0 for e in seen)}
 
 
 def _state_written(

@@ -25,6 +25,9 @@ from chaos.checkers.timeline import (
 )
 from probes.znode_types import TopicPartition, TopicZNode
 
+#: Kafka's error code for a request addressed to a broker registration that is no longer current.
+STALE_BROKER_EPOCH = 77
+
 __all__ = ["dropped", "dropped_requests", "failed_replica_deletion", "held", "held_deletions"]
 
 
@@ -200,20 +203,35 @@ def held(run: RunInputs) -> Recognition:
 def failed_replica_deletion(run: RunInputs) -> Recognition:
     """Topics with a StopReplica(delete) answered with an error (journals: the last such answer
     time) and, after it (the log's ``time_ms``, the same host's clock), no registration of a
-    broker hosting one of their replicas and no controller election."""
+    broker hosting one of their replicas that the controller read after handling the failure, and
+    no controller election.
+
+    A STALE_BROKER_EPOCH answer means the broker had registered anew before the request arrived:
+    the broker change that replaced the registration the request was addressed to was queued
+    before the answer and is handled first, and every registration that change reads (up to the
+    broker epoch the controller next addresses that broker with) has had its ``onBrokerStartup``
+    before the failure halted the deletion: those do not lift the halt."""
     f = run.final_state
     if run.timeline is None or f is None or not f.journals:
         return Recognition()
     failed: dict[str, float] = {}
+    read_before: dict[str, int] = {}  # topic → registrations up to this czxid were handled first
     for requests in f.journals.values():
-        for r in requests:
+        for i, r in enumerate(requests):
             at = r.answered_s if r.answered_s is not None else r.sent_s
             if r.kind != "StopReplica" or not r.delete_partitions or at is None:
                 continue
             for p in r.partitions:
                 error = p.error_code if r.error_code in (0, None) else r.error_code
-                if error not in (0, None):
-                    failed[p.topic] = max(failed.get(p.topic, 0.0), at)
+                if error in (0, None):
+                    continue
+                failed[p.topic] = max(failed.get(p.topic, 0.0), at)
+                if error == STALE_BROKER_EPOCH:
+                    next_epoch = next(
+                        (q.broker_epoch for q in requests[i + 1 :] if q.broker_epoch != r.broker_epoch), None
+                    )
+                    if next_epoch is not None:
+                        read_before[p.topic] = max(read_before.get(p.topic, 0), next_epoch)
     replicas: dict[str, frozenset[int]] = {}
     resumed: set[str] = set()
     for e in run.timeline.events if failed else ():
@@ -225,6 +243,8 @@ def failed_replica_deletion(run: RunInputs) -> Recognition:
             resumed |= {
                 t
                 for t, when in failed.items()
-                if e.time_s >= when and e.broker in replicas.get(t, frozenset())
+                if e.time_s >= when
+                and e.broker in replicas.get(t, frozenset())
+                and e.zxid > read_before.get(t, 0)
             }
     return _topics(set(failed) - resumed, DELETION_NOT_DONE, DELETION_REQUEST_LEFT)

@@ -268,9 +268,17 @@ QUIRKS: tuple[Quirk, ...] = (
         "deletion_halted_by_failed_replica_deletion",
         "A StopReplica(delete) answered with an error (e.g. STALE_BROKER_EPOCH before the controller "
         "saw the broker's new registration) halts the topic's deletion until a broker hosting one of "
-        "its replicas registers again or the controller fails over.",
-        (f"{KC} L1207-1227 TopicDeletionStopReplicaResponseReceived", f"{TDM} L150-165 failReplicaDeletion"),
-        "partition seed 2391",
+        "its replicas registers again or the controller fails over. For STALE_BROKER_EPOCH the broker "
+        "change that made the request stale was queued before the answer and is handled first: the "
+        "registrations it reads have had their startup (its resumption found the deletion still under "
+        "way) and lift nothing — the halt waits for a later one.",
+        (
+            f"{KC} L1207-1227 TopicDeletionStopReplicaResponseReceived",
+            f"{TDM} L150-165 failReplicaDeletion",
+            f"{KC} L1361-1400 processBrokerChange (bounced: onBrokerFailure, then onBrokerStartup)",
+            f"{TDM} L320-359 resumeDeletions, L186-191 isTopicDeletionInProgress",
+        ),
+        "partition seed 2391; links seed 38082 (simulated, formats 4 and 5)",
         DELETION_CHECKERS,
         deletion.failed_replica_deletion,
     ),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.checkers import LIVENESS_CHECKERS
+from chaos.checkers import LIVENESS_CHECKERS, ReceivedRequest
 from chaos.checkers.isr import dead_brokers_leave_the_isr
 from probes import TxnOp, TxnRecord
 from tests.chaos.checkers.builders import (
@@ -19,6 +19,7 @@ from tests.chaos.checkers.builders import (
     create,
     delete,
     final_state,
+    request,
     state_data,
 )
 
@@ -172,3 +173,38 @@ def test_without_a_log_or_a_final_state_it_is_unknown() -> None:
     log = _cluster([2, 3, 1])
     assert dead_brokers_leave_the_isr([], None, FINAL).validity == "unknown"
     assert dead_brokers_leave_the_isr([], log.records, None).validity == "unknown"
+
+
+def _unseen_registration_story() -> tuple[Log, int, int]:
+    """Simulated ``composed`` seed 48754 in miniature: broker 2 dies, the controller takes it out
+    of t-0's ISR; while 2 is unregistered, its still-running process fetches and leader 1 grows the
+    ISR back to [1, 2]; then 2 registers again and its registration goes at once. Returns the log,
+    broker 2's first registration's czxid and that of the short one."""
+    log = _cluster([1, 2])
+    first = log.records[1].zxid
+    _dies(log, 2)
+    log.set_state(SESSION_A + 1, "t", 0, state_data(1, 1, [1]))
+    log.set_state(SESSION_A + 1, "t", 0, state_data(1, 1, [1, 2]), fenced=False)  # the leader's write
+    short = _returns(log, 2, SESSION_B + 2).zxid
+    log.add(SESSION_B + 2, TxnOp("closeSession", closed_paths=("/brokers/ids/2",)))
+    return log, first, short
+
+
+def _journal(*epochs: int) -> dict[int, tuple[ReceivedRequest, ...]]:
+    return {2: tuple(request(i, "UpdateMetadata", 1, broker_epoch=e) for i, e in enumerate(epochs))}
+
+
+def test_a_registration_no_controller_addressed_is_one_the_controller_never_had_alive() -> None:
+    log, first, short = _unseen_registration_story()
+    unseen = final_state(journals=_journal(first))
+    v = dead_brokers_leave_the_isr([], log.records, unseen)
+    assert (v.validity, v.message) == ("valid", "2 broker departure(s) followed through the ISRs")
+    # a controller addressed the short registration: it had the broker alive and owes its removal
+    seen = final_state(journals=_journal(first, short))
+    v = dead_brokers_leave_the_isr([], log.records, seen)
+    assert v.validity == "invalid"
+    assert f"broker 2's registration went at zxid 0x{log.records[-1].zxid:x}" in v.message
+    # without journals, or with requests that carry no broker epoch, every registration is seen
+    assert dead_brokers_leave_the_isr([], log.records, FINAL).validity == "invalid"
+    no_epochs = final_state(journals=_journal(-1, -1))
+    assert dead_brokers_leave_the_isr([], log.records, no_epochs).validity == "invalid"

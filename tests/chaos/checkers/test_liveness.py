@@ -388,6 +388,69 @@ def test_a_deletion_halted_by_a_failed_replica_deletion_waits_for_a_replicas_bro
     assert admin_znodes_cleaned(h.ops, log_with_registration_at(1990.0), no_failure).validity == "invalid"
 
 
+def test_a_registration_the_pending_broker_change_read_does_not_lift_the_halt() -> None:
+    """Simulated ``links`` seed 38082 in miniature: the StopReplica(delete) addressed to broker 3's
+    old registration fails STALE_BROKER_EPOCH at 2000 s; the broker change that replaced that
+    registration was already queued, and the controller handled it first — it read broker 3's
+    registration of 2010 s (the epoch it next addressed broker 3 with) before the failure halted the
+    deletion, so that registration lifts nothing. A registration after it would."""
+    h = history_of(("client-0", "delete_topic", {"topic": "t"}, "ok"))
+    log = Log()
+    log.elect(0x51, 1)
+    log.create_topic(ADMIN, "t", {0: [1, 3]})
+    log.write(ADMIN, create("/admin/delete_topics/t"))
+    log.write(0x63, create("/brokers/ids/3", None, ephemeral=True))
+    records = [dataclasses.replace(r, time_ms=1_000_000) for r in log.records]
+    records[-1] = dataclasses.replace(records[-1], time_ms=2_010_000)
+    read_epoch = records[-1].zxid
+
+    failed = dataclasses.replace(
+        request(9, "StopReplica", 1, [("t", 0, 0, 77)], delete=True, error=77),
+        sent_s=1999.9,
+        answered_s=2000.0,
+    )
+    startup = dataclasses.replace(request(10, "UpdateMetadata", 1, broker_epoch=read_epoch), sent_s=2010.5)
+    state = final_state(
+        {"t": {0: [1, 3]}},
+        {("t", 0): (1, 0, [1])},
+        delete_topics=frozenset({"t"}),
+        journals={3: (failed, startup)},
+    )
+    v = deletions_completed(h.ops, records, state)
+    assert (v.validity, v.excused) == (
+        "valid",
+        {"deletion_halted_by_failed_replica_deletion": ("acknowledged deletion not done t",)},
+    )
+    # the controller addressed broker 3 with an older epoch: the registration came after
+    older = dataclasses.replace(startup, broker_epoch=read_epoch - 1)
+    assert (
+        deletions_completed(
+            h.ops, records, dataclasses.replace(state, journals={3: (failed, older)})
+        ).validity
+        == "invalid"
+    )
+    # another error than STALE_BROKER_EPOCH says nothing about a pending broker change
+    storage = dataclasses.replace(
+        failed, error_code=56, partitions=(dataclasses.replace(failed.partitions[0], error_code=56),)
+    )
+    assert (
+        deletions_completed(
+            h.ops, records, dataclasses.replace(state, journals={3: (storage, startup)})
+        ).validity
+        == "invalid"
+    )
+    # a later registration of broker 3 is read after the failure: Kafka resumes the deletion
+    again = dataclasses.replace(records[-1], zxid=read_epoch + 1, session_id=0x64, time_ms=2_020_000)
+    closed = dataclasses.replace(
+        records[-1],
+        zxid=read_epoch + 1,
+        session_id=0x63,
+        txn=TxnOp("closeSession", closed_paths=("/brokers/ids/3",)),
+    )
+    later = [*records, closed, dataclasses.replace(again, zxid=read_epoch + 2)]
+    assert deletions_completed(h.ops, later, state).validity == "invalid"
+
+
 def test_a_reassignment_of_a_topic_queued_for_deletion_is_skipped_as_kafka_does() -> None:
     """maybeTriggerPartitionReassignment skips a topic queued for deletion (UNKNOWN_TOPIC_OR_PARTITION)."""
     h = history_of(("client-0", "reassign", {"topic": "t", "assignment": {"0": [2, 3, 1]}}, "ok"))

@@ -161,8 +161,11 @@ def _addressed_epochs(run: RunInputs) -> dict[int, set[int]]:
     """Broker → the broker epochs of the controller requests it received, for the brokers whose
     journal carries broker epochs at all (requests below IBP 2.2 have none: -1)."""
     journals = run.final_state.journals if run.final_state is not None else {}
-    epochs = {broker: {r.broker_epoch for r in requests} for broker, requests in journals.items()}
-    return {broker: seen for broker, seen in epochs.items() if any(e is not None and e > 0 for e in seen)}
+    epochs = {
+        broker: {r.broker_epoch for r in requests if r.broker_epoch is not None and r.broker_epoch > 0}
+        for broker, requests in journals.items()
+    }
+    return {broker: seen for broker, seen in epochs.items() if seen}
 
 
 def _state_written(

@@ -3,8 +3,11 @@
 1. **throughput**: ``--schedules`` schedules of the default mix in ``-n`` worker processes: wall
    seconds, schedules/hour, and CPU seconds per schedule (the machine's other load shows in wall
    time, not in CPU time);
-2. **memory**: one process plays ``--rss-first`` schedules, then up to ``--rss-last``; its resident
-   set size (``VmRSS``) after each; every schedule is judged, and one that is not valid on the
+2. **memory**: a campaign of one worker (the CLI's :class:`~chaos.sim.pool.RecyclingPool`, which
+   replaces a worker grown 5 % past its settled size) plays ``--rss-first`` schedules, then up
+   to ``--rss-last``: the playing worker's resident set size (``VmRSS``) after each, the parent's,
+   and how many workers were replaced; ``--rss-in-process`` measures one process that plays them
+   all instead (no replacement). Every schedule is judged, and one that is not valid on the
    unmodified reference is printed with its replay token (a sweep of the default mix);
 3. **mutants**: for each mutant of ``conformance/mutants`` named by ``--mutants`` (default: every
    one), a copy of the kit with the patch applied plays seeds 1, 2, … until the first invalid run
@@ -24,12 +27,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 from chaos.generator import Schedule, generate
 from chaos.scenarios import DEFAULT_MIX
+from chaos.sim.pool import RecyclingPool
 from chaos.sim.run import simulate
 from chaos.sim.version import token
 
@@ -54,9 +57,10 @@ def _play_judged(seed: int) -> tuple[float, str]:
 
 
 def throughput(schedules: int, workers: int) -> dict[str, float]:
+    """The CLI's pool over the default mix: wall seconds and CPU seconds per schedule."""
     started = time.monotonic()
-    with get_context("fork").Pool(workers) as pool:
-        cpu = sum(pool.map(_play, range(1, schedules + 1), chunksize=4))
+    with RecyclingPool(_play, workers) as pool:
+        cpu = sum(pool.imap(range(1, schedules + 1)))
     wall = time.monotonic() - started
     return {
         "schedules": schedules,
@@ -74,34 +78,55 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def memory(first: int, last: int) -> dict[str, Any]:
-    """RSS after ``first`` and after ``last`` schedules played in this process; every schedule is
-    judged, so the run is also a sweep of the unmodified reference: a seed that is not valid is
-    printed (with its replay token) as it happens and listed in the result."""
+def _verdict_and_token(seed: int) -> tuple[str, str]:
+    return _play_judged(seed)[1], token(_schedule(seed))
+
+
+def memory(first: int, last: int, *, in_process: bool = False) -> dict[str, Any]:
+    """The player's RSS after ``first`` and after ``last`` schedules (see the module docstring);
+    every schedule is judged, so the run is also a sweep of the unmodified reference: a seed that
+    is not valid is printed (with its replay token) as it happens and listed in the result."""
     not_valid: list[str] = []
-
-    def play(seed: int) -> None:
-        _, verdict = _play_judged(seed)
-        if verdict != "valid":
-            not_valid.append(f"{verdict} {token(_schedule(seed))}")
-            print(f"memory: seed {seed} {not_valid[-1]}", file=sys.stderr, flush=True)
-
-    for seed in range(1, first + 1):
-        play(seed)
-    after_first = _rss_mib()
-    print(f"memory: {first} schedules, RSS {after_first:.1f} MiB", file=sys.stderr, flush=True)
+    sizes: dict[int, float] = {}
+    largest = 0.0
     step = max(1, (last - first) // 10)
-    for seed in range(first + 1, last + 1):
-        play(seed)
-        if (seed - first) % step == 0 and seed < last:
-            print(f"memory: {seed} schedules, RSS {_rss_mib():.1f} MiB", file=sys.stderr, flush=True)
-    after_last = _rss_mib()
+
+    def note(seed: int, verdict: str, name: str, rss: float) -> None:
+        nonlocal largest
+        largest = max(largest, rss)
+        if verdict != "valid":
+            not_valid.append(f"{verdict} {name}")
+            print(f"memory: seed {seed} {not_valid[-1]}", file=sys.stderr, flush=True)
+        if seed == first or (seed > first and ((seed - first) % step == 0 or seed == last)):
+            sizes[seed] = rss
+            print(f"memory: {seed} schedules, RSS {rss:.1f} MiB", file=sys.stderr, flush=True)
+
+    seeds = range(1, last + 1)
+    parent_first = parent_last = _rss_mib()
+    retired = 0
+    if in_process:
+        for seed in seeds:
+            verdict, name = _verdict_and_token(seed)
+            note(seed, verdict, name, _rss_mib())
+    else:
+        with RecyclingPool(_verdict_and_token, 1) as pool:
+            for seed, (verdict, name) in zip(seeds, pool.imap(seeds), strict=True):
+                note(seed, verdict, name, pool.stats.latest_mib)
+                if seed == first:
+                    parent_first = _rss_mib()
+            retired = pool.stats.retired
+        parent_last = _rss_mib()
+    after_first, after_last = sizes[first], sizes[last]
     return {
         "after_first": round(after_first, 1),
         "first": first,
         "after_last": round(after_last, 1),
         "last": last,
         "growth_pct": round(100 * (after_last - after_first) / after_first, 1),
+        "largest": round(largest, 1),
+        "parent": (round(parent_first, 1), round(parent_last, 1)),
+        "retired": retired,
+        "in_process": in_process,
         "not_valid": not_valid,
     }
 
@@ -160,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-n", "--parallel", type=int, default=2)
     p.add_argument("--rss-first", type=int, default=1000)
     p.add_argument("--rss-last", type=int, default=3000)
+    p.add_argument(
+        "--rss-in-process", action="store_true", help="memory: one process plays every schedule (no worker)"
+    )
     p.add_argument("--mutants", default="", help="comma list of mutant names (default: every one)")
     p.add_argument("--per-mutant", type=int, default=60, help="simulated schedules per mutant at most")
     p.add_argument(
@@ -179,11 +207,19 @@ def main(argv: list[str] | None = None) -> int:
             f"{t['per_hour']:,} schedules/hour; {t['cpu_s_per_schedule']} CPU s per schedule"
         )
     if "memory" not in skip:
-        m = memory(args.rss_first, args.rss_last)
+        if args.rss_last <= args.rss_first:
+            p.error("--rss-last must be larger than --rss-first")
+        m = memory(args.rss_first, args.rss_last, in_process=args.rss_in_process)
+        who = (
+            "one process playing them all"
+            if m["in_process"]
+            else f"the playing worker ({m['retired']} replaced for their size; the parent "
+            f"{m['parent'][0]} -> {m['parent'][1]} MiB)"
+        )
         print(
             f"memory: RSS {m['after_first']} MiB after {m['first']} schedules, {m['after_last']} MiB after "
-            f"{m['last']} ({m['growth_pct']:+} %); schedules not valid: {len(m['not_valid'])}"
-            + "".join(f"\n  {line}" for line in m["not_valid"])
+            f"{m['last']} ({m['growth_pct']:+} %), at most {m['largest']} MiB after any schedule; {who}; "
+            f"schedules not valid: {len(m['not_valid'])}" + "".join(f"\n  {line}" for line in m["not_valid"])
         )
     if "mutants" not in skip:
         real = json.loads(args.real_table.read_text()) if args.real_table else {}

@@ -30,7 +30,6 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from chaos.scenarios import (
     scenario_named,
 )
 from chaos.shard import SIM_RUNS_PER_SHARD, WHOLE, Shard, ShardError, campaign_id_for, parse_shard
+from chaos.sim.pool import RecyclingPool
 from chaos.sim.run import SimResult, simulate
 from chaos.sim.shrink import shrink
 from chaos.sim.version import sim_version, token
@@ -296,9 +296,8 @@ def _campaign(args: argparse.Namespace, schedules: list[Schedule]) -> int:
     counts: Counter[str] = Counter()
     started = time.monotonic()
     workers = min(args.parallel, os.cpu_count() or 1)
-    ctx = get_context("fork")
-    with ctx.Pool(workers) if workers > 1 else _Inline() as pool:
-        for done in pool.imap(_run_one, jobs):
+    with RecyclingPool(_run_one, workers) as pool:
+        for done in pool.imap(jobs):
             counts[done["verdict"]] += 1
             with records_path.open("a", encoding="utf-8") as records:
                 records.write(done["record"] + "\n")
@@ -315,22 +314,14 @@ def _campaign(args: argparse.Namespace, schedules: list[Schedule]) -> int:
         f"{3600 * total / elapsed:,.0f}/hour)"
     )
     print(f"records: {records_path} (kind sim-run, for python -m reports build)")
+    if pool.stats.retired:
+        print(
+            f"workers: {pool.stats.retired} replaced after growing past {100 * pool.growth_limit:.0f} % of "
+            f"their settled {pool.stats.settled_mib:.1f} MiB (largest {pool.stats.largest_mib:.1f} MiB)"
+        )
     if counts["invalid"]:
         return 1
     return SOME_UNKNOWN if counts["unknown"] else 0
-
-
-class _Inline:
-    """A pool of one: runs jobs in this process."""
-
-    def __enter__(self) -> _Inline:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def imap(self, fn: Any, jobs: list[Any]) -> Any:
-        return map(fn, jobs)
 
 
 def _check_spread(args: argparse.Namespace) -> Shard:

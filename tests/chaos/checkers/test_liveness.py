@@ -358,22 +358,24 @@ def test_a_partition_kafka_leaves_leaderless_after_its_reassignment_is_excused_u
         assert "t-0 leader -1 with live ISR members [2]" in v.message
 
 
+def _deletion_with_registration_at(time_s: float) -> list[TxnRecord]:
+    """t on [1, 3] queued for deletion; broker 3 registers at ``time_s`` (ZooKeeper's clock)."""
+    log = Log()
+    log.elect(0x51, 1)
+    log.create_topic(ADMIN, "t", {0: [1, 3]})
+    log.write(ADMIN, create("/admin/delete_topics/t"))
+    log.write(0x63, create("/brokers/ids/3", None, ephemeral=True))
+    records = [dataclasses.replace(r, time_ms=1_000_000) for r in log.records]
+    records[-1] = dataclasses.replace(records[-1], time_ms=int(time_s * 1000))
+    return records
+
+
 def test_a_deletion_halted_by_a_failed_replica_deletion_waits_for_a_replicas_broker_to_register() -> None:
     """Seed 2391 of ``partition`` in miniature: StopReplica(delete) answered STALE_BROKER_EPOCH (77)
     at wall time 2000 s halts t's deletion; a registration of broker 3 (hosting a replica) after
     that resumes it in Kafka — before it, it does not."""
     h = history_of(("client-0", "delete_topic", {"topic": "t"}, "ok"))
-
-    def log_with_registration_at(time_s: float) -> list[TxnRecord]:
-        log = Log()
-        log.elect(0x51, 1)
-        log.create_topic(ADMIN, "t", {0: [1, 3]})
-        log.write(ADMIN, create("/admin/delete_topics/t"))
-        log.write(0x63, create("/brokers/ids/3", None, ephemeral=True))
-        records = [dataclasses.replace(r, time_ms=1_000_000) for r in log.records]
-        records[-1] = dataclasses.replace(records[-1], time_ms=int(time_s * 1000))
-        return records
-
+    log_with_registration_at = _deletion_with_registration_at
     failed = request(9, "StopReplica", 1, [("t", 0, 0, 77)], delete=True)
     failed = dataclasses.replace(failed, sent_s=1999.9, answered_s=2000.0)
     state = final_state(
@@ -395,13 +397,7 @@ def test_a_registration_the_pending_broker_change_read_does_not_lift_the_halt() 
     registration of 2010 s (the epoch it next addressed broker 3 with) before the failure halted the
     deletion, so that registration lifts nothing. A registration after it would."""
     h = history_of(("client-0", "delete_topic", {"topic": "t"}, "ok"))
-    log = Log()
-    log.elect(0x51, 1)
-    log.create_topic(ADMIN, "t", {0: [1, 3]})
-    log.write(ADMIN, create("/admin/delete_topics/t"))
-    log.write(0x63, create("/brokers/ids/3", None, ephemeral=True))
-    records = [dataclasses.replace(r, time_ms=1_000_000) for r in log.records]
-    records[-1] = dataclasses.replace(records[-1], time_ms=2_010_000)
+    records = _deletion_with_registration_at(2010.0)
     read_epoch = records[-1].zxid
 
     failed = dataclasses.replace(

@@ -236,6 +236,15 @@ def _session(master: str, app_name: str) -> Any:
         .config("spark.task.maxFailures", os.environ.get("KZK_SPARK_TASK_MAX_FAILURES", "4"))
         .config("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     )
+    # the driver's scratch (Spark's local dir, the JVM's temporary files) in this process's
+    # reapable run root: Spark's own clean-up runs only on an orderly JVM exit
+    from harness.process import install_cleanup_hooks, new_run_dir  # noqa: PLC0415
+
+    install_cleanup_hooks()
+    scratch = new_run_dir("spark-driver")
+    builder = builder.config("spark.local.dir", str(scratch)).config(
+        "spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={scratch}"
+    )
     hosts = [hp.rpartition(":")[0] for hp in master.removeprefix("spark://").split(",")]
     if all(h in ("127.0.0.1", "localhost") for h in hosts):
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(

@@ -140,6 +140,23 @@ def explain(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__)[:400]
 
 
+def _scratch() -> Path:
+    """The driver's scratch directory (Spark's ``spark.local.dir`` and the JVM's temporary files,
+    e.g. the native libraries it unpacks): inside this process's run root, so it goes when the
+    process ends and the reaper removes it after a killed one (Spark's own clean-up runs only on an
+    orderly JVM exit, and left ``/tmp/spark-*`` and ``/tmp/liblz4-java-*`` behind)."""
+    global _SCRATCH
+    if _SCRATCH is None or not _SCRATCH.is_dir():
+        from harness.process import install_cleanup_hooks, new_run_dir  # noqa: PLC0415
+
+        install_cleanup_hooks()
+        _SCRATCH = new_run_dir("spark-driver")
+    return _SCRATCH
+
+
+_SCRATCH: Path | None = None
+
+
 def auto_driver_memory() -> str:
     """A quarter of the machine's RAM, at least 1 GiB and at most 8 GiB (the job caches the
     parsed records; the rest of the machine keeps the other three quarters)."""
@@ -166,6 +183,8 @@ def start(
         ) from exc
     check_java()
     check_master(master)
+    scratch = _scratch()
+    java_tmp = f"-Djava.io.tmpdir={scratch}"
     with tempfile.TemporaryDirectory(prefix="kzk-reports-") as tmp:
         log4j = Path(tmp, "log4j2.properties")
         log4j.write_text(
@@ -178,7 +197,11 @@ def start(
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.memory", auto_driver_memory() if driver_memory == "auto" else driver_memory)
-            .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+            .config(
+                "spark.driver.extraJavaOptions",
+                f"-Dlog4j2.configurationFile=file:{log4j} {java_tmp}",
+            )
+            .config("spark.local.dir", str(scratch))
         )
         if _loopback(master):
             # Loopback only, unless the driver must be reachable from a cluster's executors

@@ -92,6 +92,10 @@ def _env(base: Path) -> dict[str, str]:
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
         "SPARK_WORKER_DIR": str(base / "work"),
+        # the executors' block files and every daemon's and executor's JVM temporary files (the
+        # native libraries they unpack) under the test's directory, not loose in /tmp
+        "SPARK_LOCAL_DIRS": str(base / "local"),
+        "_JAVA_OPTIONS": f"-Djava.io.tmpdir={base / 'tmp'}",
         "SPARK_LOG_DIR": str(base / "logs"),
         "SPARK_PID_DIR": str(base),
         "PYSPARK_PYTHON": sys.executable,
@@ -125,7 +129,8 @@ def _spawn(name: str, args: list[str], base: Path, daemons: list[Daemon]) -> Dae
 @contextmanager
 def standalone(base: Path, workers: int = 1, cores: int = 1, memory: str = "1g") -> Iterator[Standalone]:
     """``spark://127.0.0.1:PORT`` with ``workers`` registered workers; every daemon killed at exit."""
-    (base / "work").mkdir(parents=True, exist_ok=True)
+    for sub in ("work", "local", "tmp"):
+        (base / sub).mkdir(parents=True, exist_ok=True)
     daemons: list[Daemon] = []
     try:
         port = free_port()

@@ -160,6 +160,14 @@ class RecyclingPool(Generic[_J, _R]):
             s.settled_mib = rss if s.settled_mib is None else min(s.settled_mib, rss)
         return s.settled_mib is not None and rss > s.settled_mib * (1 + self.growth_limit)
 
+    @staticmethod
+    def _died(worker: _Worker, job: object) -> WorkerDied:
+        worker.process.join(timeout=5)
+        return WorkerDied(
+            f"a simulator worker (pid {worker.process.pid}) ended with exit code {worker.process.exitcode} "
+            f"while playing job {worker.busy}: {job!r}"
+        )
+
     def imap(self, jobs: Iterable[_J]) -> Iterator[_R]:
         """The results of ``fn`` over ``jobs``, in job order."""
         pending = iter(enumerate(jobs))
@@ -175,7 +183,10 @@ class RecyclingPool(Generic[_J, _R]):
                         exhausted = True
                         break
                     worker.busy, playing[item[0]] = item[0], item[1]
-                    worker.conn.send(item)
+                    try:
+                        worker.conn.send(item)
+                    except OSError:  # it died between two jobs (an OOM kill, a signal)
+                        raise self._died(worker, item[1]) from None
             while following in done:
                 yield done.pop(following)
                 following += 1
@@ -188,12 +199,7 @@ class RecyclingPool(Generic[_J, _R]):
                     index, ok, value, rss = answer
                 except (EOFError, OSError):
                     job = playing.get(worker.busy) if worker.busy is not None else None
-                    worker.process.join(timeout=5)
-                    code = worker.process.exitcode
-                    raise WorkerDied(
-                        f"a simulator worker (pid {worker.process.pid}) ended with exit code {code} while "
-                        f"playing job {worker.busy}: {job!r}"
-                    ) from None
+                    raise self._died(worker, job) from None
                 worker.busy = None
                 worker.jobs += 1
                 playing.pop(index, None)

@@ -5,9 +5,11 @@ no worker left behind."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -121,3 +123,18 @@ def test_workers_of_a_killed_campaign_exit_on_their_own(tmp_path: Path) -> None:
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(p) for p in pids)
+
+
+def test_a_worker_killed_between_two_jobs_fails_the_next_one_by_name() -> None:
+    pool: RecyclingPool[int, int] = RecyclingPool(_square, 1)
+
+    def jobs() -> Iterator[int]:
+        yield 0
+        yield 1
+        victim = pool._workers[0].process
+        os.kill(victim.pid or 0, signal.SIGKILL)  # an OOM kill while it waits for work
+        victim.join(timeout=10)
+        yield 2
+
+    with pool, pytest.raises(WorkerDied, match=r"exit code -9 while playing job 2: 2"):
+        list(pool.imap(jobs()))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.sim.pool import RecyclingPool, WorkerDied
+from chaos.sim.pool import RecyclingPool, WorkerDied, rss_mib
 
 pytestmark = pytest.mark.chaos
 
@@ -27,9 +27,12 @@ def _square(n: int) -> int:
 
 
 def _grows_at(n: int) -> tuple[int, int]:
-    """Job 30 makes its worker keep 40 MiB (as a heavy schedule leaves its heap behind)."""
+    """Job 30 makes its worker keep a fifth of its size more, at least 40 MiB (as a heavy
+    schedule leaves its heap behind); a fork of a large process (a pytest worker late in a run)
+    starts large, so a fixed amount could stay under the 5 % limit."""
     if n == 30:
-        _HOARD.append(b"x" * (40 * 1024 * 1024))  # written, so resident
+        grow_mib = max(40.0, rss_mib() / 5)
+        _HOARD.append(b"x" * int(grow_mib * 1024 * 1024))  # written, so resident
     return n, os.getpid()
 
 
@@ -70,7 +73,7 @@ def test_a_worker_grown_past_its_settled_size_is_replaced() -> None:
     assert set(pids[31:]).isdisjoint(pids[:31])  # ... and a fresh one the rest
     assert (pool.stats.started, pool.stats.retired) == (2, 1)
     assert pool.stats.settled_mib is not None
-    assert pool.stats.largest_mib > pool.stats.settled_mib + 30
+    assert pool.stats.largest_mib > pool.stats.settled_mib * 1.15
     assert pool.stats.latest_mib < pool.stats.settled_mib * 1.05
     assert not _alive(pids[0])
 

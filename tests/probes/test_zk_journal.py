@@ -291,6 +291,10 @@ def test_a_java_client_restores_its_watches_through_the_proxy_with_set_watches(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     assert proc.stdin is not None
+    stdout = proc.stdout
+    assert stdout is not None
+    output: list[str] = []
+    threading.Thread(target=lambda: output.extend(iter(stdout.readline, "")), daemon=True).start()
     try:
         proc.stdin.write("ls -w /kids\n")
         proc.stdin.flush()
@@ -299,6 +303,9 @@ def test_a_java_client_restores_its_watches_through_the_proxy_with_set_watches(
             30,
             "the Java client's ls -w",
         )
+        # the client registers its watch when the answer arrives, before it prints the (empty)
+        # listing: only then has it a watch to restore (a drop before that leaves it none)
+        wait(lambda: any("[]" in line for line in output), 30, lambda: "the listing in " + "".join(output))
         proxy.drop_connections()
         restored = wait(lambda: journal.requests(op=("setWatches", "setWatches2")), 30, journal.dump)
         zk_client.create("/kids/k1", b"")

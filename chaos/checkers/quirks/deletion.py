@@ -23,10 +23,8 @@ from chaos.checkers.timeline import (
     TopicWritten,
     is_fenced,
 )
+from kafkawire.errors import Errors
 from probes.znode_types import TopicPartition, TopicZNode
-
-#: Kafka's error code for a request addressed to a broker registration that is no longer current.
-STALE_BROKER_EPOCH = 77
 
 __all__ = ["dropped", "dropped_requests", "failed_replica_deletion", "held", "held_deletions"]
 
@@ -226,7 +224,7 @@ def failed_replica_deletion(run: RunInputs) -> Recognition:
                 if error in (0, None):
                     continue
                 failed[p.topic] = max(failed.get(p.topic, 0.0), at)
-                if error == STALE_BROKER_EPOCH:
+                if error == Errors.STALE_BROKER_EPOCH:
                     next_epoch = next(
                         (q.broker_epoch for q in requests[i + 1 :] if q.broker_epoch != r.broker_epoch), None
                     )

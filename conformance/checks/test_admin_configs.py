@@ -80,7 +80,6 @@ def _no_writes_but(cluster: Cluster, bids: tuple[int, ...], marks: dict[int, int
             assert not got, f"broker {bid} wrote while {writer} served the config change: {got}"
 
 
-@pytest.mark.behaviour("ADMIN-3")
 def _started(cluster: Cluster) -> int:
     """The controller's id once every node is past start-up (each has contended for /controller):
     a node still starting makes its election write later, inside the window a check compares."""
@@ -89,6 +88,7 @@ def _started(cluster: Cluster) -> int:
     return cid
 
 
+@pytest.mark.behaviour("ADMIN-3")
 def test_topic_config_changes_are_written_by_the_receiving_broker(cluster: Cluster) -> None:
     cid = _started(cluster)
     create_topic(cluster, "c3", {0: [1, 2]}, config={"retention.ms": "100000"})

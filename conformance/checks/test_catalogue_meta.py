@@ -78,6 +78,28 @@ def test_every_check_names_known_ids() -> None:
     assert not unknown, f"checks name unknown behaviour IDs: {unknown}"
 
 
+def test_every_check_is_marked_and_only_checks_are() -> None:
+    """A check without a ``behaviour`` marker would run whatever ``--ids`` selects (and count for
+    no ID); a marker on a helper marks nothing. The meta-checks of this module are the exception."""
+    unmarked: list[str] = []
+    misplaced: list[str] = []
+    for path in sorted(CHECKS_DIR.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            marked = any(
+                isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "behaviour"
+                for d in node.decorator_list
+            )
+            where = f"{path.name}::{node.name}"
+            if node.name.startswith("test_") and not marked and path.name != Path(__file__).name:
+                unmarked.append(where)
+            if marked and not node.name.startswith("test_"):
+                misplaced.append(where)
+    assert not unmarked, f"checks without @pytest.mark.behaviour(...): {unmarked}"
+    assert not misplaced, f"@pytest.mark.behaviour on functions that are not checks: {misplaced}"
+
+
 def test_split_topology_declarations_match_the_checks() -> None:
     """An ID is not applicable to a split topology iff none of its checks runs there for it: every
     check naming it is ``combined_only`` or runs only for another, applicable ID it also names."""

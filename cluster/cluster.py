@@ -101,6 +101,8 @@ class Node:
     spawned_at: float = 0.0
     log_offset: int = 0
     start_timed: bool = True
+    #: Where the node's ZooKeeper journal ended when its current process was spawned.
+    journal_mark: int = 0
 
     @property
     def config_path(self) -> Path:
@@ -282,9 +284,9 @@ class Cluster:
     # --- process control ------------------------------------------------------------------------
 
     def start(self, ids: Iterable[int] | None = None, *, wait: bool = True) -> None:
-        """Start nodes (all by default) and wait until each has registered (and, in a split
-        topology, its controller process has contended for ``/controller``); a node that cannot
-        start is a :class:`TargetNodeError`."""
+        """Start nodes (all by default) and wait until each has registered and is past start-up
+        (has contended for ``/controller``: :meth:`wait_contending`); a node that cannot start is
+        a :class:`TargetNodeError`."""
         wanted = list(ids) if ids is not None else list(self.broker_ids)
         with timeline.span("cluster-start", nodes=wanted):
             self._start(wanted, wait)
@@ -300,7 +302,10 @@ class Cluster:
         for bid in split:
             self._spawn_controller(self.nodes[bid])
         if wait:
-            self.wait_contending(split)
+            # every node, not just a split one: a Kafka server's start-up ends with its controller
+            # component reading /controller, and a check that compares what a node wrote must not
+            # see that read or its election attempt land inside the compared window
+            self.wait_contending(wanted)
 
     def _spawn_one(self, node: Node, role: Role) -> Handle:
         spec = self.launch_spec(node, role)
@@ -321,6 +326,8 @@ class Cluster:
             raise RuntimeError(f"node {node.broker_id} is already running")
         node.log_offset = log_size(self.target.log_path("server", node.node_dir))
         node.spawned_at, node.start_timed = time.time(), False
+        journal = self.zk_journals.get(node.broker_id)
+        node.journal_mark = journal.mark() if journal is not None else 0
         with timeline.span("node-spawn", node=node.broker_id):
             node.proc = self._spawn_one(node, "broker")
         node.paused, node.exit_expected = False, False
@@ -425,9 +432,9 @@ class Cluster:
             timeline.record("node-start", node.spawned_at, stat.ctime / 1000, node=bid, first_log=first)
 
     def wait_contending(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
-        """Wait until the node of every id has read or written ``/controller`` (seen in its
-        ZooKeeper journal; without journals, until some controller is elected): a split node's
-        controller process is then up."""
+        """Wait until the current process of every id's node has read or written ``/controller``
+        (seen in its ZooKeeper journal since it was spawned; without journals, until some
+        controller is elected): the node is past start-up (a split node's controller process is up)."""
         ids = list(ids)
         if ids:
             self._wait_started(ids, self._contends, "contended for /controller", deadline_s)
@@ -436,7 +443,7 @@ class Cluster:
         journal = self.zk_journals.get(cid)
         if journal is None:
             return self.zk.exists("/controller") is not None
-        return any(_touches_controller(r) for r in journal.requests())
+        return any(_touches_controller(r) for r in journal.requests(since=self.nodes[cid].journal_mark))
 
     def expect_exit(self, bid: int) -> None:
         """The check is about to make node ``bid`` exit (e.g. all its log dirs fail): its exit is

@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kazoo.client import KazooClient
 
 from cluster.cluster import Cluster, ClusterFactory
 from cluster.targets import KAFKA_DEFAULTS_SUFFIX, Target
+from conformance.ahead import AHEAD, AheadStarter, Started
 from conformance.evidence import CLUSTERS, add_evidence, cluster_evidence
 from conformance.plugin import (
     conformance_target,
@@ -34,6 +36,7 @@ from conformance.plugin import (
     pytest_runtest_teardown,
 )
 from harness import timeline
+from harness.launcher import chosen_launcher_name
 from harness.zookeeper import ZooKeeperServer
 
 __all__ = [
@@ -77,13 +80,70 @@ def zk_server(request: pytest.FixtureRequest) -> Iterator[ZooKeeperServer]:
         server.close()
 
 
-@pytest.fixture
-def cluster_factory(
-    request: pytest.FixtureRequest, conformance_target: Target, zk_server: Any, zk_chroot: str, tmp_path: Path
-) -> Iterator[ClusterFactory]:
-    made: list[Cluster] = []
+def _new_cluster(
+    target: Target, zk_server: Any, chroot: str, base_dir: Path, *, profile: str, n: int = 3, **kw: Any
+) -> Cluster:
+    return Cluster(
+        target,
+        zk_connect_string=zk_server.connect_string,
+        chroot=chroot,
+        txn_log_dir=Path(zk_server.txn_log_dir),
+        base_dir=base_dir,
+        profile=profile,
+        broker_ids=kw.pop("broker_ids", None) or tuple(range(1, n + 1)),
+        four_letter=zk_server.four_letter,
+        **kw,
+    )
 
-    def make(
+
+@pytest.fixture(scope="session")
+def _ahead(
+    request: pytest.FixtureRequest,
+    conformance_target: Target,
+    zk_server: Any,
+    _zk_admin_client: KazooClient,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[AheadStarter | None]:
+    """The worker's :class:`~conformance.ahead.AheadStarter` (``None`` with ``--no-start-ahead``
+    or a container launcher)."""
+    config = request.config
+    if config.getoption("--no-start-ahead") or chosen_launcher_name() != "process":
+        yield None
+        return
+    profile = str(config.getoption("--profile"))
+
+    def build(chroot: str, base_dir: Path) -> Cluster:
+        return _new_cluster(conformance_target, zk_server, chroot, base_dir, profile=profile)
+
+    ahead = AheadStarter(build, _zk_admin_client, tmp_path_factory.mktemp("ahead"))
+    config.stash[AHEAD] = ahead
+    try:
+        yield ahead
+    finally:
+        del config.stash[AHEAD]
+        ahead.close()
+
+
+class _Factory:
+    """What ``cluster_factory`` gives a check: ``factory(n=3, start=True, ...)`` builds (and
+    starts) a cluster in the check's chroot; every cluster it made or adopted is closed at teardown."""
+
+    def __init__(
+        self, request: pytest.FixtureRequest, target: Target, zk_server: Any, chroot: str, tmp_path: Path
+    ) -> None:
+        self._request, self._target, self._zk = request, target, zk_server
+        self._chroot, self._tmp = chroot, tmp_path
+        self.made: list[Cluster] = []
+        self.adopted: list[Started] = []
+
+    def _own(self, cluster: Cluster) -> None:
+        node = self._request.node
+        self.made.append(cluster)
+        node.stash.setdefault(CLUSTERS, []).append(cluster)
+        add_evidence(node, lambda: cluster_evidence(cluster))
+
+    def __call__(
+        self,
         n: int = 3,
         *,
         start: bool = True,
@@ -91,33 +151,62 @@ def cluster_factory(
         kafka_defaults: bool = False,
         **kw: Any,
     ) -> Cluster:
-        profile = str(request.config.getoption("--profile"))
-        cluster = Cluster(
-            conformance_target,
-            zk_connect_string=zk_server.connect_string,
-            chroot=zk_chroot,
-            txn_log_dir=Path(zk_server.txn_log_dir),
-            base_dir=tmp_path / f"cluster-{len(made)}",
+        profile = str(self._request.config.getoption("--profile"))
+        cluster = _new_cluster(
+            self._target,
+            self._zk,
+            self._chroot,
+            self._tmp / f"cluster-{len(self.made)}",
             profile=profile + (KAFKA_DEFAULTS_SUFFIX if kafka_defaults else ""),
-            broker_ids=broker_ids or tuple(range(1, n + 1)),
-            four_letter=zk_server.four_letter,
+            n=n,
+            broker_ids=broker_ids,
             **kw,
         )
-        made.append(cluster)
-        request.node.stash.setdefault(CLUSTERS, []).append(cluster)
-        add_evidence(request.node, lambda: cluster_evidence(cluster))
+        self._own(cluster)
         if start:
             cluster.start()
         return cluster
 
-    try:
-        yield make
-    finally:
-        for cluster in made:
+    def adopt(self, started: Started) -> Cluster:
+        """A default cluster started ahead (:mod:`conformance.ahead`); what its start raised is
+        raised here, as the check's own start would have."""
+        self.adopted.append(started)
+        if started.cluster is not None:
+            self._own(started.cluster)
+        if started.error is not None:
+            raise started.error
+        assert started.cluster is not None
+        return started.cluster
+
+    def close(self, ahead: AheadStarter | None) -> None:
+        for cluster in self.made:
             cluster.close()
+        for started in self.adopted:
+            if ahead is not None:
+                ahead.release(started)
 
 
 @pytest.fixture
-def cluster(cluster_factory: ClusterFactory) -> Cluster:
-    """Three started nodes with the default profile."""
-    return cluster_factory()
+def cluster_factory(
+    request: pytest.FixtureRequest,
+    conformance_target: Target,
+    zk_server: Any,
+    zk_chroot: str,
+    tmp_path: Path,
+    _ahead: AheadStarter | None,
+) -> Iterator[_Factory]:
+    factory = _Factory(request, conformance_target, zk_server, zk_chroot, tmp_path)
+    try:
+        yield factory
+    finally:
+        factory.close(_ahead)
+
+
+@pytest.fixture
+def cluster(cluster_factory: _Factory, _ahead: AheadStarter | None) -> Cluster:
+    """Three started nodes with the default profile (started while the check before ran, when
+    that check's worker could: :mod:`conformance.ahead`)."""
+    started = _ahead.take() if _ahead is not None else None
+    if started is None:
+        return cluster_factory()
+    return cluster_factory.adopt(started)

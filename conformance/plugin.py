@@ -33,6 +33,7 @@ import pytest
 import catalogue
 from cluster.startup import TARGET_ERROR_PREFIX
 from cluster.targets import REPO_ROOT, Target, TargetError, load_target
+from conformance.ahead import begin_for_next
 from conformance.evidence import EVIDENCE, attach, failure_line, target_error_of, write_evidence_file
 from conformance.order import expected_durations, longest_first
 from conformance.selection import Selection, SelectionError, resolve_selection
@@ -64,6 +65,7 @@ _METRICS = pytest.StashKey[list[PhaseMetric]]()
 _TARGET_ERROR = pytest.StashKey[str]()
 _SELECTION = pytest.StashKey[Selection]()
 _PHASES = pytest.StashKey[dict[str, tuple[float, float]]]()
+_NEXT = pytest.StashKey[pytest.Item | None]()
 _ENV_RUN_ID = "KZK_RUN_ID"
 _ENV_RUN_STARTED = "KZK_RUN_STARTED"
 
@@ -76,6 +78,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="target name (reference, reference-split, kafka) or path to a target file (default: reference)",
     )
     group.addoption("--profile", default=catalogue.DEFAULT_PROFILE, help="behaviour profile (default 2.5)")
+    group.addoption(
+        "--no-start-ahead",
+        action="store_true",
+        help="start each check's default cluster in its own set-up, not while the check before runs",
+    )
     group.addoption("--areas", default=None, help="comma list of areas to run (default: all)")
     group.addoption(
         "--ids",
@@ -287,6 +294,8 @@ def _timed(item: pytest.Item, phase: str) -> Generator[None, None, None]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     yield from _timed(item, "setup")
+    # set-up done (its cluster started): the next check's cluster may start now (conformance.ahead)
+    begin_for_next(item, item.stash.get(_NEXT, None))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -304,6 +313,7 @@ def pytest_runtest_protocol(
     item: pytest.Item, nextitem: pytest.Item | None
 ) -> Generator[None, object, object]:
     started, t0 = utc_now_iso(), time.monotonic()
+    item.stash[_NEXT] = nextitem
     result = yield
     results_dir = str(item.config.getoption("--results-dir"))
     if results_dir:

@@ -5,10 +5,14 @@
     python broken_nodes.py die-on-leader-and-isr BROKER_ID CONFIG
                                                    a reference node that, when it is BROKER_ID, dies
                                                    (exit 7, a line on stderr) on its first LeaderAndIsr
+    python broken_nodes.py die-in-chroot PREFIX CONFIG
+                                                   a reference node, unless its zookeeper.connect
+                                                   chroot starts with PREFIX: then it exits (code 9,
+                                                   a line on stderr) before it registers
 
 The first two are what a node that does not register its bound ports looks like from outside:
 a registration whose ports nothing listens on. The third is a node that crashes in the middle of
-a check.
+a check; the fourth one whose start fails only for some clusters (those of a chroot).
 """
 
 from __future__ import annotations
@@ -70,6 +74,17 @@ def _die_on_leader_and_isr(broker_id: str, config: Path) -> int:
     return node.main([str(config)])
 
 
+def _die_in_chroot(prefix: str, config: Path) -> int:
+    from reference_controller.node import __main__ as node  # noqa: PLC0415 - after argv checks
+
+    connect = parse_properties(config.read_text(encoding="utf-8"))["zookeeper.connect"]
+    chroot = "/" + connect.split("/", 1)[1] if "/" in connect else "/"
+    if chroot.startswith(prefix):
+        print(f"broken node: exiting on purpose at start in chroot {chroot}", file=sys.stderr, flush=True)
+        return 9
+    return node.main([str(config)])
+
+
 def main(argv: list[str]) -> int:
     match argv:
         case ["wrong-port", config]:
@@ -78,6 +93,8 @@ def main(argv: list[str]) -> int:
             _register(Path(config), 0)
         case ["die-on-leader-and-isr", broker_id, config]:
             return _die_on_leader_and_isr(broker_id, Path(config))
+        case ["die-in-chroot", prefix, config]:
+            return _die_in_chroot(prefix, Path(config))
         case _:
             print(__doc__, file=sys.stderr)
             return 2

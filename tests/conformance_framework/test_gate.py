@@ -375,3 +375,55 @@ def test_a_node_that_dies_during_a_check_is_a_target_error_not_a_failure(tmp_pat
     text = evidence[0].read_text(encoding="utf-8")
     assert text.startswith("TARGET ERROR: conformance/checks/test_logdir.py::")
     assert "broken node 2: dying on purpose at its first LeaderAndIsr" in text  # the node's own stderr
+
+
+# --- clusters started ahead (conformance.ahead) ------------------------------------------------------
+
+
+def _records(results: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for path in sorted(results.glob("runs-*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+
+
+@pytest.mark.integration
+def test_a_cluster_started_ahead_that_failed_is_the_adopting_checks_target_error(tmp_path: Path) -> None:
+    """Nodes that die at start only in a chroot of a cluster started ahead: the check that
+    adopted such a cluster is a target error with the node's words, the check before it (whose
+    own cluster started) passed, and with ``--no-start-ahead`` every check passes."""
+    broken = Path(__file__).resolve().parent / "broken_nodes.py"
+    target = write_target(
+        tmp_path, command=f'["{{python}}", "{broken}", "die-in-chroot", "/t/ahead-", "{{config}}"]'
+    )
+    # checks of which at least three take the default `cluster` fixture, on one worker (-n 0)
+    ids = "EPOCH-2,EPOCH-5,TOPIC-4"
+    results = tmp_path / "ahead"
+    out = run_cli("--target", str(target), "--ids", ids, "-n", "0", results=results)
+    assert out.returncode == 1, out
+    checks = [r for r in _records(results) if r["behaviour_ids"]]
+    assert len(checks) >= 3, checks
+    passed = [r for r in checks if r["outcome"] == "passed"]
+    broken_ones = [r for r in checks if r["outcome"] != "passed"]
+    assert passed, checks
+    assert broken_ones, checks
+    for r in broken_ones:
+        assert r["outcome"] == "error", r
+        assert r["reason"].startswith("target error: node "), r["reason"]
+        assert "before it registered" in r["reason"], r["reason"]
+    cert = certificate(results)
+    assert cert["target_error"]["where"] == "checks"
+    evidence = list((results / "evidence").glob("*.txt"))
+    assert len(evidence) == len(broken_ones)
+    text = evidence[0].read_text(encoding="utf-8")
+    assert text.startswith("TARGET ERROR: conformance/checks/")
+    assert "broken node: exiting on purpose at start in chroot /t/ahead-" in text  # the node's own stderr
+
+    results = tmp_path / "own"
+    out = run_cli("--target", str(target), "--ids", ids, "-n", "0", "--", "--no-start-ahead", results=results)
+    assert out.returncode == 0, out
+    checks = [r for r in _records(results) if r["behaviour_ids"]]
+    assert len(checks) >= 3, checks
+    assert {r["outcome"] for r in checks} == {"passed"}, checks

@@ -32,6 +32,11 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+if __name__ == "__main__":  # the program: keep hypothesis out before kio is imported (as the node does)
+    from reference_controller.node.__main__ import skip_test_libraries
+
+    skip_test_libraries()
+
 from kazoo.client import KazooClient, KazooState
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry

@@ -168,3 +168,24 @@ def test_the_node_process_loads_its_server_without_test_libraries(factory: NodeF
     assert "kio.static.primitive" in loaded
     # kio's ``import hypothesis.strategies`` is attempted (and logged) but fails at the package
     assert not {"hypothesis", "hypothesis.core"} & loaded, sorted(m for m in loaded if "hypothesis" in m)
+
+
+def test_the_split_controller_process_loads_without_test_libraries(factory: NodeFactory) -> None:
+    """The split topology's controller process (``reference_controller.controller_node``) imports
+    kio with its controller driver at module level: its entry point keeps hypothesis out first,
+    as the node's does; the ``-X importtime`` lines of the real process say what it loaded."""
+    config = factory.write_config(1, {"broker.id": "-1"})  # refused after the imports
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "reference_controller.controller_node", str(config)],
+        cwd=config.parent,
+        env={"PYTHONPATH": str(REPO), "LOG_DIR": str(config.parent / "logs"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "broker.id must be set" in result.stderr
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    assert "kio.static.primitive" in loaded
+    assert not {"hypothesis", "hypothesis.core"} & loaded, sorted(m for m in loaded if "hypothesis" in m)

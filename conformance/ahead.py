@@ -33,20 +33,48 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from cluster.cluster import Cluster
+from cluster.targets import Target
 from harness import timeline
 
-__all__ = ["AHEAD", "AheadStarter", "Started", "begin_for_next"]
+__all__ = ["AHEAD", "AheadStarter", "Started", "begin_for_next", "cluster_on"]
 
 log = logging.getLogger(__name__)
 
 #: builds an unstarted default cluster in ``chroot`` under ``base_dir``
 Build = Callable[[str, Path], Cluster]
+
+
+def cluster_on(
+    target: Target,
+    zk_server: Any,
+    chroot: str,
+    base_dir: Path,
+    *,
+    profile: str = "2.5",
+    n: int = 3,
+    **kw: Any,
+) -> Cluster:
+    """An unstarted cluster of ``target`` in ``chroot`` on ``zk_server`` (a
+    :class:`~harness.zookeeper.ZooKeeperServer`): nodes 1..n unless ``broker_ids`` is given."""
+    return Cluster(
+        target,
+        zk_connect_string=zk_server.connect_string,
+        chroot=chroot,
+        txn_log_dir=Path(zk_server.txn_log_dir),
+        base_dir=base_dir,
+        profile=profile,
+        broker_ids=kw.pop("broker_ids", None) or tuple(range(1, n + 1)),
+        four_letter=zk_server.four_letter,
+        **kw,
+    )
+
 
 #: the worker's starter, once the session fixture made it (absent when starting ahead is off)
 AHEAD = pytest.StashKey["AheadStarter"]()

@@ -20,7 +20,7 @@ from kazoo.client import KazooClient
 
 from cluster.cluster import Cluster, ClusterFactory
 from cluster.targets import KAFKA_DEFAULTS_SUFFIX, Target
-from conformance.ahead import AHEAD, AheadStarter, Started
+from conformance.ahead import AHEAD, AheadStarter, Started, cluster_on
 from conformance.evidence import CLUSTERS, add_evidence, cluster_evidence
 from conformance.plugin import (
     conformance_target,
@@ -80,22 +80,6 @@ def zk_server(request: pytest.FixtureRequest) -> Iterator[ZooKeeperServer]:
         server.close()
 
 
-def _new_cluster(
-    target: Target, zk_server: Any, chroot: str, base_dir: Path, *, profile: str, n: int = 3, **kw: Any
-) -> Cluster:
-    return Cluster(
-        target,
-        zk_connect_string=zk_server.connect_string,
-        chroot=chroot,
-        txn_log_dir=Path(zk_server.txn_log_dir),
-        base_dir=base_dir,
-        profile=profile,
-        broker_ids=kw.pop("broker_ids", None) or tuple(range(1, n + 1)),
-        four_letter=zk_server.four_letter,
-        **kw,
-    )
-
-
 @pytest.fixture(scope="session")
 def _ahead(
     request: pytest.FixtureRequest,
@@ -113,7 +97,7 @@ def _ahead(
     profile = str(config.getoption("--profile"))
 
     def build(chroot: str, base_dir: Path) -> Cluster:
-        return _new_cluster(conformance_target, zk_server, chroot, base_dir, profile=profile)
+        return cluster_on(conformance_target, zk_server, chroot, base_dir, profile=profile)
 
     ahead = AheadStarter(build, _zk_admin_client, tmp_path_factory.mktemp("ahead"))
     config.stash[AHEAD] = ahead
@@ -152,7 +136,7 @@ class _Factory:
         **kw: Any,
     ) -> Cluster:
         profile = str(self._request.config.getoption("--profile"))
-        cluster = _new_cluster(
+        cluster = cluster_on(
             self._target,
             self._zk,
             self._chroot,

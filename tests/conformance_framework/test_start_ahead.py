@@ -14,7 +14,7 @@ from kazoo.client import KazooClient
 from cluster.cluster import Cluster
 from cluster.startup import TargetNodeError
 from cluster.targets import load_target
-from conformance.ahead import AheadStarter
+from conformance.ahead import AheadStarter, cluster_on
 from harness.zookeeper import ZooKeeperServer
 from harness.zookeeper.observer import observer_client
 
@@ -31,18 +31,7 @@ def admin(zk_server: ZooKeeperServer) -> Iterator[KazooClient]:
 
 def _builder(zk_server: ZooKeeperServer, target_name: str = "reference") -> Callable[[str, Path], Cluster]:
     target = load_target(target_name)
-
-    def build(chroot: str, base_dir: Path) -> Cluster:
-        return Cluster(
-            target,
-            zk_connect_string=zk_server.connect_string,
-            chroot=chroot,
-            txn_log_dir=Path(zk_server.txn_log_dir),
-            base_dir=base_dir,
-            four_letter=zk_server.four_letter,
-        )
-
-    return build
+    return lambda chroot, base_dir: cluster_on(target, zk_server, chroot, base_dir)
 
 
 def _pids(cluster: Cluster) -> list[int]:

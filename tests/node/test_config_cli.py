@@ -148,13 +148,11 @@ def test_a_misspelt_key_is_warned_on_stderr_with_the_closest_known_key(factory: 
     assert "The configuration 'delete.topic.enabel' was supplied but isn't a known config." in server_log
 
 
-def test_the_node_process_loads_its_server_without_test_libraries(factory: NodeFactory) -> None:
-    """The node's start-up imports its server (kio included) but not hypothesis, which kio would
-    otherwise load and register strategies with on every start (``skip_test_libraries``); the
-    ``-X importtime`` lines of the real process say which modules it loaded."""
-    config = factory.write_config(1, {"broker.id": "2147483648"})  # refused after the imports
+def _imports_of(module: str, config: Path) -> tuple[int, str, set[str]]:
+    """Run ``python -X importtime -m module config`` for real: its exit code, its stderr and the
+    modules its ``-X importtime`` lines name."""
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "reference_controller.node", str(config)],
+        [sys.executable, "-X", "importtime", "-m", module, str(config)],
         cwd=config.parent,
         env={"PYTHONPATH": str(REPO), "LOG_DIR": str(config.parent / "logs"), "PATH": "/usr/bin:/bin"},
         capture_output=True,
@@ -162,8 +160,17 @@ def test_the_node_process_loads_its_server_without_test_libraries(factory: NodeF
         timeout=60,
         check=False,
     )
-    assert result.returncode == 2, result.stderr[-2000:]
     loaded = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    return result.returncode, result.stderr, loaded
+
+
+def test_the_node_process_loads_its_server_without_test_libraries(factory: NodeFactory) -> None:
+    """The node's start-up imports its server (kio included) but not hypothesis, which kio would
+    otherwise load and register strategies with on every start (``skip_test_libraries``); the
+    ``-X importtime`` lines of the real process say which modules it loaded."""
+    config = factory.write_config(1, {"broker.id": "2147483648"})  # refused after the imports
+    code, stderr, loaded = _imports_of("reference_controller.node", config)
+    assert code == 2, stderr[-2000:]
     assert "reference_controller.node.server" in loaded
     assert "kio.static.primitive" in loaded
     # kio's ``import hypothesis.strategies`` is attempted (and logged) but fails at the package
@@ -175,17 +182,8 @@ def test_the_split_controller_process_loads_without_test_libraries(factory: Node
     kio with its controller driver at module level: its entry point keeps hypothesis out first,
     as the node's does; the ``-X importtime`` lines of the real process say what it loaded."""
     config = factory.write_config(1, {"broker.id": "-1"})  # refused after the imports
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "reference_controller.controller_node", str(config)],
-        cwd=config.parent,
-        env={"PYTHONPATH": str(REPO), "LOG_DIR": str(config.parent / "logs"), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 2, result.stderr[-2000:]
-    assert "broker.id must be set" in result.stderr
-    loaded = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    code, stderr, loaded = _imports_of("reference_controller.controller_node", config)
+    assert code == 2, stderr[-2000:]
+    assert "broker.id must be set" in stderr
     assert "kio.static.primitive" in loaded
     assert not {"hypothesis", "hypothesis.core"} & loaded, sorted(m for m in loaded if "hypothesis" in m)

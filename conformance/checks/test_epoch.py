@@ -151,6 +151,9 @@ def test_controller_session_expiry_moves_controller_and_reregisters(cluster: Clu
     cluster.pause(old)
     new = cluster.wait_controller(not_in=[old], deadline_s=25)
     assert cluster.controller_epoch() == (2, 2), f"after expiry: {cluster.summary()}"
+    # every session of the node has expired, not only the one that held /controller: in a split
+    # topology the broker's session is another one and may expire a ping interval later
+    cluster.wait_unregistered(old, deadline_s=25)
     cluster.resume(old)
     wait_for(
         lambda: (cluster.broker_epoch(old) or 0) > (old_czxid or 0),

@@ -30,6 +30,7 @@ from conformance.scenarios import (
     wait_state,
     writes,
 )
+from conformance.topology import NO_ACTIVE_CONTROLLER_IN_A_BROKER
 
 pytestmark = pytest.mark.conformance
 CONTROLLER = 4
@@ -88,6 +89,7 @@ def change_preferred_leader(cluster: Cluster, order: list[int], *tps: tuple[str,
 
 # ---- PREFERRED-3 / PREFERRED-4 ---------------------------------------------------------------------------
 @pytest.mark.behaviour("PREFERRED-3", "PREFERRED-4")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_elect_preferred_leaders(cluster_factory: ClusterFactory) -> None:
     """PlaintextAdminIntegrationTest.testElectPreferredLeaders (L1238-1376)."""
     cluster = _cluster(cluster_factory)
@@ -132,6 +134,7 @@ def test_elect_preferred_leaders(cluster_factory: ClusterFactory) -> None:
 
 
 @pytest.mark.behaviour("PREFERRED-3", "PREFERRED-4")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_preferred_election_through_the_api_writes_once_and_never_touches_the_znode(
     cluster_factory: ClusterFactory,
 ) -> None:
@@ -207,6 +210,7 @@ def test_preferred_election_through_the_api_writes_once_and_never_touches_the_zn
 
 # ---- ELECT-7 -------------------------------------------------------------------------------------------
 @pytest.mark.behaviour("ELECT-7")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_elect_unclean_leaders(cluster_factory: ClusterFactory) -> None:
     """PlaintextAdminIntegrationTest.testElectUncleanLeadersForOnePartition / ForManyPartitions /
     ForAllPartitions / ForUnknownPartitions / AndNoop / WhenNoLiveBrokers and
@@ -280,6 +284,7 @@ def test_elect_unclean_leaders(cluster_factory: ClusterFactory) -> None:
 
 # ---- ELECT-8 -------------------------------------------------------------------------------------------
 @pytest.mark.behaviour("ELECT-8")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_elect_leaders_answers_once_the_controllers_metadata_shows_the_leader(
     cluster_factory: ClusterFactory,
 ) -> None:
@@ -313,6 +318,7 @@ def test_elect_leaders_answers_once_the_controllers_metadata_shows_the_leader(
 
 
 @pytest.mark.behaviour("ELECT-8")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_elect_leaders_times_out_while_the_controllers_own_metadata_lags(
     cluster_factory: ClusterFactory,
 ) -> None:

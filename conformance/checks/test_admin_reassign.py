@@ -40,12 +40,14 @@ from conformance.scenarios import (
     wait_state,
     writes,
 )
+from conformance.topology import NO_ACTIVE_CONTROLLER_IN_A_BROKER
 
 pytestmark = pytest.mark.conformance
 
 
 # ---- REASSIGN-16 ---------------------------------------------------------------------------------------
 @pytest.mark.behaviour("REASSIGN-16")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_reassign_through_api_writes_only_the_topic_znode_and_answers_after_a1(
     cluster_factory: ClusterFactory,
 ) -> None:
@@ -88,6 +90,7 @@ def test_reassign_through_api_writes_only_the_topic_znode_and_answers_after_a1(
 
 
 @pytest.mark.behaviour("REASSIGN-16")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_a_target_already_in_the_isr_completes_before_the_answer(cluster_factory: ClusterFactory) -> None:
     cluster = admin_cluster(cluster_factory)
     create_topic(cluster, "shrink", {0: [1, 3]})
@@ -108,6 +111,7 @@ def test_a_target_already_in_the_isr_completes_before_the_answer(cluster_factory
 
 # ---- REASSIGN-17 ---------------------------------------------------------------------------------------
 @pytest.mark.behaviour("REASSIGN-17")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_invalid_alter_partition_reassignments(cluster_factory: ClusterFactory) -> None:
     """PlaintextAdminIntegrationTest.testInvalidAlterPartitionReassignments, each entry's code and
     message pinned, with the cases of spec §13.1.4 added: a stopped broker, an unknown partition
@@ -165,6 +169,7 @@ def test_invalid_alter_partition_reassignments(cluster_factory: ClusterFactory) 
 
 # ---- REASSIGN-18 ---------------------------------------------------------------------------------------
 @pytest.mark.behaviour("REASSIGN-18")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_cancel_through_api(cluster_factory: ClusterFactory) -> None:
     """ReassignPartitionsClusterTest.shouldBeAbleToCancelThroughApi: [1,2] → [3,2], cancelled
     while 3 cannot catch up; Kafka's writes pinned (spec §13.1.6): the topic znode twice with the
@@ -218,6 +223,7 @@ def test_cancel_through_api(cluster_factory: ClusterFactory) -> None:
 
 
 @pytest.mark.behaviour("REASSIGN-18", "REASSIGN-19")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_cancel_and_set_some_reassignments(cluster_factory: ClusterFactory) -> None:
     """ReassignPartitionsClusterTest.testCancelAndSetSomeReassignments."""
     cluster = admin_cluster(cluster_factory)
@@ -250,6 +256,7 @@ def test_cancel_and_set_some_reassignments(cluster_factory: ClusterFactory) -> N
 
 # ---- REASSIGN-19 ---------------------------------------------------------------------------------------
 @pytest.mark.behaviour("REASSIGN-19", "RSM-2")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_same_set_in_another_order_and_the_same_target_again(cluster_factory: ClusterFactory) -> None:
     """ReassignPartitionsClusterTest.shouldUseLatestOrderingIfTwoConsecutiveReassignmentsHaveSameSet
     ButDifferentOrdering, with spec §13.1.7's writes: the same target again writes no topic znode
@@ -297,6 +304,7 @@ def test_same_set_in_another_order_and_the_same_target_again(cluster_factory: Cl
 
 
 @pytest.mark.behaviour("REASSIGN-19")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_a_different_target_stops_the_previously_adding_replica(cluster_factory: ClusterFactory) -> None:
     """Spec §13.1.7: [1] → [2], then → [3] writes RS [3,1], stops 2 before A1/A2 of 3."""
     cluster = admin_cluster(cluster_factory)

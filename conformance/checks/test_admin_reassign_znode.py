@@ -40,12 +40,14 @@ from conformance.scenarios import (
     wait_state,
     writes,
 )
+from conformance.topology import NO_ACTIVE_CONTROLLER_IN_A_BROKER
 
 pytestmark = pytest.mark.conformance
 
 
 # ---- REASSIGN-20 ---------------------------------------------------------------------------------------
 @pytest.mark.behaviour("REASSIGN-20")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_the_api_removes_its_partitions_from_the_znode_first(cluster_factory: ClusterFactory) -> None:
     """ReassignPartitionsClusterTest.shouldDeleteReassignmentZnodeAfterApiReassignmentForPartitionCompletes
     and shouldBeAbleToCancelZkTriggeredReassignmentThroughApi, with the znode's fenced rewrite
@@ -93,6 +95,7 @@ def test_the_api_removes_its_partitions_from_the_znode_first(cluster_factory: Cl
 
 
 @pytest.mark.behaviour("REASSIGN-20")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_a_znode_created_later_overrides_the_api_reassignment(cluster_factory: ClusterFactory) -> None:
     """ReassignPartitionsClusterTest.znodeReassignmentShouldOverrideApiTriggeredReassignment."""
     cluster = admin_cluster(cluster_factory)
@@ -114,6 +117,7 @@ def test_a_znode_created_later_overrides_the_api_reassignment(cluster_factory: C
 
 # ---- REASSIGN-21 ---------------------------------------------------------------------------------------
 @pytest.mark.behaviour("REASSIGN-21", "FAILOVER-2")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_a_new_controller_resumes_an_api_reassignment_from_the_topic_znode(
     cluster_factory: ClusterFactory,
 ) -> None:
@@ -183,6 +187,7 @@ def test_znode_precedence_on_controller_startup(cluster_factory: ClusterFactory)
 
 # ---- REASSIGN-22 ---------------------------------------------------------------------------------------
 @pytest.mark.behaviour("REASSIGN-22")
+@pytest.mark.combined_only(NO_ACTIVE_CONTROLLER_IN_A_BROKER)
 def test_list_partition_reassignments(cluster_factory: ClusterFactory) -> None:
     """ReassignPartitionsClusterTest.shouldListMovingPartitionsThroughApi and
     shouldListReassignmentsTriggeredByZk; PlaintextAdminIntegrationTest.testListReassignmentsDoesNot

@@ -268,7 +268,11 @@ class _Preflight:
             broker_ids=(1,),
         )
         try:
-            self.cluster.start()
+            # this step is the registration; whether the node then contends for /controller is
+            # the "controller" step's, after the listeners (a node that registered ports nothing
+            # listens on must be told so, not reported as never contending)
+            self.cluster.start(wait=False)
+            self.cluster.wait_registered([1])
         except TargetNodeError as exc:
             raise _node_error(exc) from None
         return f"node 1 registered /brokers/ids/1 in {time.monotonic() - t0:.1f} s"

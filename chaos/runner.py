@@ -207,12 +207,11 @@ def _start_cluster(env: RunEnv, plan: RunPlan, schedule: Schedule, chroot: str, 
         four_letter=env.four_letter,
     )
     try:
+        # start waits until every node is past its start-up (its controller component has read
+        # /controller, which a Kafka server does after its registration's reply): a fault at the
+        # first instant must not cut a registration in flight, which Kafka answers by exiting
         cluster.start()
         cluster.wait_controller()
-        # every node past its start-up (its controller component has read /controller, which a
-        # Kafka server starts after its registration's reply): a fault at the first instant must
-        # not cut a registration in flight, which Kafka answers by exiting (startup failure)
-        cluster.wait_contending(cluster.broker_ids)
     except BaseException:
         cluster.close()
         raise

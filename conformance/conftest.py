@@ -163,11 +163,13 @@ class _Factory:
         return started.cluster
 
     def close(self, ahead: AheadStarter | None) -> None:
+        adopted = {id(s.cluster) for s in self.adopted}
         for cluster in self.made:
-            cluster.close()
+            if id(cluster) not in adopted:
+                cluster.close()
         for started in self.adopted:
-            if ahead is not None:
-                ahead.release(started)
+            if ahead is not None:  # always so: only a starter hands out clusters to adopt
+                ahead.release(started)  # closes the cluster and deletes its chroot
 
 
 @pytest.fixture

@@ -80,17 +80,9 @@ def _no_writes_but(cluster: Cluster, bids: tuple[int, ...], marks: dict[int, int
             assert not got, f"broker {bid} wrote while {writer} served the config change: {got}"
 
 
-def _started(cluster: Cluster) -> int:
-    """The controller's id once every node is past start-up (each has contended for /controller):
-    a node still starting makes its election write later, inside the window a check compares."""
-    cid = cluster.wait_controller()
-    cluster.wait_contending(cluster.broker_ids)
-    return cid
-
-
 @pytest.mark.behaviour("ADMIN-3")
 def test_topic_config_changes_are_written_by_the_receiving_broker(cluster: Cluster) -> None:
-    cid = _started(cluster)
+    cid = cluster.wait_controller()  # the fixture started every node past start-up
     create_topic(cluster, "c3", {0: [1, 2]}, config={"retention.ms": "100000"})
     other = next(b for b in cluster.broker_ids if b != cid)
     client = admin.admin_client(cluster)
@@ -160,7 +152,7 @@ def test_topic_config_changes_are_written_by_the_receiving_broker(cluster: Clust
 
 @pytest.mark.behaviour("ADMIN-4")
 def test_broker_configs_go_to_the_named_broker_or_the_cluster_default(cluster: Cluster) -> None:
-    cid = _started(cluster)
+    cid = cluster.wait_controller()  # the fixture started every node past start-up
     a, b = [x for x in cluster.broker_ids if x != cid][:2]
     entries = [("log.retention.bytes", SET, "1048576"), ("custom.config.of.a.plugin", SET, "x")]
     stored = {"log.retention.bytes": "1048576", "custom.config.of.a.plugin": "x"}

@@ -57,9 +57,8 @@ def cluster(
         broker_ids=(1, 2, 3),
     )
     try:
-        made.start()
+        made.start()  # every node past its registration's reply (it has read /controller)
         made.wait_controller()
-        made.wait_contending(made.broker_ids)  # every node past its registration's reply
         yield made
     finally:
         made.close()

@@ -35,9 +35,14 @@ def test_undecodable_topic_and_broker_znodes_are_skipped(cluster: Cluster) -> No
     create_topic(cluster, "fine2", {0: [3, 2]})
 
 
-def _send_raw(port: int, payload: bytes) -> bytes:
+def _send_raw(port: int, payload: bytes, *, then_close: bool = False) -> bytes:
+    """Send ``payload`` and read the answer, if any, until the broker closes the connection;
+    ``then_close``: half-close after sending (the client goes away mid-frame: the broker sees
+    end-of-stream at once instead of waiting for the bytes the frame's size announced)."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
         s.sendall(payload)
+        if then_close:
+            s.shutdown(socket.SHUT_WR)
         try:
             return s.recv(65536)
         except (TimeoutError, ConnectionError):
@@ -52,7 +57,7 @@ def test_malformed_frames_do_not_stop_the_broker(cluster: Cluster) -> None:
     _send_raw(port, struct.pack(">i", len(body)) + body)  # unknown api key
     body = struct.pack(">hhih", 3, 99, 8, -1)
     _send_raw(port, struct.pack(">i", len(body)) + body)  # unsupported version
-    _send_raw(port, struct.pack(">i", 100) + b"\x00\x03")  # truncated frame, then close
+    _send_raw(port, struct.pack(">i", 100) + b"\x00\x03", then_close=True)  # truncated frame
     _send_raw(port, struct.pack(">i", -5) + b"junk")  # negative size
     md = wait_for(
         lambda: admin.admin_client(cluster).list_topics(timeout=5), cluster.deadline(15), "Metadata answered"

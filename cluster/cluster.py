@@ -367,6 +367,7 @@ class Cluster:
             container_cwd=inside.cwd if inside else None,
             container_env=inside.env if inside else None,
             image=inside.image if inside else None,
+            warm_module=self.target.warm_module if role == "broker" else None,
         )
 
     def _exited(self, bid: int, before: str) -> TargetNodeError | None:

@@ -107,6 +107,13 @@ TARGET_KEYS: tuple[KeyDoc, ...] = (
         "seconds a node may take to exit after SIGTERM (its controlled shutdown)",
     ),
     KeyDoc(
+        "warm_start",
+        "boolean",
+        "false",
+        'only for a command ["{python}", "-m", MODULE, ...]: the process launcher may fork nodes from an'
+        " interpreter that has imported MODULE (same argv, cwd, env, output; KZK_WARM_START=0: never)",
+    ),
+    KeyDoc(
         "requires_env",
         "list of strings",
         "[]",

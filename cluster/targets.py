@@ -133,9 +133,15 @@ class Target:
     deadline_scale: float = 1.0
     start_timeout_s: float = 20.0
     stop_timeout_s: float = 20.0
+    warm_start: bool = False
     container: ContainerRecipe | None = None
     controller: ControllerRecipe | None = None
     source: str = ""
+
+    @property
+    def warm_module(self) -> str | None:
+        """The module a warm interpreter may preload for this target's nodes (``warm_start``)."""
+        return self.command[2] if self.warm_start else None
 
     @property
     def topology(self) -> Literal["combined", "split"]:
@@ -268,6 +274,7 @@ _TOP_KEYS = {
     "deadline_scale",
     "start_timeout_s",
     "stop_timeout_s",
+    "warm_start",
     "container",
     "controller",
 }
@@ -280,6 +287,19 @@ def _command(raw: Any, where: str, source: str) -> tuple[str, ...]:
     if not any("{config}" in part for part in command):
         raise TargetError(f"{source}: {where} must pass the generated server.properties as {{config}}")
     return command
+
+
+def _warm_start(raw: Any, command: Any, source: str) -> bool:
+    if raw is None:
+        return False
+    if not isinstance(raw, bool):
+        raise TargetError(f"{source}: warm_start must be true or false, got {raw!r}")
+    if raw and not (isinstance(command, list) and command[:2] == ["{python}", "-m"] and len(command) > 2):
+        raise TargetError(
+            f"{source}: warm_start = true needs a command of the form"
+            ' ["{python}", "-m", "<module>", ...] (a Python module run by the kit\'s interpreter)'
+        )
+    return raw
 
 
 def _known_keys(
@@ -315,6 +335,7 @@ def parse_target(data: Mapping[str, Any], source: str = "") -> Target:
         deadline_scale=number(data.get("deadline_scale"), "deadline_scale", source, 1.0),
         start_timeout_s=number(data.get("start_timeout_s"), "start_timeout_s", source, 20.0),
         stop_timeout_s=number(data.get("stop_timeout_s"), "stop_timeout_s", source, 20.0),
+        warm_start=_warm_start(data.get("warm_start"), data.get("command"), source),
         container=_container_recipe(data.get("container"), source),
         controller=_controller_recipe(data.get("controller"), source),
         source=source,

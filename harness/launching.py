@@ -53,6 +53,8 @@ class LaunchSpec:
     image instead of the role's default (``KZK_<ROLE>_IMAGE`` still wins). ``die_with_owner``:
     a local process gets ``PR_SET_PDEATHSIG`` (off only to test the reaper). ``on_exit`` is called
     once the server's exit has been seen (a JVM's class-data archive is promoted then).
+    ``warm_module``: ``argv`` is ``python -m warm_module ...`` and the process launcher may fork it
+    from a warm interpreter (:mod:`harness.warm`); other launchers ignore it.
     """
 
     role: Role
@@ -68,6 +70,7 @@ class LaunchSpec:
     image: str | None = None
     die_with_owner: bool = True
     on_exit: Callable[[], None] | None = None
+    warm_module: str | None = None
 
 
 class Handle(Protocol):

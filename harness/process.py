@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from queue import SimpleQueue
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from harness import reaper
 
@@ -160,12 +160,24 @@ def _prctl_pdeathsig() -> None:  # runs in the forked child before exec
 # --- a managed JVM ------------------------------------------------------------------------------
 
 
+class PopenLike(Protocol):
+    """What :class:`ManagedJvm` uses of its process: a :class:`subprocess.Popen`, or a
+    :class:`harness.warm.WarmPopen` (forked by a warm server, which reports its exit)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
 class ManagedJvm:
     """A started JVM: its Popen, pid file and signals to its process group."""
 
     def __init__(
         self,
-        popen: subprocess.Popen[bytes],
+        popen: PopenLike,
         start_time: int,
         record: Path,
         name: str,
@@ -262,34 +274,31 @@ def spawn_jvm(
     die_with_owner: bool,
     env: Mapping[str, str] | None = None,
     on_exit: Callable[[], None] | None = None,
+    warm_module: str | None = None,
 ) -> ManagedJvm:
     """Start ``argv`` in a new session with output to ``log_path``, and write its pid file.
 
     Not only JVMs: the process launcher starts nodes this way too, so the reaper finds them.
-    ``env`` replaces the environment (default: inherited); ``on_exit`` runs once its exit is seen."""
+    ``env`` replaces the environment (default: inherited); ``on_exit`` runs once its exit is seen.
+    ``warm_module``: ``argv`` is ``python -m warm_module ...`` and may be forked by a warm server
+    (:mod:`harness.warm`) instead of started as a new interpreter (only with ``die_with_owner``)."""
     session = owner_session()
     install_cleanup_hooks()
     command = list(argv)
-    preexec: Callable[[], None] | None = None
-    if die_with_owner:
-        setpriv = _setpriv_with_pdeathsig()
-        if setpriv is not None:
-            command = [setpriv, "--pdeathsig", "KILL", "--", *command]
-        else:
-            preexec = _prctl_pdeathsig
-    with open(log_path, "ab") as log:
-        popen = _spawner().run(
-            lambda: subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=run_dir,
-                env=None if env is None else dict(env),
-                start_new_session=True,
-                preexec_fn=preexec,  # noqa: PLW1509 -- only where setpriv is missing
-            )
+    popen: PopenLike | None = None
+    if warm_module is not None and die_with_owner and command[1:3] == ["-m", warm_module]:
+        from harness.warm import warm_popen  # noqa: PLC0415 - harness.warm imports this module
+
+        popen = warm_popen(
+            command[0],
+            warm_module,
+            command[3:],
+            cwd=run_dir,
+            env=dict(os.environ if env is None else env),
+            log_path=log_path,
         )
+    if popen is None:
+        popen = _spawn_cold(command, run_dir, log_path, die_with_owner, env)
     start = reaper.proc_start_time(popen.pid) or 0
     record = reaper.runtime_dir() / f"jvm-{popen.pid}-{start}.json"
     reaper.write_record(
@@ -311,6 +320,31 @@ def spawn_jvm(
     with _LOCK:
         _LIVE[popen.pid] = jvm
     return jvm
+
+
+def _spawn_cold(
+    command: list[str], run_dir: Path, log_path: Path, die_with_owner: bool, env: Mapping[str, str] | None
+) -> subprocess.Popen[bytes]:
+    preexec: Callable[[], None] | None = None
+    if die_with_owner:
+        setpriv = _setpriv_with_pdeathsig()
+        if setpriv is not None:
+            command = [setpriv, "--pdeathsig", "KILL", "--", *command]
+        else:
+            preexec = _prctl_pdeathsig
+    with open(log_path, "ab") as log:
+        return _spawner().run(
+            lambda: subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=run_dir,
+                env=None if env is None else dict(env),
+                start_new_session=True,
+                preexec_fn=preexec,  # noqa: PLW1509 -- only where setpriv is missing
+            )
+        )
 
 
 def live_jvms() -> list[ManagedJvm]:

@@ -74,5 +74,6 @@ class ProcessLauncher:
             die_with_owner=spec.die_with_owner,
             env=dict(spec.env) if spec.env else None,
             on_exit=spec.on_exit,
+            warm_module=spec.warm_module,
         )
         return ProcessHandle(managed)

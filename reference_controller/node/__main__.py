@@ -86,6 +86,14 @@ def skip_test_libraries() -> None:
         sys.modules["hypothesis"] = None  # type: ignore[assignment]  # importlib's "not importable" mark
 
 
+def warm_up() -> None:
+    """What a warm interpreter imports before it forks nodes (``warm_start`` in the reference's
+    target; :mod:`harness.warm_server`): the server's modules, with hypothesis kept out as when
+    the node is the program. Each forked node then runs this module as ``__main__``."""
+    skip_test_libraries()
+    import reference_controller.node.server  # noqa: F401, PLC0415
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m reference_controller.node", description=__doc__.split("\n")[0]

@@ -1,0 +1,3 @@
+"""Fails at import, warm or cold."""
+
+raise ImportError("warm_broken cannot be imported")

@@ -1,0 +1,1 @@
+"""A program for the warm-start tests (``python -m tests.harness.warm_program ACTION ...``)."""

@@ -22,6 +22,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# a machine restarted without stopping dockerd keeps its pid file, and dockerd refuses to start
+# while it is there ("pid file found, ensure docker is not running"): drop it when that pid is
+# not a running dockerd/containerd
+for pidfile in /var/run/docker.pid /var/run/docker/containerd/containerd.pid; do
+  [ -f "$pidfile" ] || continue
+  pid=$(cat "$pidfile" 2>/dev/null || true)
+  comm=$( { [ -n "$pid" ] && cat "/proc/$pid/comm"; } 2>/dev/null || true)
+  case "$comm" in
+    dockerd|containerd) ;;
+    *) echo "setup_docker: removing stale $pidfile (pid ${pid:-none} is not a running daemon)"; rm -f "$pidfile" ;;
+  esac
+done
 log=/var/log/kzk-dockerd.log
 echo "setup_docker: starting dockerd (log: $log)"
 nohup dockerd >"$log" 2>&1 &

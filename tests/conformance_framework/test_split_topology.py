@@ -17,6 +17,7 @@ import catalogue
 from cluster.cluster import Cluster
 from cluster.server_pair import ServerPair
 from cluster.targets import REPO_ROOT, load_target
+from conformance.ahead import cluster_on
 from harness.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.integration
@@ -24,13 +25,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def split_cluster(zk_server: ZooKeeperServer, zk_chroot: str, tmp_path: Path) -> Iterator[Cluster]:
-    cluster = Cluster(
-        load_target("reference-split"),
-        zk_connect_string=zk_server.connect_string,
-        chroot=zk_chroot,
-        txn_log_dir=Path(zk_server.txn_log_dir),
-        base_dir=tmp_path,
-    )
+    cluster = cluster_on(load_target("reference-split"), zk_server, zk_chroot, tmp_path)
     try:
         cluster.start()
         yield cluster

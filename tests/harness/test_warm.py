@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster.cluster import Cluster
 from cluster.targets import load_target
+from conformance.ahead import cluster_on
 from harness import warm
 from harness.process import ManagedJvm, spawn_jvm
 from harness.zookeeper import ZooKeeperServer
@@ -228,13 +228,7 @@ def test_the_reference_nodes_are_forked_warm_and_stop_restart_and_die_as_process
     and a controlled shutdown (exit 0), a SIGKILL (-9) and a restart are what they are cold."""
     target = load_target("reference")
     assert target.warm_module == "reference_controller.node"
-    cluster = Cluster(
-        target,
-        zk_connect_string=zk_server.connect_string,
-        chroot=zk_chroot,
-        txn_log_dir=Path(zk_server.txn_log_dir),
-        base_dir=tmp_path,
-    )
+    cluster = cluster_on(target, zk_server, zk_chroot, tmp_path)
     try:
         cluster.start()
         for node in cluster.nodes.values():

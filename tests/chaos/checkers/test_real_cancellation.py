@@ -25,6 +25,7 @@ from chaos.workload_api import AdminApiOps
 from cluster import admin
 from cluster.cluster import Cluster, wait_for
 from cluster.targets import load_target
+from conformance.ahead import cluster_on
 from harness.zookeeper import ZooKeeperServer
 from probes import TopicPartition
 from tests.chaos.checkers.real_scenario import OVERRIDES, _quiesce
@@ -37,14 +38,7 @@ def cluster(zk_server: ZooKeeperServer, zk_chroot: str, tmp_path: Path) -> Itera
     target = load_target("reference")
     if reason := target.unavailable_reason():
         pytest.skip(reason)
-    made = Cluster(
-        target,
-        zk_connect_string=zk_server.connect_string,
-        chroot=zk_chroot,
-        txn_log_dir=Path(zk_server.txn_log_dir),
-        base_dir=tmp_path,
-        overrides=OVERRIDES,
-    )
+    made = cluster_on(target, zk_server, zk_chroot, tmp_path, overrides=OVERRIDES)
     try:
         yield made
     finally:

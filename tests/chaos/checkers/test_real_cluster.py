@@ -18,6 +18,7 @@ from chaos.checkers import aggregate, check_all
 from chaos.checkers.safety import controller_writes_fenced, no_write_after_epoch_superseded
 from cluster.cluster import Cluster, wait_for
 from cluster.targets import load_target
+from conformance.ahead import cluster_on
 from harness.zookeeper import ZooKeeperServer
 from probes import TxnRecord
 from tests.chaos.checkers.builders import set_data, state_data, state_path
@@ -38,14 +39,7 @@ def cluster(
     reason = target.unavailable_reason()
     if reason:
         pytest.skip(reason)
-    made = Cluster(
-        target,
-        zk_connect_string=zk_server.connect_string,
-        chroot=zk_chroot,
-        txn_log_dir=Path(zk_server.txn_log_dir),
-        base_dir=tmp_path,
-        overrides={**OVERRIDES, **request.param},
-    )
+    made = cluster_on(target, zk_server, zk_chroot, tmp_path, overrides={**OVERRIDES, **request.param})
     try:
         yield made
     finally:

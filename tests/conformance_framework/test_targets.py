@@ -208,3 +208,14 @@ def test_the_readme_key_table_is_generated_from_the_schema() -> None:
     assert body.strip() == keys_markdown().strip(), (
         "README.md's target-keys table is stale: replace it with python -m conformance doctor --keys"
     )
+
+
+def test_warm_start_is_a_boolean_for_a_python_module_command_only() -> None:
+    module = ["{python}", "-m", "some.node", "{config}"]
+    assert parse_target({"name": "w", "command": module, "warm_start": True}).warm_module == "some.node"
+    assert parse_target({"name": "w", "command": module}).warm_module is None
+    assert load_target("reference").warm_module == "reference_controller.node"
+    with pytest.raises(TargetError, match="warm_start must be true or false, got 'yes'"):
+        parse_target({"name": "w", "command": module, "warm_start": "yes"})
+    with pytest.raises(TargetError, match=r"warm_start = true needs a command of the form \["):
+        parse_target({"name": "w", "command": ["/opt/broker/start.sh", "{config}"], "warm_start": True})

@@ -135,6 +135,9 @@ def test_malformed_broker_notifications_and_configs_are_logged_and_skipped(
     ]
     change(zk_client, "brokers/<default>", b'{"version":1,"config":{"unclean.leader.election.enable":true}}')
     bad.append(sorted(zk_client.get_children(zkdata.CONFIG_CHANGES))[-1])
+    # Kafka reads the entity's config znode when it processes the notification, not when it was
+    # written: wait until this one is processed before the same znode is overwritten below
+    wait_for(lambda: bad[-1] in caplog.text, 10, f"{bad[-1]} processed (an error naming it)")
     change(zk_client, f"brokers/{BROKER_ID}", {UNCLEAN: "maybe"})  # an invalid value: dropped, logged
     change(zk_client, "brokers/<default>", b"{not json")  # not JSON: an empty config
     assert settle(zk_client, recorder) == []

@@ -23,6 +23,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -216,6 +217,11 @@ def warm_popen(
                 server = WarmServer(python, module, cwd, env)
             except (WarmServerError, OSError) as exc:
                 server = f"{exc}"
+                # said once per owner and module: the run is correct, only slower
+                print(
+                    f"warm starts off for {module}: {exc}; its nodes start as new interpreters",
+                    file=sys.stderr,
+                )
             _SERVERS[key] = server
     if isinstance(server, str):
         return None

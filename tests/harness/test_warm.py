@@ -167,9 +167,10 @@ def test_a_dead_warm_server_takes_its_programs_with_it_and_the_next_start_gets_a
 
 
 def test_a_module_the_warm_server_cannot_import_starts_cold_with_its_own_error(
-    started: list[ManagedJvm], tmp_path: Path
+    started: list[ManagedJvm], tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     jvm, log = _spawn(started, tmp_path, module="tests.harness.warm_broken")
+    assert "warm starts off for tests.harness.warm_broken: warm server" in capfd.readouterr().err
     assert jvm.popen.wait(20) == 1
     text = log.read_text()
     assert "ImportError: warm_broken cannot be imported" in text

@@ -72,6 +72,7 @@ from harness import ports, timeline
 from harness.launcher import Handle, Launcher, LaunchSpec, launcher_from_env
 from harness.wait import ConditionTimeout, wait_for
 from harness.zookeeper.observer import observer_client
+from harness.zookeeper.sessions import end_session as end_zk_session
 from probes.history import ChrootView, TxnLogCursor
 from probes.request_proxy import RecordingProxy, RequestJournal
 from probes.state_change_log import LogEntry, read_state_change_log
@@ -198,6 +199,7 @@ class Cluster:
         if launcher is not None or getattr(self, "launcher", None) is None:  # a subclass may set it first
             self.launcher: Launcher = launcher or launcher_from_env()
         self.target, self.chroot, self.profile = target, chroot, profile
+        self.zk_connect_string = zk_connect_string
         self.broker_ids = tuple(sorted(broker_ids))
         self.base_dir = base_dir
         self._four_letter = four_letter
@@ -487,11 +489,36 @@ class Cluster:
             self._signal(bid, signal.SIGTERM)
             return self._reap(node, timeout_s or self.target.stop_timeout_s)
 
-    def kill(self, bid: int) -> int:
-        """SIGKILL the node's process group (``docker kill``); its ZooKeeper session expires later."""
+    def kill(self, bid: int, *, end_session: bool = False) -> int:
+        """SIGKILL the node's process group (``docker kill``). Its ZooKeeper session expires one
+        session timeout later; with ``end_session`` it is ended at once (:meth:`end_session`), for
+        checks about what follows the node's loss rather than about the timeout."""
         node = self.nodes[bid]
         self._signal(bid, signal.SIGKILL)
-        return self._reap(node, 10.0)
+        code = self._reap(node, 10.0)
+        if end_session:
+            self.end_session(bid)
+        return code
+
+    def end_session(self, bid: int) -> bool:
+        """End node ``bid``'s ZooKeeper session now, as its expiry would: the session owning
+        ``/brokers/ids/<bid>`` and the one owning ``/controller`` when the node holds it (its
+        controller process's, in a split topology). Meant for a node that is dead or paused; a
+        running node finds its session expired. True if a session was ended; False if none was
+        alive or ZooKeeper refused (it then expires by its timeout, as it would have anyway)."""
+        sessions = set()
+        registered = self.zk.exists(f"/brokers/ids/{bid}")
+        if registered is not None and registered.ephemeralOwner:
+            sessions.add(int(registered.ephemeralOwner))
+        try:
+            data, stat = self.zk.get("/controller")
+            if int(json.loads(data)["brokerid"]) == bid and stat.ephemeralOwner:
+                sessions.add(int(stat.ephemeralOwner))
+        except (NoNodeError, ValueError, KeyError, TypeError):
+            pass
+        with timeline.span("session-end", node=bid):
+            ended = [end_zk_session(self.zk_connect_string, s) for s in sorted(sessions)]
+        return any(ended)
 
     def pause(self, bid: int) -> None:
         self._signal(bid, signal.SIGSTOP)

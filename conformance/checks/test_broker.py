@@ -125,7 +125,7 @@ def test_leader_failure_with_surviving_controller_bumps_epoch_once(
 ) -> None:
     cluster = _placed(cluster_factory, controller=3)
     create_topic(cluster, "lf", {0: [1, 2]})
-    cluster.kill(1)
+    cluster.kill(1, end_session=True)
     st = wait_state(
         cluster, "lf", 0, lambda s: s["leader"] == 2, "leader 2 after broker 1 died", deadline_s=30
     )
@@ -148,7 +148,7 @@ def test_leader_that_was_controller_costs_two_epochs(
 ) -> None:
     cluster = _placed(cluster_factory, controller=1)
     create_topic(cluster, "lc", {0: [1, 2]})
-    cluster.kill(1)
+    cluster.kill(1, end_session=True)
     st = wait_state(
         cluster, "lc", 0, lambda s: s["leader"] == 2, "leader 2 after controller 1 died", deadline_s=30
     )
@@ -162,7 +162,7 @@ def test_leader_that_was_controller_costs_two_epochs(
 def test_last_isr_member_failure_keeps_it(cluster_factory: ClusterFactory) -> None:
     cluster = _placed(cluster_factory, controller=3)
     create_topic(cluster, "last", {0: [1, 2]})
-    cluster.kill(2)
+    cluster.kill(2, end_session=True)
     # the leader (lag) or the controller (OfflineReplica, +1) shrinks the ISR, whichever is first
     shrunk = wait_state(
         cluster, "last", 0, lambda s: s["isr"] == [1], "ISR [1] after follower 2 died", deadline_s=30
@@ -171,7 +171,7 @@ def test_last_isr_member_failure_keeps_it(cluster_factory: ClusterFactory) -> No
     cluster.wait_unregistered(2)
     wait_cluster_known(cluster)
     shrunk = cluster.partition_state("last", 0) or shrunk
-    cluster.kill(1)
+    cluster.kill(1, end_session=True)
     st = wait_state(
         cluster, "last", 0, lambda s: s["leader"] == -1, "leader -1 after last ISR member died", deadline_s=30
     )

@@ -126,7 +126,7 @@ def test_delete_disabled_marker_found_at_failover_is_removed_and_nothing_deleted
     before = cluster.partition_state_stat("stay", 0)
     cluster.pause(old)  # the marker is written while no controller can handle it
     admin.delete_topic_zk(cluster, "stay")
-    cluster.kill(old)
+    cluster.kill(old, end_session=True)
     new = cluster.wait_controller(30, not_in=[old])
     wait_for(
         lambda: not cluster.zk.exists("/admin/delete_topics/stay"),

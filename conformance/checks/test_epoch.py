@@ -23,7 +23,7 @@ def _session_of(cluster: Cluster, bid: int) -> int:
 
 def _move(cluster: Cluster, how: str, old: int) -> None:
     if how == "kill":
-        cluster.kill(old)
+        cluster.kill(old, end_session=True)
     elif how == "stop":
         cluster.stop(old)
     elif how == "delete":
@@ -149,10 +149,12 @@ def test_controller_session_expiry_moves_controller_and_reregisters(cluster: Clu
     old = cluster.wait_controller()
     old_czxid = cluster.broker_epoch(old)
     cluster.pause(old)
+    # its session ends while it is paused, as its timeout would end it; it learns so on resuming
+    cluster.end_session(old)
     new = cluster.wait_controller(not_in=[old], deadline_s=25)
     assert cluster.controller_epoch() == (2, 2), f"after expiry: {cluster.summary()}"
-    # every session of the node has expired, not only the one that held /controller: in a split
-    # topology the broker's session is another one and may expire a ping interval later
+    # every session of the node has ended, not only the one that held /controller (in a split
+    # topology the broker's session is another one)
     cluster.wait_unregistered(old, deadline_s=25)
     cluster.resume(old)
     wait_for(

@@ -51,7 +51,7 @@ def test_failover_write_order_and_per_broker_request_order(cluster_factory: Clus
     admin.preferred_election_zk(cluster, [("fo", 0)])
     mark_req = journal(cluster).mark()
     n = len(cluster.history())
-    cluster.kill(1)
+    cluster.kill(1, end_session=True)
     new = cluster.wait_controller(not_in=[1], deadline_s=25)
     wait_for(
         lambda: not cluster.zk.exists("/admin/preferred_replica_election"),
@@ -119,9 +119,9 @@ def test_controller_placement_does_not_change_outcome(
     create_topic(cluster, "ab", {0: [a, b]})
     # hard kills, as in spec §8's trace: a graceful stop lets the new leader re-add the
     # shutting-down follower to the ISR (Kafka 2.5 does too), which adds a racy extra bump
-    cluster.kill(a)
+    cluster.kill(a, end_session=True)
     wait_state(cluster, "ab", 0, lambda s: s["leader"] == b, "leader B after A died", deadline_s=25)
-    cluster.kill(b)
+    cluster.kill(b, end_session=True)
     cluster.wait_controller(not_in=[a, b], deadline_s=25)
     st = wait_state(cluster, "ab", 0, lambda s: s["leader"] == -1, "leader -1 after B stopped", deadline_s=25)
     assert (st["leader"], st["isr"], st["leader_epoch"]) == (-1, [b], 2), f"controller on {controller}: {st}"

@@ -115,7 +115,7 @@ LED_BY_2 = [Step(1, 0, (1, 2), 1, 0), Step(2, 1, (2,), 1, 1), Step(2, 1, (2, 1),
 
 def _led_by_2(cluster: Cluster, topic: str) -> None:
     create_topic(cluster, topic, {0: [1, 2]})
-    cluster.kill(1)
+    cluster.kill(1, end_session=True)
     wait_state(cluster, topic, 0, lambda s: s["leader"] == 2, "leader 2", deadline_s=20)
     cluster.start([1])
     wait_state(cluster, topic, 0, lambda s: s["isr"] == [2, 1], "1 back in ISR", deadline_s=15)

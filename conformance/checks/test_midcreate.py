@@ -36,7 +36,7 @@ def test_next_controller_completes_creation(cluster_factory: ClusterFactory) -> 
     cluster = _paused_controller(cluster_factory)
     mark = journal(cluster).mark()
     admin.create_topic_zk(cluster, "mid", {0: [2, 3], 1: [3, 2]})
-    cluster.kill(1)
+    cluster.kill(1, end_session=True)
     cluster.wait_controller(not_in=[1], deadline_s=25)
     states = wait_online(cluster, "mid", [0, 1], 25)
     epoch = (cluster.controller_epoch() or (0, 0))[0]
@@ -71,7 +71,7 @@ def test_only_missing_state_znodes_are_created(cluster_factory: ClusterFactory) 
         encode({"controller_epoch": 1, "leader": 3, "version": 1, "leader_epoch": 4, "isr": [3, 2]}),
         makepath=True,
     )
-    cluster.kill(1)
+    cluster.kill(1, end_session=True)
     cluster.wait_controller(not_in=[1], deadline_s=25)
     wait_online(cluster, "half", [1], 25)
     settle(cluster, 2)  # the failover event (and anything it queued) is fully handled

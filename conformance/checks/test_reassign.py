@@ -342,7 +342,7 @@ def test_topic_under_reassignment_is_ineligible_for_deletion(cluster_factory: Cl
     mark = jr.mark()
     n = len(cluster.history())
     admin.delete_topic_zk(cluster, "e")
-    cluster.kill(3)
+    cluster.kill(3, end_session=True)
     new = cluster.wait_controller(deadline_s=25, not_in=[3])
     wait_cluster_known(cluster, 25)
     # the new controller's failover work on reassignments (the znode entry of a topic queued for
@@ -403,7 +403,7 @@ def test_failover_mid_reassignment_completes(cluster_factory: ClusterFactory) ->
         "U1 pending on broker 3",
     )
     wait_state(cluster, "f", 0, lambda s: s["leader_epoch"] == 1, "A1 (leader epoch 1) before the failover")
-    cluster.kill(4)
+    cluster.kill(4, end_session=True)
     cluster.wait_controller(not_in=[4], deadline_s=25)
     cluster.start([3])
     wait_for(lambda: not cluster.zk.exists("/admin/reassign_partitions"), cluster.deadline(30), "completed")

@@ -41,7 +41,7 @@ VALID_PARTITION = {
 
 def _lifecycle(cluster: Cluster) -> None:
     create_topic(cluster, "sm", {0: [1, 2], 1: [2, 3]})
-    cluster.kill(2)
+    cluster.kill(2, end_session=True)
     wait_state(cluster, "sm", 1, lambda s: s["leader"] == 3, "leader 3", deadline_s=20)
     cluster.start([2])
     wait_state(cluster, "sm", 0, lambda s: s["isr"] == [1, 2], "2 back in ISR", deadline_s=15)
@@ -121,7 +121,7 @@ def test_failed_election_leaves_partition_and_logs(cluster_factory: ClusterFacto
     assert cluster.wait_controller() == 3
     cluster.start([1, 2])
     create_topic(cluster, "noel", {0: [1]})
-    cluster.kill(1)
+    cluster.kill(1, end_session=True)
     st = wait_state(cluster, "noel", 0, lambda s: s["leader"] == -1, "leader -1", deadline_s=20)
     assert (st["isr"], st["leader_epoch"]) == ([1], 1), st
     wait_for(
@@ -141,9 +141,9 @@ def test_unclean_election_by_topic_config(cluster_factory: ClusterFactory) -> No
     assert cluster.wait_controller() == 3
     cluster.start([1, 2])
     create_topic(cluster, "unc", {0: [1, 2]})
-    cluster.kill(2)
+    cluster.kill(2, end_session=True)
     wait_state(cluster, "unc", 0, lambda s: s["isr"] == [1], "ISR [1]", deadline_s=20)
-    cluster.kill(1)
+    cluster.kill(1, end_session=True)
     wait_state(cluster, "unc", 0, lambda s: s["leader"] == -1, "leader -1", deadline_s=20)
     before = cluster.partition_state_stat("unc", 0)
     mark = journal(cluster).mark()

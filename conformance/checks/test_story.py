@@ -172,7 +172,7 @@ def test_creation_with_a_dead_replica_then_its_broker_returns(cluster_factory: C
     current state and joins the ISR without a leader-epoch change."""
     cluster = _placed(cluster_factory, 3)
     mark = journal(cluster).mark()
-    cluster.kill(2)
+    cluster.kill(2, end_session=True)
     wait_told_gone(cluster, 2, mark)
     mark = journal(cluster).mark()
     create_topic(cluster, "dz", {0: [2, 1, 3], 1: [1, 2]})
@@ -272,7 +272,7 @@ def test_topic_unclean_config_honoured_after_failover_and_default_is_clean(
     for t in topics:
         wait_state(cluster, t, 0, lambda s: s["isr"] == [1], "ISR [1] after 2 stopped")
     mark = journal(cluster).mark()
-    cluster.kill(1)
+    cluster.kill(1, end_session=True)
     wait_told_gone(cluster, 1, mark)
     for t in topics:
         wait_state(cluster, t, 0, lambda s: s["leader"] == -1, "leader -1 after 1 died")
@@ -284,7 +284,7 @@ def test_topic_unclean_config_honoured_after_failover_and_default_is_clean(
         "/config/topics/late",
         admin.encode({"version": 1, "config": {"unclean.leader.election.enable": "true"}}),
     )
-    cluster.kill(3)
+    cluster.kill(3, end_session=True)
     wait_for(
         lambda: cluster.controller_epoch() == (2, 2) and cluster.controller_id() == 4,
         cluster.deadline(20),
@@ -377,7 +377,7 @@ def _dying_and_pref(cluster_factory: ClusterFactory) -> tuple[Cluster, list[Step
     create_topic(cluster, "dying", {0: [1, 2, 4]})
     create_topic(cluster, "pref", {0: [1, 2]})
     mark = journal(cluster).mark()
-    cluster.kill(1)
+    cluster.kill(1, end_session=True)
     wait_told_gone(cluster, 1, mark)
     cluster.start([1])
     for t in ("dying", "pref"):
@@ -396,7 +396,7 @@ def test_preferred_election_skips_a_topic_queued_for_deletion(cluster_factory: C
     cluster, history = _dying_and_pref(cluster_factory)
     cluster.pause(3)
     admin.delete_topic_zk(cluster, "dying")
-    cluster.kill(3)
+    cluster.kill(3, end_session=True)
     new = cluster.wait_controller(not_in=[3], deadline_s=25)
     wait_cluster_known(cluster)
     settle(cluster, new)
@@ -432,7 +432,7 @@ def test_preferred_election_pending_at_failover_skips_a_topic_queued_for_deletio
     admin.delete_topic_zk(cluster, "dying")
     admin.preferred_election_zk(cluster, [("dying", 0), ("pref", 0)])
     mark = journal(cluster).mark()
-    cluster.kill(3)
+    cluster.kill(3, end_session=True)
     new = cluster.wait_controller(not_in=[3], deadline_s=25)
     wait_state(
         cluster, "pref", 0, lambda s: s["leader"] == 1, "pref-0 back to preferred leader 1 at failover"

@@ -17,19 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import struct
 import threading
 from collections.abc import Coroutine
 from typing import Any
 
-from kazoo.client import KazooClient
+from harness.zookeeper.sessions import close_session
 
 __all__ = ["GateLoop", "LinkGate", "close_session"]
-
-#: kazoo warns "Session has expired" when the session is gone already, which is an answer here
-_QUIET = logging.getLogger("kzk.diff.close_session")
-_QUIET.setLevel(logging.ERROR)
 
 
 class GateLoop:
@@ -143,20 +138,3 @@ class LinkGate:
         if self._loop.loop.is_running():
             with contextlib.suppress(Exception):
                 self._loop.run(_close())
-
-
-def close_session(zk_connect: str, session: tuple[int, bytes], timeout_s: float = 10.0) -> bool:
-    """End ``session`` now (attach to it, then close it): True if it was still alive."""
-    client = KazooClient(hosts=zk_connect, client_id=session, timeout=timeout_s, logger=_QUIET)
-    try:
-        client.start(timeout=timeout_s)
-    except Exception:  # expired already, or unreachable: nothing to close
-        with contextlib.suppress(Exception):
-            client.close()
-        return False
-    attached = client.client_id is not None and client.client_id[0] == session[0]
-    try:
-        client.stop()  # closeSession: of the node's session, or of a fresh one kazoo opened instead
-    finally:
-        client.close()
-    return attached

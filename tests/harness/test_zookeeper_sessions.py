@@ -55,7 +55,8 @@ def test_ending_a_session_removes_its_ephemerals_and_its_owner_loses_it(
     watcher = _observer(zk_server)
     try:
         stat = watcher.exists(f"{zk_chroot}/mine")
-        assert stat is not None and stat.ephemeralOwner == owner.client_id[0]
+        assert stat is not None
+        assert stat.ephemeralOwner == owner.client_id[0]
 
         assert end_session(zk_server.connect_string, stat.ephemeralOwner) is True
 

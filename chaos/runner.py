@@ -27,6 +27,7 @@ import shutil
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,7 +50,7 @@ from harness import process
 from probes.errors import TxnLogCorrupt
 from records.run_record import RunRecord, run_order_key, utc_now_iso
 
-__all__ = ["RunEnv", "RunPlan", "RunResult", "run_once"]
+__all__ = ["Prepared", "RunEnv", "RunPlan", "RunResult", "finish", "prepare", "run_once"]
 
 OUTCOME = {"valid": "passed", "invalid": "failed", "unknown": "error"}
 PROFILE = "2.5"
@@ -92,8 +93,26 @@ def _keep_corrupt_log(exc: BaseException, run_dir: Path) -> None:
             shutil.copy2(bad, run_dir / f"undecodable-{Path(bad).name}")
 
 
-def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
-    """Execute ``plan`` (module docstring); never raises for a run's own failures."""
+@dataclass
+class Prepared:
+    """A run set up and not yet exercised: its schedule, directories and started cluster, or why
+    the cluster did not start (``reason``)."""
+
+    plan: RunPlan
+    env: RunEnv
+    schedule: Schedule
+    run_dir: Path
+    work: Path
+    chroot: str
+    started: datetime
+    started_iso: str
+    t0: float
+    cluster: ChaosCluster | None
+    reason: str | None
+
+
+def prepare(base: RunEnv, plan: RunPlan) -> Prepared:
+    """Steps 1 and 2 of the module docstring: the schedule, the run directory, the cluster."""
     env = base.ensemble_env() if plan.scenario.zookeeper == "ensemble" and base.ensemble_env else base
     started, t0 = datetime.now(UTC), time.monotonic()
     started_iso = utc_now_iso()
@@ -103,24 +122,41 @@ def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
     (run_dir / "run.json").write_text(json.dumps(_run_json(env, plan, schedule), indent=1))
     work = process.new_run_dir(f"chaos-{plan.name}")
     chroot = f"/chaos/{plan.campaign_id}-{plan.index:05d}"
-    history = History()
-    verdicts: list[Verdict] = []
-    quiet: Quiescence | None = None
-    reason: str | None = None
     cluster: ChaosCluster | None = None
-    judged = Judged((), None, None)
+    reason: str | None = None
     try:
         cluster = _start_cluster(env, plan, schedule, chroot, work)
     except Exception as exc:
         reason = f"cluster did not start: {type(exc).__name__}: {exc}".splitlines()[0][:400]
         (run_dir / "start-error.txt").write_text(traceback.format_exc())
+    return Prepared(plan, env, schedule, run_dir, work, chroot, started, started_iso, t0, cluster, reason)
+
+
+def run_once(base: RunEnv, plan: RunPlan, *, final_phase: Callable[[], None] | None = None) -> RunResult:
+    """Execute ``plan`` (module docstring); never raises for a run's own failures."""
+    return finish(prepare(base, plan), final_phase=final_phase)
+
+
+def finish(prep: Prepared, *, final_phase: Callable[[], None] | None = None) -> RunResult:
+    """Steps 3 to 5 of a prepared run. ``final_phase`` is called once, when the workload and
+    faults are over (at once if the cluster never started): the worker starts the next run's
+    set-up then, so that it overlaps this run's final phase and checking."""
+    plan, env, schedule, cluster, reason = prep.plan, prep.env, prep.schedule, prep.cluster, prep.reason
+    run_dir, work, chroot = prep.run_dir, prep.work, prep.chroot
+    history = History()
+    verdicts: list[Verdict] = []
+    quiet: Quiescence | None = None
+    judged = Judged((), None, None)
+    announce = _once(final_phase)
     try:
         if cluster is not None:
-            quiet, verdicts, judged = _exercise(env, plan, schedule, cluster, history)
+            quiet, verdicts, judged = _exercise(env, plan, schedule, cluster, history, final_phase=announce)
     except Exception as exc:
         reason = f"runner error: {type(exc).__name__}: {exc}".splitlines()[0][:400]
         (run_dir / "runner-error.txt").write_text(traceback.format_exc())
         _keep_corrupt_log(exc, run_dir)
+    finally:
+        announce()
     verdict: str = "unknown" if reason is not None else aggregate(verdicts)
     if reason is None and verdict != "valid":
         reason = "; ".join(f"{v.checker}: {v.message}" for v in verdicts if not v.is_valid)[:1000]
@@ -143,7 +179,7 @@ def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
     record = RunRecord(
         kind="chaos-run",
         run_id=plan.campaign_id,
-        run_order=run_order_key(started, f"{plan.campaign_id}-{plan.index:05d}"),
+        run_order=run_order_key(prep.started, f"{plan.campaign_id}-{plan.index:05d}"),
         test_id=f"chaos/{plan.scenario.name}",
         behaviour_ids=(),
         target=env.target.name,
@@ -151,8 +187,8 @@ def run_once(base: RunEnv, plan: RunPlan) -> RunResult:
         profile=PROFILE,
         outcome=OUTCOME[verdict],
         reason=_reason(reason, verdicts),
-        duration_s=round(time.monotonic() - t0, 3),
-        started_at=started_iso,
+        duration_s=round(time.monotonic() - prep.t0, 3),
+        started_at=prep.started_iso,
         finished_at=utc_now_iso(),
         fault_package="+".join(schedule.fault_kinds) or "none",
         seed=plan.seed,
@@ -218,8 +254,29 @@ def _start_cluster(env: RunEnv, plan: RunPlan, schedule: Schedule, chroot: str, 
     return cluster
 
 
+def _once(hook: Callable[[], None] | None) -> Callable[[], None]:
+    """``hook`` callable once; what it raises is logged and goes no further (a run's verdict
+    never depends on whether the next run could be set up)."""
+    pending = [hook] if hook is not None else []
+
+    def call() -> None:
+        while pending:
+            try:
+                pending.pop()()
+            except Exception:
+                traceback.print_exc()
+
+    return call
+
+
 def _exercise(
-    env: RunEnv, plan: RunPlan, schedule: Schedule, cluster: ChaosCluster, history: History
+    env: RunEnv,
+    plan: RunPlan,
+    schedule: Schedule,
+    cluster: ChaosCluster,
+    history: History,
+    *,
+    final_phase: Callable[[], None],
 ) -> tuple[Quiescence, list[Verdict], Judged]:
     guard = NodeGuard()
     nemesis = Nemesis(cluster, guard, ensemble=env.ensemble)
@@ -237,6 +294,7 @@ def _exercise(
         t.start()
     for t in threads:
         t.join(timeout=max(0.0, start + plan.scenario.duration_s + 90.0 - time.monotonic()))
+    final_phase()
     op = history.invoke("nemesis", "heal", {})
     healed = nemesis.heal_all()
     history.complete(op, "ok" if not healed["errors"] else "info", healed)

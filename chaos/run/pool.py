@@ -1,7 +1,7 @@
 """Runner worker processes and the campaign loop (ring: drivers).
 
 :func:`run_campaign` starts ``parallel`` workers (:mod:`chaos.run.worker`; each dies with the
-runner through ``PR_SET_PDEATHSIG``), hands each one plan at a time, collects results as they
+runner through ``PR_SET_PDEATHSIG``), hands each the plan it runs and the next one, collects results as they
 come (a selector over the workers' result pipes), writes one run record per run as JSON lines
 under the output directory and drives the progress bar (runs done, verdict counts, ETA).
 """
@@ -43,11 +43,16 @@ class CampaignResult:
     elapsed_s: float = 0.0
 
 
+#: Plans a worker holds at once: the one it runs and the next, whose set-up it begins when the
+#: current run's workload is over (:class:`chaos.run.worker._Pipeline`).
+DEPTH = 2
+
+
 @dataclass
 class _Worker:
     slot: int
     proc: subprocess.Popen[str]
-    busy: RunPlan | None = None
+    held: list[RunPlan] = field(default_factory=list)  # sent, result not back yet; oldest first
 
 
 def _spawn(slot: int, slots: int, target: str, launcher: str, log: IO[bytes]) -> _Worker:
@@ -67,7 +72,7 @@ def _spawn(slot: int, slots: int, target: str, launcher: str, log: IO[bytes]) ->
 
 def _send(worker: _Worker, plan: RunPlan) -> None:
     assert worker.proc.stdin is not None
-    worker.busy = plan
+    worker.held.append(plan)
     worker.proc.stdin.write(json.dumps(task_of(plan)) + "\n")
     worker.proc.stdin.flush()
 
@@ -93,9 +98,11 @@ def run_campaign(
         for w in workers:
             assert w.proc.stdout is not None
             selector.register(w.proc.stdout, selectors.EVENT_READ, w)
-            if pending:
-                _send(w, pending.pop())
-        while any(w.busy for w in workers):
+        for _ in range(DEPTH):  # round robin, so that a short campaign still uses every worker
+            for w in workers:
+                if pending:
+                    _send(w, pending.pop())
+        while any(w.held for w in workers):
             for key, _ in selector.select(timeout=1.0):
                 worker: _Worker = key.data
                 line = worker.proc.stdout.readline() if worker.proc.stdout else ""
@@ -105,7 +112,7 @@ def run_campaign(
                         f"worker {worker.slot} exited ({status}); see {out_dir / 'workers.log'}"
                     )
                 done = json.loads(line)
-                worker.busy = None
+                worker.held.pop(0)
                 _record(done, out_dir, result)
                 on_result(done, result)
                 if pending:

@@ -15,16 +15,18 @@ import argparse
 import contextlib
 import json
 import os
+import queue
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from chaos.links import PortPool, use_toxiproxy
-from chaos.runner import RunEnv, RunPlan, RunResult, run_once
+from chaos.runner import Prepared, RunEnv, RunPlan, RunResult, finish, prepare
 from chaos.scenarios import SCENARIOS, Scenario
 from chaos.toxiproxy.launch import toxiproxy_server
 from cluster.targets import REPO_ROOT, Target, load_target
@@ -158,15 +160,98 @@ def unknown_result(plan: RunPlan, target: str, slot: str, reason: str) -> RunRes
     return RunResult("unknown", json.loads(record.to_json()), None, reason, "")
 
 
+class _Tasks:
+    """The task lines of stdin, read by a thread as they arrive, so that the worker can look at
+    the next task while a run is still going (``None``: stdin ended)."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        threading.Thread(target=self._read, args=(lines,), name="chaos-tasks", daemon=True).start()
+
+    def _read(self, lines: Iterable[str]) -> None:
+        try:
+            for line in lines:
+                if line.strip():
+                    self._queue.put(json.loads(line))
+        finally:
+            self._queue.put(None)
+
+    def next(self) -> dict[str, Any] | None:
+        return self._queue.get()
+
+    def ready(self) -> dict[str, Any] | None:
+        """The next task if it has arrived (it is then taken), else ``None``."""
+        with contextlib.suppress(queue.Empty):
+            task = self._queue.get_nowait()
+            if task is None:
+                self._queue.put(None)  # the end stays visible to next()
+            return task
+        return None
+
+
+class _Ahead:
+    """The next run's set-up (:func:`~chaos.runner.prepare`: its schedule, directories and started
+    cluster) on a thread, begun when the current run's workload and faults are over, so that it
+    overlaps the current run's final phase, checking and teardown. The next run's cluster lives in
+    its own chroot, on its own ports and proxies; nothing of the current run can reach it."""
+
+    def __init__(self, env: RunEnv, plan: RunPlan) -> None:
+        self.plan = plan
+        self._prepared: Prepared | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(env,), name="chaos-ahead", daemon=True)
+        self._thread.start()
+
+    def _run(self, env: RunEnv) -> None:
+        try:
+            self._prepared = prepare(env, self.plan)
+        except BaseException as exc:  # raised where a run's own prepare would have raised it
+            self._error = exc
+
+    def take(self) -> Prepared:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._prepared is not None
+        return self._prepared
+
+
+class _Pipeline:
+    """Which task runs next, and its set-up when it was begun ahead (:class:`_Ahead`)."""
+
+    def __init__(self, env: RunEnv | None, tasks: _Tasks) -> None:
+        self.env, self.tasks = env, tasks
+        self._following: dict[str, Any] | None = None
+        self._ahead: _Ahead | None = None
+
+    def begin_next(self) -> None:
+        """The current run's workload is over: take the next task if it has come, and begin its
+        set-up (not for an ensemble scenario: the worker's ensemble is made on first use)."""
+        upcoming = self.tasks.ready()
+        if upcoming is None:
+            return
+        self._following = upcoming
+        plan = plan_from_task(upcoming)
+        if self.env is not None and plan.scenario.zookeeper != "ensemble":
+            self._ahead = _Ahead(self.env, plan)
+
+    def prepared(self, env: RunEnv, plan: RunPlan) -> Prepared:
+        ahead, self._ahead = self._ahead, None
+        return ahead.take() if ahead is not None else prepare(env, plan)
+
+    def next_task(self) -> dict[str, Any] | None:
+        task, self._following = self._following, None
+        return task if task is not None else self.tasks.next()
+
+
 def _serve(env: RunEnv | None, error: str | None, target: Target, slot: int, out: TextIO) -> None:
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        plan = plan_from_task(json.loads(line))
+    pipeline = _Pipeline(env, _Tasks(sys.stdin))
+    while (task := pipeline.next_task()) is not None:
+        plan = plan_from_task(task)
         if env is None:
             result = unknown_result(plan, target.name, f"w{slot}", error or "worker set-up failed")
         else:
-            result = run_once(env, plan)
+            result = finish(pipeline.prepared(env, plan), final_phase=pipeline.begin_next)
         out.write(json.dumps(result.__dict__) + "\n")
         out.flush()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -61,6 +62,32 @@ def test_exit_status_says_whether_any_run_was_invalid(campaign: tuple[Path, int,
     failed = [r for r in _records(out) if r["outcome"] == "failed"]
     assert code == (1 if failed else 0), log
     assert "runs/hour (load average" in log
+
+
+def test_a_workers_next_run_is_set_up_while_its_current_run_is_judged(
+    campaign: tuple[Path, int, str],
+) -> None:
+    """Each worker holds two plans; once a run's workload is over, the next run's cluster starts
+    (in its own chroot, on its own ports) while the run is healed, quiesced and checked: the next
+    run's record starts before the previous one's ends. Not for the ensemble scenario, whose
+    ZooKeeper ensemble is made on first use."""
+    _, _, log = campaign
+    by_worker: dict[str, list[dict[str, object]]] = {}
+    for r in _records(campaign[0]):
+        by_worker.setdefault(str(r["worker"]), []).append(r)
+    in_order = [sorted(runs, key=lambda r: str(r["started_at"])) for runs in by_worker.values()]
+    pairs = [
+        (earlier, later)
+        for runs in in_order
+        for earlier, later in itertools.pairwise(runs)
+        if SCENARIOS[str(later["test_id"]).removeprefix("chaos/")].zookeeper != "ensemble"
+    ]
+    assert pairs, f"no worker ran two shared-ZooKeeper runs in a row: {by_worker}\n{log}"
+    for earlier, later in pairs:
+        assert str(later["started_at"]) < str(earlier["finished_at"]), (
+            f"{later['test_id']} started at {later['started_at']}, after {earlier['test_id']} ended at"
+            f" {earlier['finished_at']} on the same worker"
+        )
 
 
 def test_each_kept_run_dir_holds_history_verdict_logs(campaign: tuple[Path, int, str]) -> None:

@@ -38,7 +38,7 @@ from chaos.run.judged import Judgement, judge_run_dir
 from chaos.run.outdir import out_problem
 from chaos.run.pool import CampaignResult, run_campaign
 from chaos.run.reap import reap
-from chaos.runner import RunPlan
+from chaos.runner import PHASES, RunPlan
 from chaos.scenarios import FAULTS, SCENARIOS, SCOPES, NameError_, Scenario, resolve_faults, resolve_scenarios
 from chaos.shard import WHOLE, ShardError, campaign_id_for, parse_shard
 from cluster.targets import TargetError, load_target
@@ -256,6 +256,16 @@ def _summary(campaign: CampaignResult, out: Path, campaign_id: str, keep_all: bo
         f"{campaign.counts['unknown']} unknown in {campaign.elapsed_s:.1f}s = {per_hour:.0f} runs/hour "
         f"(load average {load})"
     )
+    timed = [r for r in campaign.results if r.get("phases")]
+    if timed:
+        ahead = sum(1 for r in timed if r.get("began_ahead"))
+        means = ", ".join(
+            f"{phase} {sum(r['phases'].get(phase, 0.0) for r in timed) / len(timed):.2f}" for phase in PHASES
+        )
+        print(
+            f"where a run's time went (mean seconds of {len(timed)} runs): {means}; the set-up of {ahead}"
+            " began while its worker's previous run was being healed, checked and torn down"
+        )
     kept = sum(1 for r in campaign.results if r.get("run_dir"))
     runs = out / campaign_id / "runs"
     if kept:

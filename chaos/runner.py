@@ -27,7 +27,7 @@ import shutil
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,7 +50,7 @@ from harness import process
 from probes.errors import TxnLogCorrupt
 from records.run_record import RunRecord, run_order_key, utc_now_iso
 
-__all__ = ["Prepared", "RunEnv", "RunPlan", "RunResult", "finish", "prepare", "run_once"]
+__all__ = ["PHASES", "Prepared", "RunEnv", "RunPlan", "RunResult", "finish", "prepare", "run_once"]
 
 OUTCOME = {"valid": "passed", "invalid": "failed", "unknown": "error"}
 PROFILE = "2.5"
@@ -82,6 +82,28 @@ class RunResult:
     reason: str | None
     schedule: str
     excused: dict[str, int] | None = None
+    #: seconds per phase of the run (:data:`PHASES`), and whether its set-up began ahead
+    phases: dict[str, float] | None = None
+    began_ahead: bool = False
+
+
+#: A run's phases, in order, as :attr:`RunResult.phases` names them.
+PHASES = ("set-up", "workload", "heal", "quiescence", "checks", "evidence", "teardown")
+
+
+class _Laps:
+    """Wall seconds per phase of one run."""
+
+    def __init__(self, **done: float) -> None:
+        self.seconds = dict(done)
+
+    @contextlib.contextmanager
+    def lap(self, name: str) -> Iterator[None]:
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - began, 3)
 
 
 def _keep_corrupt_log(exc: BaseException, run_dir: Path) -> None:
@@ -109,6 +131,8 @@ class Prepared:
     t0: float
     cluster: ChaosCluster | None
     reason: str | None
+    setup_s: float = 0.0
+    began_ahead: bool = False  # set by a worker that prepared it while another run was finishing
 
 
 def prepare(base: RunEnv, plan: RunPlan) -> Prepared:
@@ -129,7 +153,10 @@ def prepare(base: RunEnv, plan: RunPlan) -> Prepared:
     except Exception as exc:
         reason = f"cluster did not start: {type(exc).__name__}: {exc}".splitlines()[0][:400]
         (run_dir / "start-error.txt").write_text(traceback.format_exc())
-    return Prepared(plan, env, schedule, run_dir, work, chroot, started, started_iso, t0, cluster, reason)
+    return Prepared(
+        plan, env, schedule, run_dir, work, chroot, started, started_iso, t0, cluster, reason,
+        setup_s=round(time.monotonic() - t0, 3),
+    )  # fmt: skip
 
 
 def run_once(base: RunEnv, plan: RunPlan, *, final_phase: Callable[[], None] | None = None) -> RunResult:
@@ -148,9 +175,12 @@ def finish(prep: Prepared, *, final_phase: Callable[[], None] | None = None) -> 
     quiet: Quiescence | None = None
     judged = Judged((), None, None)
     announce = _once(final_phase)
+    laps = _Laps(**{"set-up": prep.setup_s})
     try:
         if cluster is not None:
-            quiet, verdicts, judged = _exercise(env, plan, schedule, cluster, history, final_phase=announce)
+            quiet, verdicts, judged = _exercise(
+                env, plan, schedule, cluster, history, final_phase=announce, laps=laps
+            )
     except Exception as exc:
         reason = f"runner error: {type(exc).__name__}: {exc}".splitlines()[0][:400]
         (run_dir / "runner-error.txt").write_text(traceback.format_exc())
@@ -165,14 +195,16 @@ def finish(prep: Prepared, *, final_phase: Callable[[], None] | None = None) -> 
     metrics = phase_metrics(cluster, history, quiet) if cluster is not None else []
     if not judged.ops:
         judged = Judged(history.ops, judged.records, judged.final_state)
-    sealed = write_artefacts(
-        run_dir, env.zk_log_tail, cluster, judged, verdicts, verdict, quiet, schedule, reason, env.commit
-    )
+    with laps.lap("evidence"):
+        sealed = write_artefacts(
+            run_dir, env.zk_log_tail, cluster, judged, verdicts, verdict, quiet, schedule, reason, env.commit
+        )
     verdict, reason = sealed.verdict, sealed.reason
-    _teardown(env, cluster, chroot, work)
     kept = verdict != "valid" or plan.keep_all
-    if not kept:
-        shutil.rmtree(run_dir, ignore_errors=True)
+    with laps.lap("teardown"):
+        _teardown(env, cluster, chroot, work)
+        if not kept:
+            shutil.rmtree(run_dir, ignore_errors=True)
     # No checker ran (the cluster never started, the runner failed first): nothing was reported
     # either way, so the record says null rather than "no quirk excused anything".
     excused = excused_counts(verdicts) if verdicts else None
@@ -204,6 +236,8 @@ def finish(prep: Prepared, *, final_phase: Callable[[], None] | None = None) -> 
         reason,
         schedule.describe(),
         excused,
+        laps.seconds,
+        prep.began_ahead,
     )
 
 
@@ -277,6 +311,7 @@ def _exercise(
     history: History,
     *,
     final_phase: Callable[[], None],
+    laps: _Laps,
 ) -> tuple[Quiescence, list[Verdict], Judged]:
     guard = NodeGuard()
     nemesis = Nemesis(cluster, guard, ensemble=env.ensemble)
@@ -289,27 +324,32 @@ def _exercise(
         )
         for process_name in schedule.processes
     ]
-    start = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=max(0.0, start + plan.scenario.duration_s + 90.0 - time.monotonic()))
+    with laps.lap("workload"):
+        start = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=max(0.0, start + plan.scenario.duration_s + 90.0 - time.monotonic()))
     final_phase()
-    op = history.invoke("nemesis", "heal", {})
-    healed = nemesis.heal_all()
-    history.complete(op, "ok" if not healed["errors"] else "info", healed)
-    op = history.invoke("nemesis", "quiesce", {})
-    quiet = quiesce(cluster, history.ops, cluster.deadline(30.0))
+    with laps.lap("heal"):
+        op = history.invoke("nemesis", "heal", {})
+        healed = nemesis.heal_all()
+        history.complete(op, "ok" if not healed["errors"] else "info", healed)
+    with laps.lap("quiescence"):
+        op = history.invoke("nemesis", "quiesce", {})
+        quiet = quiesce(cluster, history.ops, cluster.deadline(30.0))
     summary = {
         "time_to_heal_s": quiet.time_to_heal_s,
         "quiesced": quiet.quiesced,
         "waited_s": round(quiet.waited_s, 3),
     }
     history.complete(op, "ok" if quiet.quiesced else "info", summary, quiet.last_problem)
-    judged = Judged(history.ops, cluster.history(), quiet.final_state)
-    assert judged.records is not None
-    timeline = follow(quiet.timeline, judged.records)  # the final phase's replay, extended
-    return quiet, check_all(judged.ops, timeline, judged.final_state), judged
+    with laps.lap("checks"):
+        judged = Judged(history.ops, cluster.history(), quiet.final_state)
+        assert judged.records is not None
+        timeline = follow(quiet.timeline, judged.records)  # the final phase's replay, extended
+        verdicts = check_all(judged.ops, timeline, judged.final_state)
+    return quiet, verdicts, judged
 
 
 def _play(process_name: str, steps: list[Step], history: History, nemesis: Nemesis, client: Client) -> None:

@@ -204,7 +204,7 @@ class _Ahead:
 
     def _run(self, env: RunEnv) -> None:
         try:
-            self._prepared = prepare(env, self.plan)
+            self._prepared = replace(prepare(env, self.plan), began_ahead=True)
         except BaseException as exc:  # raised where a run's own prepare would have raised it
             self._error = exc
 

@@ -83,6 +83,10 @@ def test_a_workers_next_run_is_set_up_while_its_current_run_is_judged(
         if SCENARIOS[str(later["test_id"]).removeprefix("chaos/")].zookeeper != "ensemble"
     ]
     assert pairs, f"no worker ran two shared-ZooKeeper runs in a row: {by_worker}\n{log}"
+    summary = next((line for line in log.splitlines() if line.startswith("where a run's time went")), "")
+    for phase in ("set-up", "workload", "heal", "quiescence", "checks", "evidence", "teardown"):
+        assert f" {phase} " in summary, f"no {phase} in the summary line: {summary!r}"
+    assert f"the set-up of {len(pairs)} began while" in summary, (summary, [p[1]["test_id"] for p in pairs])
     for earlier, later in pairs:
         assert str(later["started_at"]) < str(earlier["finished_at"]), (
             f"{later['test_id']} started at {later['started_at']}, after {earlier['test_id']} ended at"

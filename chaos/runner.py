@@ -50,7 +50,7 @@ from harness import process
 from probes.errors import TxnLogCorrupt
 from records.run_record import RunRecord, run_order_key, utc_now_iso
 
-__all__ = ["PHASES", "Prepared", "RunEnv", "RunPlan", "RunResult", "finish", "prepare", "run_once"]
+__all__ = ["PHASES", "Prepared", "RunEnv", "RunPlan", "RunResult", "discard", "finish", "prepare", "run_once"]
 
 OUTCOME = {"valid": "passed", "invalid": "failed", "unknown": "error"}
 PROFILE = "2.5"
@@ -371,6 +371,12 @@ def _play(process_name: str, steps: list[Step], history: History, nemesis: Nemes
         except Exception as exc:
             kind, value, error = "info", None, f"{type(exc).__name__}: {exc}".splitlines()[0]
         history.complete(op, kind, value, error)  # type: ignore[arg-type]
+
+
+def discard(prep: Prepared) -> None:
+    """Undo a set-up that will not be run: its cluster, chroot and work directory (the run
+    directory stays, for :func:`prepare` to use again)."""
+    _teardown(prep.env, prep.cluster, prep.chroot, prep.work)
 
 
 def _teardown(env: RunEnv, cluster: ChaosCluster | None, chroot: str, work: Path) -> None:

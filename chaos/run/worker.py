@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from chaos.links import PortPool, use_toxiproxy
-from chaos.runner import Prepared, RunEnv, RunPlan, RunResult, finish, prepare
+from chaos.runner import Prepared, RunEnv, RunPlan, RunResult, discard, finish, prepare
 from chaos.scenarios import SCENARIOS, Scenario
 from chaos.toxiproxy.launch import toxiproxy_server
 from cluster.targets import REPO_ROOT, Target, load_target
@@ -236,8 +236,21 @@ class _Pipeline:
             self._ahead = _Ahead(self.env, plan)
 
     def prepared(self, env: RunEnv, plan: RunPlan) -> Prepared:
+        """The run's set-up: the one begun ahead if its cluster started; else, once, in line. A
+        set-up begun ahead overlapped the previous run's end (the worker's threads, its recording
+        proxies and the machine were shared), so its failure is not evidence against the target
+        until the same set-up fails alone; its error is kept as ``start-error-ahead.txt``."""
         ahead, self._ahead = self._ahead, None
-        return ahead.take() if ahead is not None else prepare(env, plan)
+        if ahead is None:
+            return prepare(env, plan)
+        early = ahead.take()
+        if early.reason is None:
+            return early
+        error = early.run_dir / "start-error.txt"
+        with contextlib.suppress(OSError):
+            error.replace(early.run_dir / "start-error-ahead.txt")
+        discard(early)
+        return prepare(env, plan)
 
     def next_task(self) -> dict[str, Any] | None:
         task, self._following = self._following, None

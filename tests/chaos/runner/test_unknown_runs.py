@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,9 @@ from tests.chaos.runner.support import chaos
 pytestmark = pytest.mark.chaos
 
 
-def test_nodes_that_never_start_make_the_run_unknown_with_the_reason(tmp_path: Path) -> None:
+def _broken_campaign(tmp_path: Path, *, runs: int) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``runs`` process-scenario runs (seeds 5, 6, …) on one worker, of a target whose node exits
+    with 3 at once."""
     target = tmp_path / "broken.toml"
     target.write_text(
         'name = "broken"\n'
@@ -20,8 +23,13 @@ def test_nodes_that_never_start_make_the_run_unknown_with_the_reason(tmp_path: P
         'cwd = "{node_dir}"\n'
     )
     out = tmp_path / "out"
-    done = chaos("run", "--runs", "1", "--seed", "5", "--parallel", "1", "--scenario", "process",
+    done = chaos("run", "--runs", str(runs), "--seed", "5", "--parallel", "1", "--scenario", "process",
                  "--target", str(target), "--out", str(out), "--no-progress")  # fmt: skip
+    return done, out
+
+
+def test_nodes_that_never_start_make_the_run_unknown_with_the_reason(tmp_path: Path) -> None:
+    done, out = _broken_campaign(tmp_path, runs=1)
     assert done.returncode == 3, done.stderr  # unknown: not invalid, and never a pass
     [record] = list(read_records(sorted(out.glob("chaos-runs-*.jsonl"))))
     assert record["outcome"] == "error"
@@ -41,15 +49,7 @@ def test_a_set_up_begun_ahead_that_failed_is_redone_in_line_before_the_run_is_ju
     """A worker begins the next run's set-up while the current run ends; a set-up that fails then
     is not taken as the verdict: it is redone in line, and only that failure makes the run
     unknown. The first attempt's error stays in the run directory."""
-    target = tmp_path / "broken.toml"
-    target.write_text(
-        'name = "broken"\n'
-        'command = ["{python}", "-c", "raise SystemExit(3)", "{config}"]\n'
-        'cwd = "{node_dir}"\n'
-    )
-    out = tmp_path / "out"
-    done = chaos("run", "--runs", "3", "--seed", "5", "--parallel", "1", "--scenario", "process",
-                 "--target", str(target), "--out", str(out), "--no-progress")  # fmt: skip
+    done, out = _broken_campaign(tmp_path, runs=3)
     assert done.returncode == 3, done.stderr
     records = list(read_records(sorted(out.glob("chaos-runs-*.jsonl"))))
     assert len(records) == 3

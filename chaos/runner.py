@@ -1,6 +1,7 @@
 """One chaos run, start to verdict, inside a runner worker (ring: drivers).
 
-:func:`run_once` executes a :class:`RunPlan`:
+:func:`prepare` (steps 1 and 2) and :func:`finish` (3 to 5) execute a :class:`RunPlan`; a runner
+worker calls them apart so that one run's set-up can overlap the previous run's end:
 
 1. **plan** — the schedule is generated from (scenario, seed) and written to ``run.json``;
 2. **cluster** — a :class:`~chaos.links.ChaosCluster` in a fresh chroot of the worker's
@@ -50,7 +51,7 @@ from harness import process
 from probes.errors import TxnLogCorrupt
 from records.run_record import RunRecord, run_order_key, utc_now_iso
 
-__all__ = ["PHASES", "Prepared", "RunEnv", "RunPlan", "RunResult", "discard", "finish", "prepare", "run_once"]
+__all__ = ["PHASES", "Prepared", "RunEnv", "RunPlan", "RunResult", "discard", "finish", "prepare"]
 
 OUTCOME = {"valid": "passed", "invalid": "failed", "unknown": "error"}
 PROFILE = "2.5"
@@ -159,15 +160,11 @@ def prepare(base: RunEnv, plan: RunPlan) -> Prepared:
     )  # fmt: skip
 
 
-def run_once(base: RunEnv, plan: RunPlan, *, final_phase: Callable[[], None] | None = None) -> RunResult:
-    """Execute ``plan`` (module docstring); never raises for a run's own failures."""
-    return finish(prepare(base, plan), final_phase=final_phase)
-
-
 def finish(prep: Prepared, *, final_phase: Callable[[], None] | None = None) -> RunResult:
     """Steps 3 to 5 of a prepared run. ``final_phase`` is called once, when the workload and
     faults are over (at once if the cluster never started): the worker starts the next run's
-    set-up then, so that it overlaps this run's final phase and checking."""
+    set-up then, so that it overlaps this run's final phase and checking. Never raises for a
+    run's own failures."""
     plan, env, schedule, cluster, reason = prep.plan, prep.env, prep.schedule, prep.cluster, prep.reason
     run_dir, work, chroot = prep.run_dir, prep.work, prep.chroot
     history = History()

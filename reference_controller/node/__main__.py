@@ -89,9 +89,13 @@ def skip_test_libraries() -> None:
 def warm_up() -> None:
     """What a warm interpreter imports before it forks nodes (``warm_start`` in the reference's
     target; :mod:`harness.warm_server`): the server's modules, with hypothesis kept out as when
-    the node is the program. Each forked node then runs this module as ``__main__``."""
+    the node is the program, and the controller component, which a node loads on demand once it
+    has registered (so a node forked from here contends for ``/controller`` without importing it
+    then). Each forked node then runs this module as ``__main__``."""
     skip_test_libraries()
-    import reference_controller.node.server  # noqa: F401, PLC0415
+    import reference_controller.node.server  # noqa: PLC0415
+
+    reference_controller.node.server.load_controller_service()
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

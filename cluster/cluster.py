@@ -78,9 +78,17 @@ from probes.request_proxy import RecordingProxy, RequestJournal
 from probes.state_change_log import LogEntry, read_state_change_log
 from probes.tap import ProxyLoop
 from probes.txnrecords import TxnRecord
-from probes.zk_journal import ZkJournal, ZkRecordingProxy, ZkRequest
+from probes.zk_journal import ZkJournal, ZkRecordingProxy, ZkReply, ZkRequest
 
-__all__ = ["Cluster", "ClusterFactory", "ConditionTimeout", "Node", "TargetNodeError", "wait_for"]
+__all__ = [
+    "Cluster",
+    "ClusterFactory",
+    "ConditionTimeout",
+    "Node",
+    "TargetNodeError",
+    "done_contending",
+    "wait_for",
+]
 
 Address = tuple[str, int]
 
@@ -435,9 +443,12 @@ class Cluster:
             timeline.record("node-start", node.spawned_at, stat.ctime / 1000, node=bid, first_log=first)
 
     def wait_contending(self, ids: Iterable[int], deadline_s: float | None = None) -> None:
-        """Wait until the current process of every id's node has read or written ``/controller``
-        (seen in its ZooKeeper journal since it was spawned; without journals, until some
-        controller is elected): the node is past start-up (a split node's controller process is up)."""
+        """Wait until the current process of every id's node is done contending for
+        ``/controller`` (seen in its ZooKeeper journal since it was spawned): a write touching it
+        (its election attempt) was answered, whatever the answer, or a read of it was answered
+        with the znode there (another node is controller, so no attempt follows). A read answered
+        NoNode is not enough: the attempt comes next. Without journals: until some controller is
+        elected. The node is then past start-up (a split node's controller process is up)."""
         ids = list(ids)
         if ids:
             self._wait_started(ids, self._contends, "contended for /controller", deadline_s)
@@ -446,7 +457,7 @@ class Cluster:
         journal = self.zk_journals.get(cid)
         if journal is None:
             return self.zk.exists("/controller") is not None
-        return any(_touches_controller(r) for r in journal.requests(since=self.nodes[cid].journal_mark))
+        return done_contending(journal, self.nodes[cid].journal_mark)
 
     def expect_exit(self, bid: int) -> None:
         """The check is about to make node ``bid`` exit (e.g. all its log dirs fail): its exit is
@@ -733,6 +744,38 @@ class Cluster:
         }
         ctrl = f"controller={self.controller_id()} epoch={self.controller_epoch()}"
         return f"{ctrl} registered={live} processes={procs}"
+
+
+#: requests that only read: answered NoNode for ``/controller``, they leave the election attempt to come
+_READS = frozenset({"exists", "getData", "multiRead"})
+
+
+def done_contending(journal: ZkJournal, since: int = 0) -> bool:
+    """Whether the node whose ZooKeeper traffic ``journal`` records (from record ``since``) is done
+    contending for ``/controller``: a write touching it was answered, whatever the answer, or a
+    read of it was answered with the znode there. A read answered NoNode is not enough: the
+    node's attempt to create it comes next."""
+    for request in journal.requests(since=since):
+        if not _touches_controller(request):
+            continue
+        reply = journal.reply_to(request)
+        if reply is not None and (request.name not in _READS or _found_controller(request, reply)):
+            return True
+    return False
+
+
+def _found_controller(request: ZkRequest, reply: ZkReply) -> bool:
+    """A read of ``/controller`` answered with the znode there (for a ``multiRead``, its own
+    sub-result)."""
+    if reply.err != 0:
+        return False
+    if request.name != "multiRead":
+        return True
+    results = reply.results
+    return any(
+        getattr(op, "path", None) == "/controller" and i < len(results) and results[i].err == 0
+        for i, op in enumerate(request.sub_ops)
+    )
 
 
 def _touches_controller(request: ZkRequest) -> bool:

@@ -41,6 +41,7 @@ from conformance.certificate import build_certificate, run_provenance, write_cer
 from conformance.diff import gate_section as diff_section
 from conformance.doctor import PreflightReport, preflight
 from conformance.progress import Progress
+from conformance.pytest_run import plugin_args, plugin_env
 from conformance.selection import Selection, SelectionError, resolve_selection
 from harness.launcher import LAUNCHERS
 from records.run_record import new_run_id, read_records
@@ -126,6 +127,7 @@ def pytest_command(args: argparse.Namespace, results_dir: Path) -> list[str]:
         f"--alluredir={results_dir / 'allure-results'}",
         "-p",
         "no:cacheprovider",
+        *plugin_args(),
         # private tmp_path root: concurrent pytest sessions of one user share /tmp/pytest-of-<user>
         # and, with tmp_path_retention_policy = none, delete each other's numbered dirs
         f"--basetemp={results_dir / 'pytest-tmp'}",
@@ -409,6 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "KZK_RUN_ID": run_id,
             "KZK_RUN_STARTED": started.isoformat(),
             "KZK_LAUNCHER": launcher,
+            **plugin_env(),
         }
         rc = _run_pytest(args, results_dir, run_id, selection, env)
         print(f"pytest: {_pytest_summary(results_dir)}")

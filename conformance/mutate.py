@@ -52,6 +52,7 @@ from typing import Any, Literal
 import catalogue
 from cluster.targets import REPO_ROOT
 from conformance.diff.mutation import diff_summary, diff_text
+from conformance.pytest_run import plugin_args, plugin_env
 from harness.reaper import is_same_process, proc_start_time
 from records.run_record import new_run_id, read_records
 
@@ -270,7 +271,7 @@ def run_checks(
     """Run the areas' checks (or the given test node ids) of the copy; (pytest exit code or None on
     timeout, output tail)."""
     where = list(tests) or [str(tree / "conformance" / "checks")]
-    cmd = [sys.executable, "-m", "pytest", *where, "-q", "-p", "no:cacheprovider"]
+    cmd = [sys.executable, "-m", "pytest", *where, "-q", "-p", "no:cacheprovider", *plugin_args()]
     cmd += ["--target=reference", f"--results-dir={results}", "-rf"]
     cmd += [f"--areas={','.join(areas)}"] if areas else []
     # the meta-checks test the suite, not the target: a kill is a behaviour check's failure
@@ -286,7 +287,7 @@ def run_checks(
         proc = subprocess.Popen(
             cmd,
             cwd=tree,
-            env={**node_env(tree), "KZK_RUN_ID": new_run_id()},
+            env={**node_env(tree), "KZK_RUN_ID": new_run_id(), **plugin_env()},
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

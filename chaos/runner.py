@@ -48,6 +48,7 @@ from chaos.run.metrics import phase_metrics
 from chaos.scenarios import Scenario
 from chaos.workload import Client
 from harness import process
+from harness.zookeeper.observer import delete_tree
 from probes.errors import TxnLogCorrupt
 from records.run_record import RunRecord, run_order_key, utc_now_iso
 
@@ -380,5 +381,5 @@ def _teardown(env: RunEnv, cluster: ChaosCluster | None, chroot: str, work: Path
     if cluster is not None:
         cluster.close()
     with contextlib.suppress(Exception):
-        env.zk_admin.delete(chroot, recursive=True)
+        delete_tree(env.zk_admin, chroot)
     shutil.rmtree(work, ignore_errors=True)

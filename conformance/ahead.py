@@ -42,6 +42,7 @@ from kazoo.exceptions import KazooException
 from cluster.cluster import Cluster
 from cluster.targets import Target
 from harness import timeline
+from harness.zookeeper.observer import delete_tree
 
 __all__ = ["AHEAD", "AheadStarter", "Started", "begin_for_next", "cluster_on"]
 
@@ -155,7 +156,7 @@ class AheadStarter:
         if started.cluster is not None:
             started.cluster.close()
         with timeline.span("chroot-delete"), contextlib.suppress(KazooException):
-            self._admin.delete(started.chroot, recursive=True)
+            delete_tree(self._admin, started.chroot)
 
     def close(self) -> None:
         """End of the session: close a cluster no check adopted."""

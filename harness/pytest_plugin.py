@@ -48,7 +48,7 @@ from harness.zookeeper import (
     add_start_listener,
     install_cleanup_hooks,
 )
-from harness.zookeeper.observer import observer_client
+from harness.zookeeper.observer import delete_tree, observer_client
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,7 @@ def zk_chroot(
     yield path
     try:
         with timeline.span("chroot-delete"):
-            _zk_admin_client.delete(path, recursive=True)
+            delete_tree(_zk_admin_client, path)
     except KazooException as exc:
         log.warning("could not delete chroot %s: %r", path, exc)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.suite import compile_tree
 from bench.suite_profile import profile, render
 from cluster.boot import first_line_time, log_size
 from conformance.order import expected_durations, longest_first, measured_durations, write_snapshot
@@ -166,3 +167,16 @@ def test_longest_first_from_the_latest_records_else_the_snapshot(tmp_path: Path)
     (tmp_path / "bad.json").write_text("not json", encoding="utf-8")
     assert expected_durations(None, tmp_path / "bad.json")[0] == {}
     assert json.loads(snapshot.read_text(encoding="utf-8"))["checks"]["t::d"] == 7.0
+
+
+def test_a_compared_tree_is_compiled_to_bytecode_like_a_set_up_checkout(tmp_path: Path) -> None:
+    """``bench.suite --compare-with`` compiles both trees first (a ``git archive`` has no .pyc)."""
+    for package in ("pkg", ".venv"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("", encoding="utf-8")
+        (tmp_path / package / "mod.py").write_text("X = 1\n", encoding="utf-8")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "loose.py").write_text("Y = 2\n", encoding="utf-8")
+    compile_tree(tmp_path)
+    compiled = sorted(p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*.pyc"))
+    assert compiled == ["pkg", "pkg"]  # its __init__ and mod; no venv, nothing outside a package

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +35,7 @@ from reports.inputs import Defaults, Inputs, discover
 from reports.outputs import Table, terminal_summary, write_outputs
 from reports.read import Loaded, load
 
-__all__ = ["BuildOptions", "build", "check_output", "compute_tables", "main"]
+__all__ = ["BuildOptions", "Tables", "build", "check_output", "compute_tables", "main"]
 
 
 @dataclass(frozen=True)
@@ -78,13 +79,10 @@ def _cutoff(loaded: Loaded, options: BuildOptions) -> datetime | None:
     return loaded.latest_started_at - timedelta(days=options.recent_days)
 
 
-def compute_tables(
-    records: DataFrame,
-    params: fl.FlakinessParams,
-    top: int,
-    policy: pol.PolicyParams | None = None,
-) -> dict[str, DataFrame]:
-    """Every report table as a lazy DataFrame (pure transforms of the canonical records).
+class Tables:
+    """Every report table as a lazy DataFrame (pure transforms of the canonical records), each
+    planned when first asked for (:meth:`get`), so that the job's threads plan their own tables
+    side by side (planning a table is driver work, seconds in all for the whole set).
 
     The heavy work is four fused passes over the records, each cached when it first runs:
     flakiness of tests and behaviour IDs together (:func:`reports.flakiness.flakiness_levels`,
@@ -93,33 +91,123 @@ def compute_tables(
     and the policy replay of the conformance executions (:func:`reports.policy.executions`); the
     tables are small selections and aggregations of those.
     """
-    behaviours = fl.behaviour_runs(records).persist()
-    levels = fl.flakiness_levels(records, params, behaviours).persist()
-    per_test = fl.level(levels, "test")
-    signatures = fl.failure_signatures(records, fl.TEST_KEYS).persist()
-    values = lat.metric_values(records)
-    grains = lat.latency_grains(values).persist()
-    execs = pol.executions(records, policy or pol.PolicyParams()).persist()
-    gates = pol.gates(execs).persist()
-    return {
-        "flakiness": per_test.orderBy(F.desc_nulls_last("failure_rate"), *fl.TEST_KEYS),
-        "behaviour_flakiness": fl.level(levels, "behaviour").orderBy(
-            F.desc_nulls_last("failure_rate"), *fl.BEHAVIOUR_KEYS
-        ),
-        "failure_signatures": signatures.orderBy(*fl.TEST_KEYS, F.desc("failures")),
-        "flake_ranking": fl.flake_ranking(per_test, signatures, fl.TEST_KEYS, top),
-        "failure_trend": fl.failure_trend(records),
-        "latency": lat.grain(grains, "all"),
-        "latency_by_day": lat.grain(grains, "day"),
-        "latency_by_commit": lat.grain(grains, "commit"),
-        "latency_histogram": lat.latency_histogram(values),
-        "gate_policies": pol.gate_policies(gates, execs),
-        "policy_backtest": pol.policy_backtest(execs),
-        "impact": pol.impact(execs, gates, per_test),
-        "failure_clusters": bd.failure_clusters(signatures),
-        "excusals": bd.excusals(records),
-        "behaviour_trend": bd.behaviour_trend(behaviours),
-    }
+
+    NAMES: Final = (
+        "flakiness",
+        "behaviour_flakiness",
+        "failure_signatures",
+        "flake_ranking",
+        "failure_trend",
+        "latency",
+        "latency_by_day",
+        "latency_by_commit",
+        "latency_histogram",
+        "gate_policies",
+        "policy_backtest",
+        "impact",
+        "failure_clusters",
+        "excusals",
+        "behaviour_trend",
+    )
+
+    def __init__(
+        self,
+        records: DataFrame,
+        params: fl.FlakinessParams,
+        top: int,
+        policy: pol.PolicyParams | None = None,
+    ) -> None:
+        self._records, self._params, self._top = records, params, top
+        self._policy = policy or pol.PolicyParams()
+        self._made: dict[str, DataFrame] = {}
+        self._lock = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def _once(self, name: str, make: Callable[[], DataFrame]) -> DataFrame:
+        """``make()`` once per name: a frame two threads share is planned (and cached) once,
+        while frames of different names are planned at the same time."""
+        with self._lock:
+            lock = self._locks.setdefault(name, threading.Lock())
+        with lock:
+            if name not in self._made:
+                self._made[name] = make()
+            return self._made[name]
+
+    def _behaviours(self) -> DataFrame:
+        return self._once("_behaviours", lambda: fl.behaviour_runs(self._records).persist())
+
+    def _levels(self) -> DataFrame:
+        return self._once(
+            "_levels", lambda: fl.flakiness_levels(self._records, self._params, self._behaviours()).persist()
+        )
+
+    def _per_test(self) -> DataFrame:
+        return self._once("_per_test", lambda: fl.level(self._levels(), "test"))
+
+    def _signatures(self) -> DataFrame:
+        return self._once("_signatures", lambda: fl.failure_signatures(self._records, fl.TEST_KEYS).persist())
+
+    def _values(self) -> DataFrame:
+        return self._once("_values", lambda: lat.metric_values(self._records))
+
+    def _grains(self) -> DataFrame:
+        return self._once("_grains", lambda: lat.latency_grains(self._values()).persist())
+
+    def _execs(self) -> DataFrame:
+        return self._once("_execs", lambda: pol.executions(self._records, self._policy).persist())
+
+    def _gates(self) -> DataFrame:
+        return self._once("_gates", lambda: pol.gates(self._execs()).persist())
+
+    def _make(self, name: str) -> DataFrame:
+        if name == "flakiness":
+            return self._per_test().orderBy(F.desc_nulls_last("failure_rate"), *fl.TEST_KEYS)
+        if name == "behaviour_flakiness":
+            return fl.level(self._levels(), "behaviour").orderBy(
+                F.desc_nulls_last("failure_rate"), *fl.BEHAVIOUR_KEYS
+            )
+        if name == "failure_signatures":
+            return self._signatures().orderBy(*fl.TEST_KEYS, F.desc("failures"))
+        if name == "flake_ranking":
+            return fl.flake_ranking(self._per_test(), self._signatures(), fl.TEST_KEYS, self._top)
+        if name == "failure_trend":
+            return fl.failure_trend(self._records)
+        if name == "latency":
+            return lat.grain(self._grains(), "all")
+        if name == "latency_by_day":
+            return lat.grain(self._grains(), "day")
+        if name == "latency_by_commit":
+            return lat.grain(self._grains(), "commit")
+        if name == "latency_histogram":
+            return lat.latency_histogram(self._values())
+        if name == "gate_policies":
+            return pol.gate_policies(self._gates(), self._execs())
+        if name == "policy_backtest":
+            return pol.policy_backtest(self._execs())
+        if name == "impact":
+            return pol.impact(self._execs(), self._gates(), self._per_test())
+        if name == "failure_clusters":
+            return bd.failure_clusters(self._signatures())
+        if name == "excusals":
+            return bd.excusals(self._records)
+        if name == "behaviour_trend":
+            return bd.behaviour_trend(self._behaviours())
+        raise KeyError(name)
+
+    def get(self, name: str) -> DataFrame:
+        """The table ``name`` (one of :attr:`NAMES`), planned on first use."""
+        return self._once(name, lambda: self._make(name))
+
+
+def compute_tables(
+    records: DataFrame,
+    params: fl.FlakinessParams,
+    top: int,
+    policy: pol.PolicyParams | None = None,
+) -> dict[str, DataFrame]:
+    """Every table of :class:`Tables`, planned now, by name."""
+    tables = Tables(records, params, top, policy)
+    return {name: tables.get(name) for name in Tables.NAMES}
 
 
 class _Clock:
@@ -151,23 +239,25 @@ _THREADS: Final = (
 _AFTER: Final = ("flake_ranking", "impact")
 
 
-def _collect(tables: dict[str, DataFrame], log: Callable[[str], None]) -> dict[str, Table]:
+def _collect(tables: Tables, log: Callable[[str], None]) -> dict[str, Table]:
     out: dict[str, Table] = {}
 
     def collect(names: tuple[str, ...]) -> None:
         log(f"  pass: {', '.join(names)} …")
         for name in names:
             t0 = time.monotonic()
-            df = tables[name]
+            df = tables.get(name)  # planned in this thread, beside the other threads' planning
             out[name] = Table(name, df.schema, df.collect())
             log(f"  {name}: {len(out[name].rows)} rows ({time.monotonic() - t0:.1f} s)")
 
-    assert sorted(n for g in (*_THREADS, _AFTER) for n in g) == sorted(tables), "a table without a thread"
+    assert sorted(n for g in (*_THREADS, _AFTER) for n in g) == sorted(Tables.NAMES), (
+        "a table without a thread"
+    )
     with ThreadPoolExecutor(max_workers=len(_THREADS), thread_name_prefix="tables") as pool:
         for f in [pool.submit(collect, names) for names in _THREADS]:
             f.result()
     collect(_AFTER)
-    return {name: out[name] for name in tables}
+    return {name: out[name] for name in Tables.NAMES}
 
 
 def _params(loaded: Loaded, options: BuildOptions) -> fl.FlakinessParams:
@@ -210,7 +300,7 @@ def build(
     )
     params = _params(loaded, options)
     log(f"reports: computing {len(_THREADS)} passes at once, then {', '.join(_AFTER)} …")
-    tables = _collect(compute_tables(loaded.records, params, options.top, options.policy), log)
+    tables = _collect(Tables(loaded.records, params, options.top, options.policy), log)
     log(f"reports: tables computed ({clock.lap()})")
     log(f"reports: writing outputs to {options.out} …")
     context = {

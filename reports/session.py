@@ -26,7 +26,7 @@ from reports.errors import EnvironmentProblem
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["auto_driver_memory", "check_java", "check_master", "explain", "jvm_cpu_s", "start"]
+__all__ = ["JVM_OPTIONS", "auto_driver_memory", "check_java", "check_master", "explain", "jvm_cpu_s", "start"]
 
 _JAVA_FIX = (
     "install a Java 17+ runtime (Debian: apt-get install -y openjdk-17-jre-headless, or "
@@ -167,10 +167,22 @@ def auto_driver_memory() -> str:
     return f"{max(1, min(8, total // 4 // 2**30))}g"
 
 
-# The throughput collector: the job is batch work on a small machine, where G1's concurrent
-# marking and remembered sets cost CPU the job needs (1M-record report, side by side: 0.87 of
-# G1's wall time and 0.86 of its JVM CPU; see reports/README.md).
-_GC: Final = "-XX:+UseParallelGC"
+# The job's JVM options (driver and executors), both for a short batch job on a small machine
+# (figures side by side in reports/README.md):
+# - the throughput collector: G1's concurrent marking and remembered sets cost CPU the job
+#   needs (1M-record report: 0.87 of G1's wall time, 0.86 of its JVM CPU);
+# - a JIT compiler that works less: a run of a few minutes spends a large share of its CPU in
+#   C2 compiling (~50 CPU-s of ~210 in 1M-record build, most of it in compilations of over
+#   100 ms each: Spark's generated classes, Janino, Jackson). Methods reach C2 at 3x the usual
+#   call counts, and C2 inlines smaller callees, so fewer and smaller compilations compete with
+#   the tasks for the two cores. Results do not depend on it; only speed does.
+JVM_OPTIONS: Final = (
+    "-XX:+UseParallelGC",
+    "-XX:CompileThresholdScaling=3",
+    "-XX:FreqInlineSize=100",
+    "-XX:InlineSmallCode=1000",
+)
+_JVM: Final = " ".join(JVM_OPTIONS)
 
 
 def start(
@@ -202,12 +214,17 @@ def start(
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
+            # PySpark otherwise records the Python call site of every column and DataFrame
+            # operation in the JVM (five extra gateway calls each, for error messages): the
+            # job builds thousands of them, and planning is serial driver time (parse and
+            # table plans: ~4 s less per build). Spark's own errors still name the operation.
+            .config("spark.python.sql.dataFrameDebugging.enabled", "false")
             .config("spark.driver.memory", auto_driver_memory() if driver_memory == "auto" else driver_memory)
             .config(
                 "spark.driver.extraJavaOptions",
-                f"-Dlog4j2.configurationFile=file:{log4j} {java_tmp} {_GC}",
+                f"-Dlog4j2.configurationFile=file:{log4j} {java_tmp} {_JVM}",
             )
-            .config("spark.executor.extraJavaOptions", _GC)
+            .config("spark.executor.extraJavaOptions", _JVM)
             .config("spark.local.dir", str(scratch))
         )
         if _loopback(master):

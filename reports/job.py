@@ -32,7 +32,7 @@ from reports import policy as pol
 from reports import session
 from reports.errors import InputError
 from reports.inputs import Defaults, Inputs, discover
-from reports.outputs import Table, terminal_summary, write_outputs
+from reports.outputs import CSV_TABLES, Table, terminal_summary, write_outputs
 from reports.read import Loaded, load
 
 __all__ = ["BuildOptions", "Tables", "build", "check_output", "compute_tables", "main"]
@@ -92,23 +92,7 @@ class Tables:
     tables are small selections and aggregations of those.
     """
 
-    NAMES: Final = (
-        "flakiness",
-        "behaviour_flakiness",
-        "failure_signatures",
-        "flake_ranking",
-        "failure_trend",
-        "latency",
-        "latency_by_day",
-        "latency_by_commit",
-        "latency_histogram",
-        "gate_policies",
-        "policy_backtest",
-        "impact",
-        "failure_clusters",
-        "excusals",
-        "behaviour_trend",
-    )
+    NAMES: Final = CSV_TABLES  # every table the outputs write, and no other
 
     def __init__(
         self,

@@ -26,7 +26,7 @@ from reports.errors import EnvironmentProblem
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["JVM_OPTIONS", "auto_driver_memory", "check_java", "check_master", "explain", "jvm_cpu_s", "start"]
+__all__ = ["auto_driver_memory", "check_java", "check_master", "explain", "jvm_cpu_s", "start"]
 
 _JAVA_FIX = (
     "install a Java 17+ runtime (Debian: apt-get install -y openjdk-17-jre-headless, or "
@@ -172,17 +172,17 @@ def auto_driver_memory() -> str:
 # - the throughput collector: G1's concurrent marking and remembered sets cost CPU the job
 #   needs (1M-record report: 0.87 of G1's wall time, 0.86 of its JVM CPU);
 # - a JIT compiler that works less: a run of a few minutes spends a large share of its CPU in
-#   C2 compiling (~50 CPU-s of ~210 in 1M-record build, most of it in compilations of over
+#   C2 compiling (~50 CPU-s of ~210 in a 1M-record build, most of it in compilations of over
 #   100 ms each: Spark's generated classes, Janino, Jackson). Methods reach C2 at 3x the usual
 #   call counts, and C2 inlines smaller callees, so fewer and smaller compilations compete with
 #   the tasks for the two cores. Results do not depend on it; only speed does.
-JVM_OPTIONS: Final = (
+_JVM_OPTIONS: Final = (
     "-XX:+UseParallelGC",
     "-XX:CompileThresholdScaling=3",
     "-XX:FreqInlineSize=100",
     "-XX:InlineSmallCode=1000",
 )
-_JVM: Final = " ".join(JVM_OPTIONS)
+_JVM: Final = " ".join(_JVM_OPTIONS)
 
 
 def start(

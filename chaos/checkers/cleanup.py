@@ -19,11 +19,13 @@ from chaos.checkers.findings import (
     Findings,
     Item,
     RunInputs,
+    partition_view_item,
     shown_item,
     tp_name,
 )
 from chaos.checkers.judge import checker
 from chaos.checkers.liveness import NO_FINAL, blocked_deletion, replica_brokers, znode_evidence
+from probes.znode_types import TopicPartition
 
 __all__ = ["admin_znodes_cleaned", "metadata_agrees_with_zookeeper"]
 
@@ -131,7 +133,7 @@ def _view_problems(
     for topic, parts in sorted(expected.items()):
         shown = view.get(topic, {})
         for p, want in sorted(parts.items()):
-            item = Item("partition shown differently", f"broker {broker}: {topic}-{p}")
+            item = partition_view_item(broker, TopicPartition(topic, p))
             got = shown.get(p)
             if got is None:
                 yield item, f"does not show {topic}-{p}"

@@ -25,6 +25,7 @@ __all__ = [
     "FINAL_ISR_OUTSIDE_REPLICAS",
     "LEADERLESS",
     "LEADER_EPOCH_NOT_NEWER",
+    "PARTITION_SHOWN_DIFFERENTLY",
     "REASSIGNING",
     "REASSIGN_ENTRY_LEFT",
     "REASSIGN_ENTRY_UNREACHABLE",
@@ -35,6 +36,7 @@ __all__ = [
     "Item",
     "RunInputs",
     "Violation",
+    "partition_view_item",
     "shown_item",
     "stale_item",
     "tp_name",
@@ -81,6 +83,8 @@ REASSIGN_ENTRY_UNREACHABLE = "reassignment entry left, a target not live"
 DELETED_TOPIC_SHOWN = "topic shown but not in ZooKeeper"
 #: A LeaderAndIsr entry applied with a leader epoch not newer than an earlier one.
 LEADER_EPOCH_NOT_NEWER = "leader epoch not newer"
+#: A partition a broker's Metadata omits or shows unlike ZooKeeper (``broker b: t-p``).
+PARTITION_SHOWN_DIFFERENTLY = "partition shown differently"
 
 
 def stuck_reassignment_items(f: FinalState, tp: TopicPartition, *, entry_kept: bool = True) -> set[Item]:
@@ -96,6 +100,10 @@ def stuck_reassignment_items(f: FinalState, tp: TopicPartition, *, entry_kept: b
 
 def stale_item(broker: int, seq: int, topic: str, partition: int) -> Item:
     return Item(LEADER_EPOCH_NOT_NEWER, f"broker {broker} request #{seq} {topic}-{partition}")
+
+
+def partition_view_item(broker: int, tp: TopicPartition) -> Item:
+    return Item(PARTITION_SHOWN_DIFFERENTLY, f"broker {broker}: {tp_name(tp)}")
 
 
 def shown_item(broker: int, topic: str) -> Item:

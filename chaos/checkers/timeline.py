@@ -106,6 +106,9 @@ class Timeline:
     #: topic → its ``/config/topics/<t>`` writes in zxid order: (zxid, config; None: deleted or
     #: malformed)
     topic_configs: dict[str, list[tuple[int, dict[str, str] | None]]] = field(default_factory=dict)
+    #: records that applied nothing (a failed op or multi), in zxid order: only their header and
+    #: error codes are logged, never the paths they tried
+    failed: list[TxnRecord] = field(default_factory=list)
     record_count: int = 0
     last_zxid: int | None = None
     _data: dict[str, bytes | None] = field(default_factory=dict, repr=False)
@@ -143,6 +146,8 @@ class Timeline:
     def _step(self, record: TxnRecord) -> None:
         ops = _applied_ops(record)
         if not ops:
+            if record.failed:
+                self.failed.append(record)
             return
         before = self.epoch_zk_version
         checked = _epoch_check_version(record)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from chaos.checkers.findings import RunInputs
 from chaos.checkers.quirks import (
+    announcement,
     brokers,
     cancellation,
     deadlock,
@@ -128,6 +129,23 @@ QUIRKS: tuple[Quirk, ...] = (
         "partition seed 2606, admin-api seed 270 (simulated, +sim3); partition seed 18319 (format 4)",
         ("metadata_agrees_with_zookeeper",),
         brokers.deletion_notice_lost,
+    ),
+    Quirk(
+        "new_partition_unannounced_after_a_lost_reply",
+        "A new partition whose state znode the controller created just as its ZooKeeper connection "
+        "dropped, so that the reply was lost, is never announced: the create is sent again once "
+        "connected, answered NODEEXISTS, and any answer but OK counts as a failed NewPartition → "
+        "OnlinePartition change (no LeaderAndIsr, no UpdateMetadata). Later broker changes try again "
+        "and fail the same way; only a controller failover reads the state znode. Recognised only "
+        "where the log shows the reconnect (the session's request counter restarted, as kazoo's does).",
+        (
+            f"{PSM} L273-318 initializeLeaderAndIsrForPartitions (L314 logFailedStateChange)",
+            "KafkaZkClient.scala@2.5.1 L1691-1719 retryRequestsUntilConnected",
+            f"{PSM} L56-59 triggerOnlinePartitionStateChange",
+        ),
+        "partition seed 3001 (100-run Spark cluster campaign, a worker killed)",
+        ("metadata_agrees_with_zookeeper",),
+        announcement.unannounced_new_partitions,
     ),
     Quirk(
         "stale_replica_outlives_its_deleted_topic",

@@ -14,25 +14,29 @@ stays NewPartition, and every later ``triggerOnlinePartitionStateChange`` (L56-5
 changes) fails the same way until a controller failover reads the state znode. The controller's
 state-change log shows both failures (``NodeExistsException``).
 
-So the brokers never show t1-3 while ZooKeeper has it led by broker 3, and
+So the brokers never show t1-3 while ZooKeeper has it led by broker 3: the naive
 ``metadata_agrees_with_zookeeper`` calls the run invalid although the reference did what Kafka
-2.5.1 does. The quirk registry has no entry for it yet: a recogniser needs evidence that the
-failed create retried *this* partition's create, and a failed multi's log record carries only its
-error codes, not its paths (here the session's cxids restart after the reconnect, as kazoo's do;
-Kafka's Java client keeps counting). Until one is written the xfail below records the expected
-verdict; it fails strictly once the run is judged valid.
+2.5.1 does. The quirk ``new_partition_unannounced_after_a_lost_reply`` explains it where the log
+shows the reconnect (here the session's cxids restart, as kazoo's do); the tests below take each
+piece of that evidence away in turn.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from chaos.checkers import check_all
+from chaos.checkers.final_state import FinalState, ReceivedRequest, RequestPartition
 from chaos.checkers.timeline import Election, StateWritten, Timeline
-from tests.chaos.checkers.builders import load_capture
+from chaos.checkers.verdict import Verdict
+from chaos.history import History
+from probes.txnrecords import TxnRecord
+from tests.chaos.checkers.builders import load_capture, set_data
 
 pytestmark = pytest.mark.unit
 
@@ -77,10 +81,65 @@ def test_the_evidence_shows_a_created_state_then_failed_creates_on_a_new_connect
     assert len(history) == 60
 
 
-@pytest.mark.xfail(
-    reason="Kafka 2.5.1 behaviour not yet in the quirk registry (see the module docstring)", strict=True
-)
+QUIRK = "new_partition_unannounced_after_a_lost_reply"
+METADATA = "metadata_agrees_with_zookeeper"
+
+
+def _metadata_verdict(records: Sequence[TxnRecord], state: FinalState) -> Verdict:
+    history = History.load(RUN / "history.jsonl")
+    (verdict,) = [v for v in check_all(history, records, state) if v.checker == METADATA]
+    return verdict
+
+
 def test_the_run_is_judged_valid_with_the_unannounced_partition_excused() -> None:
     history, records, state = load_capture(RUN)
     verdicts = check_all(history, records, state)
     assert [(v.checker, v.validity) for v in verdicts if not v.is_valid] == []
+    excused = {v.checker: v.excused for v in verdicts if v.excused}
+    assert excused == {
+        METADATA: {QUIRK: tuple(f"partition shown differently broker {b}: t1-3" for b in (1, 2, 3))}
+    }
+
+
+def test_without_the_failed_creates_it_is_a_missing_announcement() -> None:
+    _, records, state = load_capture(RUN)
+    applied = [r for r in records if not r.failed]
+    verdict = _metadata_verdict(applied, state)
+    assert (verdict.validity, verdict.excused) == ("invalid", {})
+    assert "broker 1: does not show t1-3" in verdict.message
+
+
+def test_a_failed_create_on_the_same_connection_is_no_evidence() -> None:
+    """The same failures with cxids above the create's: no reconnect shown, nothing excused."""
+    _, records, state = load_capture(RUN)
+    moved = [dataclasses.replace(r, cxid=r.cxid + 1000) if r.failed else r for r in records]
+    verdict = _metadata_verdict(moved, state)
+    assert (verdict.validity, verdict.excused) == ("invalid", {})
+    assert "broker 1: does not show t1-3" in verdict.message
+
+
+def test_a_partition_some_broker_was_told_of_is_not_excused() -> None:
+    _, records, state = load_capture(RUN)
+    told = ReceivedRequest(999, 3, "UpdateMetadata", 1, None, 0, (RequestPartition("t1", 3, 3, 0),))
+    journals = {**state.journals, 1: (*state.journals[1], told)}
+    verdict = _metadata_verdict(records, dataclasses.replace(state, journals=journals))
+    assert (verdict.validity, verdict.excused) == ("invalid", {})
+    assert "broker 1: does not show t1-3" in verdict.message
+
+
+def test_an_election_after_the_create_is_not_excused() -> None:
+    """A failover reads the state znode and announces the partition: not this quirk any more."""
+    _, records, state = load_capture(RUN)
+    last = records[-1]
+    epoch = TxnRecord(last.zxid + 1, 0x99, 1, last.time_ms + 10, set_data("/controller_epoch", b"2", 2))
+    verdict = _metadata_verdict([*records, epoch], state)
+    assert (verdict.validity, verdict.excused) == ("invalid", {})
+    assert "broker 1: does not show t1-3" in verdict.message
+
+
+def test_a_live_broker_without_a_journal_leaves_it_unknown() -> None:
+    _, records, state = load_capture(RUN)
+    journals = {b: j for b, j in state.journals.items() if b != 2}
+    verdict = _metadata_verdict(records, dataclasses.replace(state, journals=journals))
+    assert verdict.validity == "unknown"
+    assert "no request journal of broker(s) [2]" in verdict.message

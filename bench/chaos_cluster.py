@@ -282,10 +282,12 @@ def main(argv: list[str] | None = None) -> int:
             with standalone(out / "spark", workers=args.workers, cores=1, memory="1g") as c:
 
                 def kill_later(proc: subprocess.Popen[bytes]) -> None:
-                    deadline = time.monotonic() + (args.kill_worker_at or 0)
-                    while args.kill_worker_at and proc.poll() is None and time.monotonic() < deadline:
+                    if args.kill_worker_at is None:
+                        return
+                    deadline = time.monotonic() + args.kill_worker_at
+                    while proc.poll() is None and time.monotonic() < deadline:
                         time.sleep(0.2)
-                    if args.kill_worker_at and proc.poll() is None:
+                    if proc.poll() is None:
                         c.workers[-1].kill(first=signal.SIGKILL)
                         killed.append(c.workers[-1].name)
                         print(f"  killed {c.workers[-1].name} at {args.kill_worker_at} s", flush=True)

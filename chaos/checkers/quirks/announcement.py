@@ -45,12 +45,13 @@ def _lost_reply_partitions(timeline: Timeline) -> set[TopicPartition]:
     connection, failed a create with NODEEXISTS, with no election since."""
     last_election = max((e.record.zxid for e in timeline.elections), default=-1)
     sessions = _by_session(timeline)
+    zxids = {session: [r.zxid for r in records] for session, records in sessions.items()}
     out: set[TopicPartition] = set()
     for w in timeline.of_type(StateWritten):
         if not (w.created and w.fenced) or w.record.zxid < last_election:
             continue
         mine = sessions.get(w.record.session_id, [])
-        at = bisect.bisect_right([r.zxid for r in mine], w.record.zxid)
+        at = bisect.bisect_right(zxids.get(w.record.session_id, []), w.record.zxid)
         nxt = mine[at] if at < len(mine) else None
         if nxt is not None and nxt.failed and NODE_EXISTS in nxt.error_codes and nxt.cxid < w.record.cxid:
             out.add(TopicPartition(w.topic, w.partition))

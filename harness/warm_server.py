@@ -17,7 +17,9 @@ interpreter's would be: ``SystemExit``'s code, 1 for an uncaught exception, afte
 handlers ran and the output was flushed; killed by a signal, ``-signal``.
 
 Protocol: JSON lines. The owner sends ``{"argv": [...], "cwd": ..., "env": {...}, "log": ...}``
-and gets ``{"pid": N}`` or ``{"error": "..."}`` back, in order; the server adds
+and gets ``{"pid": N}`` (sent once the child is its own session leader with default signal
+dispositions, so a signal sent on receipt reaches the program) or ``{"error": "..."}`` back, in
+order; the server adds
 ``{"exit": N, "code": C}`` whenever a child has exited. The server is single-threaded (a fork
 from a process with other threads could inherit a lock one of them held): the exits are noticed
 through a self-pipe written by the SIGCHLD handler. It exits when its owner hangs up or on
@@ -45,6 +47,8 @@ from typing import Any
 _PR_SET_PDEATHSIG = 1
 #: How long a terminated server waits for its children to exit before leaving (they are SIGKILLed then).
 _TERM_GRACE_S = 3.0
+#: How long the server waits for a forked child to become its own session (it takes milliseconds).
+_READY_TIMEOUT_S = 10.0
 
 
 def _prepare(module: str) -> None:
@@ -67,8 +71,10 @@ def _exit_code(value: object) -> int:
     return 1
 
 
-def _become(module: str, request: dict[str, Any], server_pid: int, closing: list[int]) -> int:
-    """In the forked child: set up the process as a fresh ``python -m`` start and run the program."""
+def _become(module: str, request: dict[str, Any], server_pid: int, closing: list[int], ready: int) -> int:
+    """In the forked child: set up the process as a fresh ``python -m`` start and run the program.
+    ``ready`` is closed once the child is its own session with the default signal dispositions:
+    only then does the server hand its pid to the owner (see :func:`_await_ready`)."""
     os.setsid()
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -77,6 +83,7 @@ def _become(module: str, request: dict[str, Any], server_pid: int, closing: list
     signal.set_wakeup_fd(-1)
     for sig in (signal.SIGCHLD, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
+    os.close(ready)
     for fd in closing:
         with contextlib.suppress(OSError):
             os.close(fd)
@@ -124,6 +131,17 @@ def _finish(code: int) -> int:
         with contextlib.suppress(BaseException):
             stream.flush()
     return code
+
+
+def _await_ready(ready: int) -> None:
+    """Wait until the child closed its end of the ready pipe (or died). Before that, a signal
+    to its process group would find no group (``killpg``: ESRCH, lost) and a SIGTERM would reach
+    the server's handler it inherited (lost too); a cold ``Popen(start_new_session=True)`` has
+    the same guarantee, as it returns only once the child has run ``setsid`` and ``exec``."""
+    try:
+        select.select([ready], [], [], _READY_TIMEOUT_S)  # EINTR is retried (PEP 475)
+    finally:
+        os.close(ready)
 
 
 def serve(module: str, socket_path: str) -> int:
@@ -192,6 +210,7 @@ def serve(module: str, socket_path: str) -> int:
                 request = json.loads(line)
                 for stream in (sys.stdout, sys.stderr):
                     stream.flush()
+                ready_r, ready_w = os.pipe()
                 pid = os.fork()
             except (ValueError, OSError) as exc:
                 send({"error": f"{type(exc).__name__}: {exc}"})
@@ -199,8 +218,8 @@ def serve(module: str, socket_path: str) -> int:
             if pid == 0:
                 code = 1
                 try:
-                    closing = [owner.fileno(), listener.fileno(), wake_r, wake_w]
-                    code = _become(module, request, server_pid, closing)
+                    closing = [owner.fileno(), listener.fileno(), wake_r, wake_w, ready_r]
+                    code = _become(module, request, server_pid, closing, ready_w)
                 except BaseException:
                     with contextlib.suppress(BaseException):
                         traceback.print_exc()
@@ -208,6 +227,8 @@ def serve(module: str, socket_path: str) -> int:
                 finally:
                     os._exit(code)
             children.add(pid)
+            os.close(ready_w)
+            _await_ready(ready_r)
             send({"pid": pid})
     if terminated:  # the owner is stopping everything: let its children's shutdown finish first
         give_up = terminated[0] + _TERM_GRACE_S

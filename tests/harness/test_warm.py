@@ -148,6 +148,31 @@ def test_sigterm_reaches_the_program_and_sigkill_is_minus_nine(
     assert jvm2.kill() == -signal.SIGKILL
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL, signal.SIGSTOP])
+def test_a_signal_sent_the_moment_the_start_returns_reaches_the_program(
+    started: list[ManagedJvm], tmp_path: Path, sig: signal.Signals
+) -> None:
+    """A cold ``Popen(start_new_session=True)`` returns after the child's ``setsid``, so a signal
+    to its group right away reaches it; a warm start must give the same guarantee (a chaos bounce
+    right after a restart SIGTERMs a node within milliseconds of its start)."""
+    for _ in range(15):
+        jvm, _log = _spawn(started, tmp_path, "sleep")
+        jvm.signal_group(sig)
+        if sig == signal.SIGSTOP:
+            give_up = time.monotonic() + 5.0
+            state = ""
+            while time.monotonic() < give_up:
+                state = Path(f"/proc/{jvm.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state in ("T", "t"):
+                    break
+                time.sleep(0.01)
+            assert state in ("T", "t"), f"a SIGSTOP sent at once left the program in state {state}"
+            assert jvm.kill() == -signal.SIGKILL
+        else:
+            # default dispositions (the program's handler is not installed yet, or is): it ends
+            assert jvm.popen.wait(10) in (-sig, 0), f"{sig.name} sent at once did not end the program"
+
+
 def test_a_dead_warm_server_takes_its_programs_with_it_and_the_next_start_gets_a_new_one(
     started: list[ManagedJvm], tmp_path: Path
 ) -> None:

@@ -34,6 +34,9 @@ __all__ = ["Ensemble", "FaultResult", "Nemesis", "NodeGuard", "start_when_unregi
 
 FaultResult = tuple[str, dict[str, Any], str | None]
 
+#: The least the heal of ``terminate`` waits for the node's exit before it SIGKILLs it.
+_EXITED_S = 0.05
+
 
 class Ensemble(Protocol):
     """The ZooKeeper ensemble faults act on (``harness.zookeeper.ZooKeeperEnsemble``)."""
@@ -256,8 +259,9 @@ class Nemesis:
             cluster.pause(node)
             heal = self._released(node, lambda: cluster.resume(node))
         elif kind == "terminate":
-            detail.update(self._stop_or_kill(node))
-            heal = self._restart_heal(node)
+            cluster.begin_stop(node)
+            signalled = time.monotonic()
+            heal = self._released(node, lambda: self._end_terminate(node, signalled, detail))
         else:  # restart
             detail.update(self._stop_or_kill(node))
             start_when_unregistered(cluster, node)
@@ -275,6 +279,22 @@ class Nemesis:
             return {"exit_code": self.cluster.stop(node)}
         except (TimeoutError, subprocess.TimeoutExpired):
             return {"exit_code": self.cluster.kill(node), "escalated_to_kill": True}
+
+    def _end_terminate(self, node: int, signalled: float, detail: dict[str, Any]) -> None:
+        """The heal of ``terminate``. The node was SIGTERMed when the fault began and ran its
+        controlled shutdown while the schedule went on (other faults started and healed meanwhile,
+        so a shutdown that needs a link another fault cut can finish once that fault ends). Here
+        the node gets what is left of the target's stop timeout since the signal to exit; one
+        still running then is SIGKILLed, as a supervisor does after its grace period, so that it
+        cannot exit on its own after the heal found it running and stay down. Then it starts
+        again once its registration is gone."""
+        if self.cluster.nodes[node].proc is not None:
+            left = self.cluster.target.stop_timeout_s - (time.monotonic() - signalled)
+            try:
+                detail["exit_code"] = self.cluster.await_stop(node, max(left, _EXITED_S))
+            except (TimeoutError, subprocess.TimeoutExpired):
+                detail.update(exit_code=self.cluster.kill(node), escalated_to_kill=True)
+        start_when_unregistered(self.cluster, node)
 
     def _restart_heal(self, node: int) -> Callable[[], None]:
         def heal() -> None:

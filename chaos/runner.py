@@ -1,7 +1,9 @@
 """One chaos run, start to verdict, inside a runner worker (ring: drivers).
 
-:func:`prepare` (steps 1 and 2) and :func:`finish` (3 to 5) execute a :class:`RunPlan`; a runner
-worker calls them apart so that one run's set-up can overlap the previous run's end:
+:func:`prepare` (steps 1 and 2), :func:`play` (step 3) and :func:`conclude` (4 and 5) execute a
+:class:`RunPlan`; a runner worker calls them apart so that one run's set-up overlaps the previous
+run's workload's end and a run's final phase and checks overlap the next run's workload (each run
+has its own chroot, ports, proxies and directories; :func:`finish` is the last two in a row):
 
 1. **plan** — the schedule is generated from (scenario, seed) and written to ``run.json``;
 2. **cluster** — a :class:`~chaos.links.ChaosCluster` in a fresh chroot of the worker's
@@ -52,7 +54,19 @@ from harness.zookeeper.observer import delete_tree
 from probes.errors import TxnLogCorrupt
 from records.run_record import RunRecord, run_order_key, utc_now_iso
 
-__all__ = ["PHASES", "Prepared", "RunEnv", "RunPlan", "RunResult", "discard", "finish", "prepare"]
+__all__ = [
+    "PHASES",
+    "Played",
+    "Prepared",
+    "RunEnv",
+    "RunPlan",
+    "RunResult",
+    "conclude",
+    "discard",
+    "finish",
+    "play",
+    "prepare",
+]
 
 OUTCOME = {"valid": "passed", "invalid": "failed", "unknown": "error"}
 PROFILE = "2.5"
@@ -161,30 +175,62 @@ def prepare(base: RunEnv, plan: RunPlan) -> Prepared:
     )  # fmt: skip
 
 
-def finish(prep: Prepared, *, final_phase: Callable[[], None] | None = None) -> RunResult:
-    """Steps 3 to 5 of a prepared run. ``final_phase`` is called once, when the workload and
-    faults are over (at once if the cluster never started): the worker starts the next run's
-    set-up then, so that it overlaps this run's final phase and checking. Never raises for a
-    run's own failures."""
-    plan, env, schedule, cluster, reason = prep.plan, prep.env, prep.schedule, prep.cluster, prep.reason
-    run_dir, work, chroot = prep.run_dir, prep.work, prep.chroot
+@dataclass
+class Played:
+    """A run whose workload and faults are over (step 3): not yet healed, checked or torn down.
+    ``reason`` is set when the cluster never started or the workload could not be run; the run
+    is then ``unknown`` and :func:`conclude` only tears it down."""
+
+    prep: Prepared
+    history: History
+    nemesis: Nemesis | None
+    laps: _Laps
+    reason: str | None
+
+
+def play(prep: Prepared, *, final_phase: Callable[[], None] | None = None) -> Played:
+    """Step 3 of a prepared run. ``final_phase`` is called once, when the workload and faults are
+    over (at once if the cluster never started): the worker starts the next run's set-up then.
+    Never raises for a run's own failures."""
     history = History()
+    announce = _once(final_phase)
+    laps = _Laps(**{"set-up": prep.setup_s})
+    nemesis: Nemesis | None = None
+    reason = prep.reason
+    try:
+        if prep.cluster is not None:
+            nemesis = _workload(prep, prep.cluster, history, laps)
+    except Exception as exc:
+        reason = f"runner error: {type(exc).__name__}: {exc}".splitlines()[0][:400]
+        (prep.run_dir / "runner-error.txt").write_text(traceback.format_exc())
+        _keep_corrupt_log(exc, prep.run_dir)
+    finally:
+        announce()
+    return Played(prep, history, nemesis, laps, reason)
+
+
+def finish(prep: Prepared, *, final_phase: Callable[[], None] | None = None) -> RunResult:
+    """Steps 3 to 5 of a prepared run, one after the other (:func:`play`, then :func:`conclude`)."""
+    return conclude(play(prep, final_phase=final_phase))
+
+
+def conclude(played: Played) -> RunResult:
+    """Steps 4 and 5 of a played run: heal, quiescence, checks, evidence, teardown, the record.
+    Touches only the run's own cluster, chroot, proxies and directories, so a worker may run the
+    next run's workload meanwhile. Never raises for a run's own failures."""
+    prep, history, laps, reason = played.prep, played.history, played.laps, played.reason
+    plan, env, schedule, cluster = prep.plan, prep.env, prep.schedule, prep.cluster
+    run_dir, work, chroot = prep.run_dir, prep.work, prep.chroot
     verdicts: list[Verdict] = []
     quiet: Quiescence | None = None
     judged = Judged((), None, None)
-    announce = _once(final_phase)
-    laps = _Laps(**{"set-up": prep.setup_s})
     try:
-        if cluster is not None:
-            quiet, verdicts, judged = _exercise(
-                env, plan, schedule, cluster, history, final_phase=announce, laps=laps
-            )
+        if cluster is not None and played.nemesis is not None and reason is None:
+            quiet, verdicts, judged = _judge(cluster, history, played.nemesis, laps)
     except Exception as exc:
         reason = f"runner error: {type(exc).__name__}: {exc}".splitlines()[0][:400]
         (run_dir / "runner-error.txt").write_text(traceback.format_exc())
         _keep_corrupt_log(exc, run_dir)
-    finally:
-        announce()
     verdict: str = "unknown" if reason is not None else aggregate(verdicts)
     if reason is None and verdict != "valid":
         reason = "; ".join(f"{v.checker}: {v.message}" for v in verdicts if not v.is_valid)[:1000]
@@ -301,18 +347,12 @@ def _once(hook: Callable[[], None] | None) -> Callable[[], None]:
     return call
 
 
-def _exercise(
-    env: RunEnv,
-    plan: RunPlan,
-    schedule: Schedule,
-    cluster: ChaosCluster,
-    history: History,
-    *,
-    final_phase: Callable[[], None],
-    laps: _Laps,
-) -> tuple[Quiescence, list[Verdict], Judged]:
+def _workload(prep: Prepared, cluster: ChaosCluster, history: History, laps: _Laps) -> Nemesis:
+    """One thread per process of the schedule, each playing its steps; returns the nemesis, whose
+    faults the final phase heals."""
     guard = NodeGuard()
-    nemesis = Nemesis(cluster, guard, ensemble=env.ensemble)
+    nemesis = Nemesis(cluster, guard, ensemble=prep.env.ensemble)
+    schedule = prep.schedule
     threads = [
         threading.Thread(
             target=_play,
@@ -327,8 +367,14 @@ def _exercise(
         for t in threads:
             t.start()
         for t in threads:
-            t.join(timeout=max(0.0, start + plan.scenario.duration_s + 90.0 - time.monotonic()))
-    final_phase()
+            t.join(timeout=max(0.0, start + prep.plan.scenario.duration_s + 90.0 - time.monotonic()))
+    return nemesis
+
+
+def _judge(
+    cluster: ChaosCluster, history: History, nemesis: Nemesis, laps: _Laps
+) -> tuple[Quiescence, list[Verdict], Judged]:
+    """Heal, wait for quiet, check."""
     with laps.lap("heal"):
         op = history.invoke("nemesis", "heal", {})
         healed = nemesis.heal_all()

@@ -18,7 +18,8 @@ bandwidth            link        throughput capped (remove toxics)
 slicer               link        writes sliced into small delayed pieces (remove toxics)
 kill                 process     SIGKILL of the node's process group (start it again)
 pause                process     SIGSTOP (SIGCONT)
-terminate            process     SIGTERM = controlled shutdown (start it again)
+terminate            process     SIGTERM = controlled shutdown, run while the schedule goes on (the heal
+                                 waits for the exit, SIGKILL after the stop timeout; start it again)
 restart              process     SIGTERM then start (nothing left to heal)
 zk_session_expire    zookeeper   the node's ZooKeeper links blackholed until its session expired
                                  (its ``/brokers/ids/<id>`` is gone), then restored

@@ -493,12 +493,21 @@ class Cluster:
 
     def stop(self, bid: int, timeout_s: float | None = None) -> int:
         """SIGTERM (controlled shutdown for Kafka-like targets), wait for exit; returns the code."""
-        node = self.nodes[bid]
         with timeline.span("node-stop", node=bid):
-            if node.paused:
-                self.resume(bid)
-            self._signal(bid, signal.SIGTERM)
-            return self._reap(node, timeout_s or self.target.stop_timeout_s)
+            self.begin_stop(bid)
+            return self.await_stop(bid, timeout_s)
+
+    def begin_stop(self, bid: int) -> None:
+        """SIGTERM now (a paused node is resumed first, so that it can act on it); the node shuts
+        down on its own while the caller goes on. :meth:`await_stop` collects it."""
+        if self.nodes[bid].paused:
+            self.resume(bid)
+        self._signal(bid, signal.SIGTERM)
+
+    def await_stop(self, bid: int, timeout_s: float | None = None) -> int:
+        """Wait for a node signalled by :meth:`begin_stop` to exit (``TimeoutError`` when it is
+        still running after ``timeout_s``, default the target's stop timeout); its exit code."""
+        return self._reap(self.nodes[bid], timeout_s or self.target.stop_timeout_s)
 
     def kill(self, bid: int, *, end_session: bool = False) -> int:
         """SIGKILL the node's process group (``docker kill``). Its ZooKeeper session expires one

@@ -19,14 +19,15 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+import traceback
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from chaos.links import PortPool, use_toxiproxy
-from chaos.runner import Prepared, RunEnv, RunPlan, RunResult, discard, finish, prepare
+from chaos.runner import Played, Prepared, RunEnv, RunPlan, RunResult, conclude, discard, play, prepare
 from chaos.scenarios import SCENARIOS, Scenario
 from chaos.toxiproxy.launch import toxiproxy_server
 from cluster.targets import REPO_ROOT, Target, load_target
@@ -235,7 +236,7 @@ class _Pipeline:
         if self.env is not None and plan.scenario.zookeeper != "ensemble":
             self._ahead = _Ahead(self.env, plan)
 
-    def prepared(self, env: RunEnv, plan: RunPlan) -> Prepared:
+    def prepared(self, env: RunEnv, plan: RunPlan, *, alone: Callable[[], None]) -> Prepared:
         """The run's set-up: the one begun ahead if its cluster started; else, once, in line. A
         set-up begun ahead overlapped the previous run's end (the worker's threads, its recording
         proxies and the machine were shared), so its failure is not evidence against the target
@@ -250,6 +251,7 @@ class _Pipeline:
         with contextlib.suppress(OSError):
             error.replace(early.run_dir / "start-error-ahead.txt")
         discard(early)
+        alone()  # the previous run's conclusion is over: nothing else of this worker runs
         return prepare(env, plan)
 
     def next_task(self) -> dict[str, Any] | None:
@@ -257,16 +259,66 @@ class _Pipeline:
         return task if task is not None else self.tasks.next()
 
 
+class _Concluding:
+    """Each run's final phase, checks, evidence and teardown (:func:`~chaos.runner.conclude`) on a
+    thread of its own, so that the worker's next run plays meanwhile; results are written in the
+    order the runs were played (a run's conclusion begins only after the previous one's ended)."""
+
+    def __init__(self, out: TextIO, target: str, slot: int) -> None:
+        self.out, self.target, self.slot = out, target, slot
+        self._thread: threading.Thread | None = None
+
+    def begin(self, played: Played) -> None:
+        self.join()
+        self._thread = threading.Thread(
+            target=self._conclude, args=(played,), name="chaos-conclude", daemon=True
+        )
+        self._thread.start()
+
+    def emit(self, result: RunResult) -> None:
+        self.join()
+        self._write(result)
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def _conclude(self, played: Played) -> None:
+        try:
+            result = conclude(played)
+        except BaseException as exc:  # conclude never raises for a run's own failures: a bug
+            traceback.print_exc()
+            reason = f"runner error after the workload: {type(exc).__name__}: {exc}".splitlines()[0][:400]
+            result = unknown_result(played.prep.plan, self.target, f"w{self.slot}", reason)
+            with contextlib.suppress(Exception):
+                discard(played.prep)  # its cluster, chroot and work directory go all the same
+        self._write(result)
+
+    def _write(self, result: RunResult) -> None:
+        self.out.write(json.dumps(result.__dict__) + "\n")
+        self.out.flush()
+
+
 def _serve(env: RunEnv | None, error: str | None, target: Target, slot: int, out: TextIO) -> None:
     pipeline = _Pipeline(env, _Tasks(sys.stdin))
-    while (task := pipeline.next_task()) is not None:
-        plan = plan_from_task(task)
-        if env is None:
-            result = unknown_result(plan, target.name, f"w{slot}", error or "worker set-up failed")
-        else:
-            result = finish(pipeline.prepared(env, plan), final_phase=pipeline.begin_next)
-        out.write(json.dumps(result.__dict__) + "\n")
-        out.flush()
+    concluding = _Concluding(out, target.name, slot)
+    try:
+        while (task := pipeline.next_task()) is not None:
+            plan = plan_from_task(task)
+            if env is None:
+                concluding.emit(
+                    unknown_result(plan, target.name, f"w{slot}", error or "worker set-up failed")
+                )
+            else:
+                if plan.scenario.zookeeper == "ensemble":
+                    # its faults act on the worker's one ensemble, which a concluding ensemble
+                    # run may still be healing and reading: the two never overlap
+                    concluding.join()
+                prepared = pipeline.prepared(env, plan, alone=concluding.join)
+                concluding.begin(play(prepared, final_phase=pipeline.begin_next))
+    finally:
+        concluding.join()  # before the worker's ZooKeeper and Toxiproxy go
 
 
 def main(argv: list[str] | None = None) -> int:

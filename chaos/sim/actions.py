@@ -331,10 +331,23 @@ class Actions(ApiOps):
             self.world.lose_zookeeper(node)
             self.active[fid] = (lambda then: self._restart(node, then), {})
             return done("ok", {**value, "exit_code": -9}, None)
-        if kind == "terminate":
-            self.active[fid] = (lambda then: self._restart(node, then), {})
-            self.controlled_shutdown(node, lambda: done("ok", {**value, "exit_code": 0}, None))
-            return None
+        if kind == "terminate":  # the controlled shutdown runs while the schedule goes on
+            exited: list[bool] = []
+            waiting: list[Callable[[], None]] = []
+
+            def on_exit() -> None:
+                exited.append(True)
+                while waiting:
+                    waiting.pop()()
+
+            def heal(then: Callable[[], None]) -> None:  # the real heal waits for the exit too
+                waiting.append(lambda: self._restart(node, then))
+                if exited:
+                    on_exit()
+
+            self.controlled_shutdown(node, on_exit)
+            self.active[fid] = (heal, {})
+            return done("ok", value, None)
         self.controlled_shutdown(  # restart: SIGTERM, then start again; nothing left to heal
             node, lambda: self.start_when_unregistered(node, lambda: self._released(node, done, value))
         )

@@ -12,8 +12,9 @@ __all__ = ["SIM_FORMAT", "replay_command", "sim_version", "token"]
 # clock; 3: nodes start at seeded offsets, a killed node's heal ends when it is started again;
 # 4: the admin-API ops are played, no longer recorded as info; 5: watch notifications sent while a
 # node's ZooKeeper link was cut are lost with it, and the reference's reconnect re-run of
-# TopicDeletion no longer arms the watch before its event runs)
-SIM_FORMAT = 5
+# TopicDeletion no longer arms the watch before its event runs; 6: a terminate's start_fault
+# completes at the SIGTERM and its heal waits for the node's exit, as the real nemesis's)
+SIM_FORMAT = 6
 
 
 def sim_version() -> str:

@@ -189,9 +189,10 @@ class Played:
 
 
 def play(prep: Prepared, *, final_phase: Callable[[], None] | None = None) -> Played:
-    """Step 3 of a prepared run. ``final_phase`` is called once, when the workload and faults are
-    over (at once if the cluster never started): the worker starts the next run's set-up then.
-    Never raises for a run's own failures."""
+    """Step 3 of a prepared run. ``final_phase`` is called once, when every step of the schedule
+    has been invoked (its last ops may still be in flight) or else when the workload is over (at
+    once if the cluster never started): the worker starts the next run's set-up then. Never
+    raises for a run's own failures."""
     history = History()
     announce = _once(final_phase)
     laps = _Laps(**{"set-up": prep.setup_s})
@@ -199,7 +200,7 @@ def play(prep: Prepared, *, final_phase: Callable[[], None] | None = None) -> Pl
     reason = prep.reason
     try:
         if prep.cluster is not None:
-            nemesis = _workload(prep, prep.cluster, history, laps)
+            nemesis = _workload(prep, prep.cluster, history, laps, all_invoked=announce)
     except Exception as exc:
         reason = f"runner error: {type(exc).__name__}: {exc}".splitlines()[0][:400]
         (prep.run_dir / "runner-error.txt").write_text(traceback.format_exc())
@@ -347,16 +348,27 @@ def _once(hook: Callable[[], None] | None) -> Callable[[], None]:
     return call
 
 
-def _workload(prep: Prepared, cluster: ChaosCluster, history: History, laps: _Laps) -> Nemesis:
+def _workload(
+    prep: Prepared,
+    cluster: ChaosCluster,
+    history: History,
+    laps: _Laps,
+    *,
+    all_invoked: Callable[[], None],
+) -> Nemesis:
     """One thread per process of the schedule, each playing its steps; returns the nemesis, whose
-    faults the final phase heals."""
+    faults the final phase heals. ``all_invoked`` is called once every step has been invoked
+    (only ops still in flight remain: the worker begins the next run's set-up then, so that it is
+    ready when they end) or, at the latest, when the workload is over."""
     guard = NodeGuard()
     nemesis = Nemesis(cluster, guard, ensemble=prep.env.ensemble)
     schedule = prep.schedule
+    unfinished = _Countdown(len(schedule.processes))
     threads = [
         threading.Thread(
             target=_play,
             args=(process_name, schedule.for_process(process_name), history, nemesis, Client(cluster, guard)),
+            kwargs={"last_invoked": unfinished.count_down},
             name=f"chaos-{process_name}",
             daemon=True,
         )
@@ -364,11 +376,31 @@ def _workload(prep: Prepared, cluster: ChaosCluster, history: History, laps: _La
     ]
     with laps.lap("workload"):
         start = time.monotonic()
+        give_up = start + prep.plan.scenario.duration_s + 90.0
         for t in threads:
             t.start()
+        unfinished.wait(lambda: not any(t.is_alive() for t in threads), give_up)
+        all_invoked()
         for t in threads:
-            t.join(timeout=max(0.0, start + prep.plan.scenario.duration_s + 90.0 - time.monotonic()))
+            t.join(timeout=max(0.0, give_up - time.monotonic()))
     return nemesis
+
+
+class _Countdown:
+    """Set when every process has invoked its last step (or its thread ended without)."""
+
+    def __init__(self, n: int) -> None:
+        self._left, self._cond = n, threading.Condition()
+
+    def count_down(self) -> None:
+        with self._cond:
+            self._left -= 1
+            self._cond.notify_all()
+
+    def wait(self, ended: Callable[[], bool], give_up: float) -> None:
+        with self._cond:
+            while self._left > 0 and not ended() and time.monotonic() < give_up:
+                self._cond.wait(timeout=0.05)
 
 
 def _judge(
@@ -396,14 +428,27 @@ def _judge(
     return quiet, verdicts, judged
 
 
-def _play(process_name: str, steps: list[Step], history: History, nemesis: Nemesis, client: Client) -> None:
-    """Run one process's steps at their times (later if the previous op was slow)."""
+def _play(
+    process_name: str,
+    steps: list[Step],
+    history: History,
+    nemesis: Nemesis,
+    client: Client,
+    *,
+    last_invoked: Callable[[], None] = lambda: None,
+) -> None:
+    """Run one process's steps at their times (later if the previous op was slow);
+    ``last_invoked`` once its last step has been invoked (at once for a process without steps)."""
     start = time.monotonic()
-    for step in steps:
+    if not steps:
+        last_invoked()
+    for i, step in enumerate(steps):
         delay = start + step.at_s - time.monotonic()
         if delay > 0:
             time.sleep(delay)
         op = history.invoke(process_name, step.f, step.value)
+        if i == len(steps) - 1:
+            last_invoked()
         value: dict[str, Any] | None
         try:
             if step.f == "start_fault":

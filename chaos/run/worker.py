@@ -192,9 +192,10 @@ class _Tasks:
 
 class _Ahead:
     """The next run's set-up (:func:`~chaos.runner.prepare`: its schedule, directories and started
-    cluster) on a thread, begun when the current run's workload and faults are over, so that it
-    overlaps the current run's final phase, checking and teardown. The next run's cluster lives in
-    its own chroot, on its own ports and proxies; nothing of the current run can reach it."""
+    cluster) on a thread, begun once every step of the current run has been invoked, so that it
+    overlaps the current run's last ops in flight and is ready when they end. The next run's
+    cluster lives in its own chroot, on its own ports and proxies; nothing of the current run can
+    reach it."""
 
     def __init__(self, env: RunEnv, plan: RunPlan) -> None:
         self.plan = plan
@@ -226,8 +227,8 @@ class _Pipeline:
         self._ahead: _Ahead | None = None
 
     def begin_next(self) -> None:
-        """The current run's workload is over: take the next task if it has come, and begin its
-        set-up (not for an ensemble scenario: the worker's ensemble is made on first use)."""
+        """Every step of the current run has been invoked: take the next task if it has come, and
+        begin its set-up (not for an ensemble scenario: the worker's ensemble is made on first use)."""
         upcoming = self.tasks.ready()
         if upcoming is None:
             return

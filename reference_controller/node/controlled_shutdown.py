@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from kio.index import load_request_schema
 
@@ -20,20 +21,35 @@ from reference_controller import zkdata
 from reference_controller.config import KafkaConfig
 from reference_controller.errors import MalformedZnodeError
 from reference_controller.node.wire import KafkaClient
-from reference_controller.node.zk_port import NodeZkPort
+from reference_controller.node.zk_port import CONNECTION_CODES, DataResult, NodeZkError, NodeZkPort
 
 log = logging.getLogger("kafka.server.KafkaServer")
+_RECONNECT_POLL_S = 0.1
+
+
+def _get_until_connected(zk: NodeZkPort, path: str) -> DataResult:
+    """`KafkaZkClient.retryRequestUntilConnected` (L1691-1719): a read that lost its connection is
+    sent again once the client has reconnected (`ZooKeeperClient.waitUntilConnected` waits with
+    no bound, L251-253), so a controlled shutdown cut from ZooKeeper waits for the link instead of
+    failing; it ends only with the client itself."""
+    while True:
+        try:
+            return zk.get(path)
+        except NodeZkError as exc:
+            if exc.code not in CONNECTION_CODES or zk.is_closed():
+                raise
+        time.sleep(_RECONNECT_POLL_S)
 
 
 def controller_address(zk: NodeZkPort, listener: str) -> tuple[int, str, int] | None:
     """The controller's id and its endpoint on `listener`, from `/controller` and its
     registration; None when either is missing or undecodable, or it has no such listener."""
-    controller = zk.get(zkdata.CONTROLLER)
+    controller = _get_until_connected(zk, zkdata.CONTROLLER)
     if controller.stat is None:
         return None
     try:
         controller_id = zkdata.decode_controller(controller.data)
-        registration = zk.get(zkdata.broker_path(controller_id))
+        registration = _get_until_connected(zk, zkdata.broker_path(controller_id))
         if registration.stat is None:
             return None
         info = zkdata.decode_broker(controller_id, registration.data)

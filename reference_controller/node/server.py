@@ -366,7 +366,10 @@ class KafkaNode:
             and self.zk is not None
             and self.node
         ):
-            await controlled_shutdown(self.config, self.zk, self.node.replica_manager.broker_epoch)
+            try:
+                await controlled_shutdown(self.config, self.zk, self.node.replica_manager.broker_epoch)
+            except Exception as exc:  # KafkaServer.shutdown L608: CoreUtils.swallow(controlledShutdown())
+                log.warning(str(exc), exc_info=True)
         for server in self.servers:
             await server.stop()
         if self.fetcher is not None:

@@ -1,4 +1,4 @@
-"""SIGTERM while a node is still starting up (ring: tests).
+"""SIGTERM while a node is still starting up, or while it is cut from ZooKeeper (ring: tests).
 
 Kafka 2.5.1 registers its shutdown hook before ``KafkaServerStartable.startup``; the hook's
 ``KafkaServer.shutdown`` throws "Kafka server is still starting up, cannot shut down!" while
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.zookeeper import ZooKeeperServer
 from tests.node.helpers import NodeFactory
 from tests.polling import wait_for
 
@@ -64,3 +65,37 @@ def test_sigterm_after_startup_is_a_controlled_shutdown_with_status_0(
         assert "Halting Kafka." not in log
     finally:
         factory.close()
+
+
+def test_a_controlled_shutdown_cut_from_zookeeper_waits_for_it_then_completes(tmp_path: Path) -> None:
+    """KafkaZkClient.getControllerId retries until connected (retryRequestUntilConnected;
+    ZooKeeperClient.waitUntilConnected has no bound), so a broker SIGTERMed while its ZooKeeper is
+    gone waits for it and then shuts down as usual — it does not die of the ConnectionLoss. (Any
+    exception out of the controlled shutdown would be swallowed: KafkaServer.shutdown L608.)"""
+    with ZooKeeperServer(name="cs-cut") as zk:
+        factory = NodeFactory(tmp_path, zk.connect_string)
+        try:
+            node = factory.start(1, {"zookeeper.session.timeout.ms": "10000"})
+            wait_for(
+                lambda: "started (kafka.server.KafkaServer)" in node.read("server.log"),
+                30,
+                "the node started",
+            )
+            zk.pause()  # its read of /controller goes out and is never answered
+            node.signal(signal.SIGTERM)
+            wait_for(lambda: "Starting controlled shutdown" in node.read("server.log"), 20, "shutdown began")
+            # the client gives the connection up (two thirds of the session timeout): the read
+            # in flight fails with ConnectionLoss, and Kafka sends it again once reconnected
+            wait_for(
+                lambda: "connection lost" in node.read("server.log").lower(), 20, "the node lost ZooKeeper"
+            )
+            time.sleep(1.0)
+            assert node.proc.poll() is None, node.read("server.log")[-3000:] + node.stderr()
+            zk.resume()  # within the session timeout: the session is still valid
+            assert node.wait(30) == 0, node.stderr()
+            log = node.read("server.log")
+            assert "Controlled shutdown succeeded" in log, log[-3000:]
+            assert "Traceback" not in node.stderr() + log
+        finally:
+            zk.resume()
+            factory.close()

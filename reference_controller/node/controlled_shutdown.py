@@ -19,9 +19,10 @@ from kio.index import load_request_schema
 from kafkawire.framing import FrameError, build
 from reference_controller import zkdata
 from reference_controller.config import KafkaConfig
+from reference_controller.controller.ports import DataResult
 from reference_controller.errors import MalformedZnodeError
 from reference_controller.node.wire import KafkaClient
-from reference_controller.node.zk_port import CONNECTION_CODES, DataResult, NodeZkError, NodeZkPort
+from reference_controller.node.zk_port import CONNECTION_CODES, NodeZkError, NodeZkPort
 
 log = logging.getLogger("kafka.server.KafkaServer")
 _RECONNECT_POLL_S = 0.1

@@ -264,7 +264,7 @@ def _summary(campaign: CampaignResult, out: Path, campaign_id: str, keep_all: bo
         )
         print(
             f"where a run's time went (mean seconds of {len(timed)} runs): {means}; the set-up of {ahead}"
-            " began while its worker's previous run was being healed, checked and torn down"
+            " began while its worker's previous run was still going (its last ops, heal, checks or teardown)"
         )
     kept = sum(1 for r in campaign.results if r.get("run_dir"))
     runs = out / campaign_id / "runs"

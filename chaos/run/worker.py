@@ -316,7 +316,13 @@ def _serve(env: RunEnv | None, error: str | None, target: Target, slot: int, out
                     # its faults act on the worker's one ensemble, which a concluding ensemble
                     # run may still be healing and reading: the two never overlap
                     concluding.join()
-                prepared = pipeline.prepared(env, plan, alone=concluding.join)
+                try:
+                    prepared = pipeline.prepared(env, plan, alone=concluding.join)
+                except Exception as exc:  # e.g. the worker's ensemble, made on first use, did not start
+                    traceback.print_exc()
+                    reason = f"set-up failed: {type(exc).__name__}: {exc}".splitlines()[0][:400]
+                    concluding.emit(unknown_result(plan, target.name, f"w{slot}", reason))
+                    continue
                 concluding.begin(play(prepared, final_phase=pipeline.begin_next))
     finally:
         concluding.join()  # before the worker's ZooKeeper and Toxiproxy go

@@ -211,7 +211,12 @@ def serve(module: str, socket_path: str) -> int:
                 for stream in (sys.stdout, sys.stderr):
                     stream.flush()
                 ready_r, ready_w = os.pipe()
-                pid = os.fork()
+                try:
+                    pid = os.fork()
+                except OSError:
+                    os.close(ready_r)
+                    os.close(ready_w)
+                    raise
             except (ValueError, OSError) as exc:
                 send({"error": f"{type(exc).__name__}: {exc}"})
                 continue

@@ -271,12 +271,17 @@ class Nemesis:
         return "ok", {**value, **detail}, None
 
     def _stop_or_kill(self, node: int) -> dict[str, Any]:
-        """SIGTERM (a controlled shutdown) and wait the target's stop timeout; a node still
-        shutting down then is SIGKILLed, as a supervisor does after its grace period. Otherwise
-        the node would exit on its own after the heal had already found it running, and stay down
-        (a false liveness failure of the harness, not of the controller)."""
+        """SIGTERM (a controlled shutdown) and wait the target's stop timeout (:meth:`_exit_or_kill`)."""
+        self.cluster.begin_stop(node)
+        return self._exit_or_kill(node, self.cluster.target.stop_timeout_s)
+
+    def _exit_or_kill(self, node: int, timeout_s: float) -> dict[str, Any]:
+        """Wait up to ``timeout_s`` for a SIGTERMed node to exit; one still shutting down then is
+        SIGKILLed, as a supervisor does after its grace period. Otherwise the node would exit on
+        its own after the heal had already found it running, and stay down (a false liveness
+        failure of the harness, not of the controller)."""
         try:
-            return {"exit_code": self.cluster.stop(node)}
+            return {"exit_code": self.cluster.await_stop(node, timeout_s)}
         except (TimeoutError, subprocess.TimeoutExpired):
             return {"exit_code": self.cluster.kill(node), "escalated_to_kill": True}
 
@@ -284,16 +289,11 @@ class Nemesis:
         """The heal of ``terminate``. The node was SIGTERMed when the fault began and ran its
         controlled shutdown while the schedule went on (other faults started and healed meanwhile,
         so a shutdown that needs a link another fault cut can finish once that fault ends). Here
-        the node gets what is left of the target's stop timeout since the signal to exit; one
-        still running then is SIGKILLed, as a supervisor does after its grace period, so that it
-        cannot exit on its own after the heal found it running and stay down. Then it starts
+        it gets what is left of the target's stop timeout since the signal to exit, then starts
         again once its registration is gone."""
         if self.cluster.nodes[node].proc is not None:
             left = self.cluster.target.stop_timeout_s - (time.monotonic() - signalled)
-            try:
-                detail["exit_code"] = self.cluster.await_stop(node, max(left, _EXITED_S))
-            except (TimeoutError, subprocess.TimeoutExpired):
-                detail.update(exit_code=self.cluster.kill(node), escalated_to_kill=True)
+            detail.update(self._exit_or_kill(node, max(left, _EXITED_S)))
         start_when_unregistered(self.cluster, node)
 
     def _restart_heal(self, node: int) -> Callable[[], None]:

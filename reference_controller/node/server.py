@@ -15,17 +15,14 @@ replica manager), ISR tasks, controller component, ZooKeeper session, checkpoint
 Log-dir failure (LOGDIR-5): the `LogDirFailureHandler` task and the reference health check task
 (`log_dir_failure.py`); when Kafka would halt (every log dir offline, or any with IBP < 1.0-IV0)
 the node logs FATAL-level (CRITICAL) and exits 1 at once: no controlled shutdown, nothing written.
-SIGTERM/SIGINT before "started" halts the same way (Kafka's shutdown hook meets "still starting up").
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import functools
 import logging
-import os
 import time
 import uuid
 from collections.abc import Callable
@@ -117,8 +114,6 @@ class KafkaNode:
         self._session_lost = False
         self.registered = False
         self.halt_reason: str | None = None
-        #: KafkaServer's ``isStartingUp``: from the start of :meth:`startup` until it logs "started"
-        self.starting_up = False
 
     # -- start-up ------------------------------------------------------------------------------
     def _connect_zookeeper(self) -> KazooClient:
@@ -209,15 +204,8 @@ class KafkaNode:
         )
 
     async def startup(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self.starting_up = True
-        try:
-            await self._startup()
-        finally:  # KafkaServer.startup clears isStartingUp when it fails too (L355-357)
-            self.starting_up = False
-
-    async def _startup(self) -> None:
         cfg = self.config
+        self._loop = asyncio.get_running_loop()
         log.info("starting")
         self.zk_client = await asyncio.to_thread(self._connect_zookeeper)
         zk = self.zk = KazooNodeZk(self.zk_client)
@@ -267,7 +255,6 @@ class KafkaNode:
         self.registered = True
         zk.add_session_listener(self._zk_state_listener)
         await self._start_controller(rm.broker_epoch)
-        self.starting_up = False
         log.info(f"[KafkaServer id={cfg.broker_id}] started")
 
     async def _start_controller(self, broker_epoch: int) -> None:
@@ -327,27 +314,7 @@ class KafkaNode:
             raise NodeHalted(self.halt_reason)
 
     def request_shutdown(self) -> None:
-        """SIGTERM/SIGINT (Kafka's shutdown hook). While the server is still starting up, Kafka
-        2.5.1 does not shut down: ``KafkaServer.shutdown`` throws "still starting up" (L598-602)
-        and ``KafkaServerStartable.shutdown`` answers any throwable with ``Exit.halt(1)`` — the
-        process ends at once, without a controlled shutdown, its ZooKeeper session left to
-        expire."""
-        if self.starting_up:
-            self._halt_while_starting_up()
         self.shutdown_requested.set()
-
-    def _halt_while_starting_up(self) -> None:
-        who = f"[KafkaServer id={self.config.broker_id}]"
-        log.info(f"{who} shutting down")
-        log.critical(
-            f"{who} Fatal error during KafkaServer shutdown. java.lang.IllegalStateException: "
-            "Kafka server is still starting up, cannot shut down!"
-        )
-        logging.getLogger("kafka.server.KafkaServerStartable").critical("Halting Kafka.")
-        for handler in logging.getLogger().handlers:
-            with contextlib.suppress(Exception):
-                handler.flush()
-        os._exit(1)  # Exit.halt: no finally blocks, no atexit, no flush of anything else
 
     def halt(self, reason: str) -> None:
         """Kafka's `Exit.halt(1)` (the caller logged why): no controlled shutdown, no disk writes."""

@@ -104,9 +104,19 @@ def describe(run: GateRun) -> str:
     verdict = "conformant" if run.certificate.get("conformant") else f"NOT conformant (exit {run.exit_code})"
     return (
         f"{run.tree}: {run.wall_s:.1f} s wall, {run.checks()} checks, sum of check durations"
-        f" {run.durations_sum_s():.1f} s, {verdict}; load {_fmt_load(run.load_before)} before,"
-        f" {_fmt_load(run.load_after)} after"
+        f" {run.durations_sum_s():.1f} s{differential(run)}, {verdict}; load"
+        f" {_fmt_load(run.load_before)} before, {_fmt_load(run.load_after)} after"
     )
+
+
+def differential(run: GateRun) -> str:
+    """The gate's differential section in one phrase (empty when the run had none)."""
+    section = run.certificate.get("differential")
+    if not isinstance(section, dict):
+        return ""
+    counts = section.get("counts") or {}
+    same = counts.get("same", 0)
+    return f", differential {same} of {section.get('count')} same in {section.get('wall_s', 0):.1f} s"
 
 
 def table_of(results: Path, *, top: int = 0) -> str:
@@ -189,10 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _closing(mine: list[GateRun], failures: Counter[str], top: int) -> None:
     walls = sorted(r.wall_s for r in mine)
     failed_runs = sum(1 for r in mine if r.failures())
+    not_conformant = sum(1 for r in mine if not r.certificate.get("conformant"))
     median = walls[len(walls) // 2]
     print(f"\nthis tree: {len(mine)} run(s), wall min {walls[0]:.1f} s, median {median:.1f} s,")
     print(f"    max {walls[-1]:.1f} s;")
     print(f"    runs with a check not passed: {failed_runs}")
+    print(f"    runs not conformant (checks, differential section, or no certificate): {not_conformant}")
     for test, n in failures.most_common():
         print(f"    {n}x not passed: {test}")
     print("\nwhere the time went (the last run of this tree):")

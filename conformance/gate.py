@@ -402,10 +402,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("preflight: starting one node of the target …", flush=True)
         report = preflight(target, launcher)
         print(report.render(), flush=True)
+    workers = int(args.numprocesses) if str(args.numprocesses).isdigit() else 2
+    alongside: diff_section.Alongside | None = None
     if report is not None and not report.ok:
         table = _preflight_failed(report, selection)
         records: list[dict[str, Any]] = []
     else:
+        alongside = diff_section.start_alongside(args, target, launcher, results_dir, workers=workers)
+        if alongside is not None:
+            print(
+                f"differential: {diff_section.scenario_count(args)} scenarios of seed {args.diff_seed},"
+                " run beside the checks (one at a time until they end); reported after them",
+                flush=True,
+            )
         env = {
             **os.environ,
             "KZK_RUN_ID": run_id,
@@ -414,6 +423,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             **plugin_env(),
         }
         rc = _run_pytest(args, results_dir, run_id, selection, env)
+        if alongside is not None:
+            alongside.checks_ended()
         print(f"pytest: {_pytest_summary(results_dir)}")
         records = [
             r
@@ -423,10 +434,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = _with_not_applicable(verdicts(records, list(selection.behaviour_ids)), selection)
     finished = datetime.now(UTC)
     print(render_matrix(table))
-    workers = int(args.numprocesses) if str(args.numprocesses).isdigit() else 2
     preflight_problem = report.problem if report is not None and not report.ok else None
-    differential = diff_section.run_section(
-        args, target, launcher, results_dir, workers=workers, target_error=preflight_problem
+    differential = (
+        alongside.result()
+        if alongside is not None
+        else diff_section.run_section(
+            args, target, launcher, results_dir, workers=workers, target_error=preflight_problem
+        )
     )
     finished = datetime.now(UTC)
     why_not = why_not_conformant(table, rc) + diff_section.why_not(differential)

@@ -28,7 +28,7 @@ from typing import Any
 from cluster.targets import Target, load_target
 from conformance.diff.cache import ReferenceCache
 from conformance.diff.compare import Comparison, compare, render
-from conformance.diff.pool import Job, JobResult, Pool
+from conformance.diff.pool import Job, JobResult, Pending, Pool
 from conformance.diff.scenario import Scenario
 
 __all__ = ["Campaign", "ScenarioResult"]
@@ -155,7 +155,13 @@ class Campaign:
         results: list[ScenarioResult] = []
         began = time.monotonic()
         jobs = [(s, *self.jobs(s)) for s in scenarios]
-        futures = [(s, self.pool.submit(r) if r else None, self.pool.submit(t)) for s, r, t in jobs]
+        # handed to the pool longest first (by steps), so that its workers end together; judged and
+        # reported in the scenarios' order
+        handles: dict[int, tuple[Pending | None, Pending]] = {}
+        for i in sorted(range(len(jobs)), key=lambda i: -len(jobs[i][0].steps)):
+            _s, r, t = jobs[i]
+            handles[i] = (self.pool.submit(r) if r else None, self.pool.submit(t))
+        futures = [(s, *handles[i]) for i, (s, _r, _t) in enumerate(jobs)]
         for i, (s, ref_f, tgt_f) in enumerate(futures, 1):
             ref, reason = (
                 (self.cache.get(s.key()), "") if ref_f is None else self._reference(s, ref_f.result())

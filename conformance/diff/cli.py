@@ -28,6 +28,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -180,13 +181,16 @@ def run_differential(
     shrink_budget_s: float,
     say: Callable[[str], None],
     stop_at_first: bool = False,
+    narrow_until: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Run, compare, shrink; the report (also written to ``out/diff-report.json``)."""
+    """Run, compare, shrink; the report (also written to ``out/diff-report.json``).
+
+    ``narrow_until``: one scenario run at a time until it is set (see :class:`Pool`)."""
     reap_stale_work_dirs()
     out.mkdir(parents=True, exist_ok=True)
     root = _work_root()
     started, began = datetime.now(UTC), time.monotonic()
-    pool = Pool(workers, root)
+    pool = Pool(workers, root, narrow_until=narrow_until)
     try:
         campaign = Campaign(sides, pool, cache, out, say)
         results = campaign.run(scenarios, stop_at_first=stop_at_first)

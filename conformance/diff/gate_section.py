@@ -2,7 +2,8 @@
 
 ``python -m conformance run --diff-scenarios N --diff-seed S`` runs N generated scenarios
 (scenario i is scenario 0 of seed ``S * 10000 + i``, so each replays alone by its seed) on the gate's
-target after the checks (:func:`run_section`) and the certificate gains a
+target, beside its checks (:func:`start_alongside`: one scenario at a time until the checks end,
+then on every worker; reported after the checks' matrix), and the certificate gains a
 ``differential`` section. The gate's rule stays strict: a scenario that diverges, that the target
 could not run (a node that never started: a target error) or that could not be judged (unknown)
 makes the run not conformant (:func:`why_not`). ``--diff-scenarios 0`` leaves the section out.
@@ -11,6 +12,7 @@ makes the run not conformant (:func:`why_not`). ``--diff-scenarios 0`` leaves th
 from __future__ import annotations
 
 import argparse
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,11 +26,13 @@ __all__ = [
     "DEFAULT_DIFF_SCENARIOS",
     "DEFAULT_DIFF_SEED",
     "OUTCOME",
+    "Alongside",
     "add_arguments",
     "had_target_error",
     "run_section",
     "scenario_count",
     "scenario_seeds",
+    "start_alongside",
     "why_not",
 ]
 
@@ -115,6 +119,72 @@ def scenario_count(args: argparse.Namespace) -> int:
     return 0 if narrowed else DEFAULT_DIFF_SCENARIOS
 
 
+class Alongside:
+    """The section run on a thread while the gate's checks run (:func:`start_alongside`).
+
+    Its scenarios run one at a time until :meth:`checks_ended`, then on all the gate's workers;
+    its lines are held until then and printed after the checks' matrix (:meth:`result`)."""
+
+    def __init__(
+        self, args: argparse.Namespace, target: Target, launcher: str, results_dir: Path, workers: int
+    ):
+        self._checks_done = threading.Event()
+        self._lock = threading.Lock()
+        self._held: list[str] | None = []
+        self._section: dict[str, Any] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run,
+            args=(args, target, launcher, results_dir, workers),
+            name="differential-section",
+            daemon=True,  # its pool's workers die with the gate (they watch their parent)
+        )
+        self._thread.start()
+
+    def _say(self, line: str) -> None:
+        with self._lock:
+            if self._held is not None:
+                self._held.append(line)
+                return
+        print(line, flush=True)
+
+    def _run(
+        self, args: argparse.Namespace, target: Target, launcher: str, results_dir: Path, workers: int
+    ) -> None:
+        try:
+            self._section = run_section(
+                args, target, launcher, results_dir, workers=workers, say=self._say,
+                narrow_until=self._checks_done,
+            )  # fmt: skip
+        except BaseException as exc:  # re-raised on the gate's thread by result()
+            self._error = exc
+
+    def checks_ended(self) -> None:
+        """The checks are over: the section may use every worker now."""
+        self._checks_done.set()
+
+    def result(self) -> dict[str, Any] | None:
+        """Print what was held, then the rest as it comes; the section once it ended."""
+        self._checks_done.set()
+        with self._lock:
+            held, self._held = self._held or [], None
+        for line in held:
+            print(line, flush=True)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._section
+
+
+def start_alongside(
+    args: argparse.Namespace, target: Target, launcher: str, results_dir: Path, *, workers: int
+) -> Alongside | None:
+    """Start the section beside the checks; None when it is not asked for."""
+    if not scenario_count(args):
+        return None
+    return Alongside(args, target, launcher, results_dir, workers)
+
+
 def run_section(
     args: argparse.Namespace,
     target: Target,
@@ -124,11 +194,13 @@ def run_section(
     workers: int,
     target_error: str | None = None,
     say: Callable[[str], None] = print,
+    narrow_until: threading.Event | None = None,
 ) -> dict[str, Any] | None:
     """Run the differential scenarios; the certificate's section (None when not asked for).
 
     ``target_error``: why the target cannot start (the preflight's problem); nothing is run then and
-    every scenario is recorded as a target error."""
+    every scenario is recorded as a target error. ``narrow_until``: one scenario at a time until it
+    is set (the section running beside the checks)."""
     if not scenario_count(args):
         return None
     from conformance.diff.cli import run_differential  # noqa: PLC0415 - the pool only when asked for
@@ -150,6 +222,7 @@ def run_section(
         cache=cache,
         shrink_budget_s=args.diff_shrink_budget_s,
         say=say,
+        narrow_until=narrow_until,
     )
     by_name = {r["name"]: r for r in report["results"]}
     return {

@@ -6,10 +6,16 @@ after :data:`TASKS_PER_WORKER` scenarios (a fresh ZooKeeper, fresh port claims),
 campaign (a watch thread: see :func:`_die_with_parent`) and stops its ZooKeeper when it exits; nodes
 die with their worker.
 :meth:`Pool.traces` runs (scenario, side) jobs in parallel and returns their traces in order.
+
+A pool can start narrow (:meth:`Pool.__init__`'s ``narrow_until``): until that event is set at most
+one job runs at a time, then all ``workers`` do. The gate uses it to run its differential section
+alongside its checks (one scenario at a time while the checks hold the machine's cores, both workers
+once they ended).
 """
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import multiprocessing.util
 import os
@@ -19,9 +25,9 @@ import threading
 import time
 import traceback
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from multiprocessing.pool import AsyncResult
 from pathlib import Path
 from typing import Any
 
@@ -115,37 +121,106 @@ def _run(job: Job) -> JobResult:
 
 class Pending:
     """A submitted job: :meth:`result` waits for it; :meth:`cancel` only stops waiting for it (a job
-    already running finishes, and its nodes stop with it)."""
+    already running finishes, and its nodes stop with it; one not yet handed to a worker never runs)."""
 
-    def __init__(self, handle: AsyncResult[JobResult]) -> None:
-        self._handle, self.cancelled = handle, False
+    def __init__(self, job: Job) -> None:
+        self.job, self.cancelled = job, False
+        self._done = threading.Event()
+        self._result: JobResult | None = None
 
     def result(self) -> JobResult:
-        return self._handle.get()
+        self._done.wait()
+        assert self._result is not None
+        return self._result
 
     def cancel(self) -> None:
         self.cancelled = True
+
+    def _settle(self, result: JobResult) -> None:
+        self._result = result
+        self._done.set()
 
 
 class Pool:
     """``multiprocessing.Pool`` of spawned workers, each replaced after :data:`TASKS_PER_WORKER`
     jobs (its ``maxtasksperchild``; ``ProcessPoolExecutor``'s ``max_tasks_per_child`` can hang in
-    Python 3.11 when every worker retires at once)."""
+    Python 3.11 when every worker retires at once).
 
-    def __init__(self, workers: int, root: Path, tasks_per_worker: int = TASKS_PER_WORKER) -> None:
+    Jobs are handed to the workers by this process, at most ``limit`` at a time: ``workers``, or one
+    until ``narrow_until`` is set."""
+
+    def __init__(
+        self,
+        workers: int,
+        root: Path,
+        tasks_per_worker: int = TASKS_PER_WORKER,
+        *,
+        narrow_until: threading.Event | None = None,
+        run: Callable[[Job], JobResult] = _run,
+    ) -> None:
         root.mkdir(parents=True, exist_ok=True)
+        self.workers = max(1, workers)
         self._pool = multiprocessing.get_context("spawn").Pool(
-            processes=max(1, workers),
+            processes=self.workers,
             initializer=_init,
             initargs=(str(root), os.getpid()),
             maxtasksperchild=tasks_per_worker,
         )
+        self._run = run  # what a worker does with a job (a module-level function: it is pickled)
         self._pending: list[Pending] = []
+        self._waiting: deque[Pending] = deque()
+        self._lock = threading.Lock()
+        self._running = 0
+        self._closed = threading.Event()
+        self.limit = self.workers
+        if narrow_until is not None and not narrow_until.is_set():
+            self.limit = 1
+            threading.Thread(
+                target=self._widen_when, args=(narrow_until,), name="diff-pool-widen", daemon=True
+            ).start()
+
+    def _widen_when(self, event: threading.Event) -> None:
+        while not event.wait(0.5):
+            if self._closed.is_set():
+                return
+        with self._lock:
+            self.limit = self.workers
+        self._dispatch()
 
     def submit(self, job: Job) -> Pending:
-        pending = Pending(self._pool.apply_async(_run, (job,)))
-        self._pending.append(pending)
+        pending = Pending(job)
+        with self._lock:
+            self._pending.append(pending)
+            self._waiting.append(pending)
+        self._dispatch()
         return pending
+
+    def _dispatch(self) -> None:
+        """Hand waiting jobs to the workers while fewer than ``limit`` run (callers: a submit, the
+        end of a job on the pool's result thread, the widening)."""
+        while True:
+            with self._lock:
+                if self._running >= self.limit or not self._waiting or self._closed.is_set():
+                    return
+                pending = self._waiting.popleft()
+                if pending.cancelled:
+                    continue
+                self._running += 1
+            self._pool.apply_async(
+                self._run,
+                (pending.job,),
+                callback=functools.partial(self._finished, pending),
+                error_callback=functools.partial(self._not_run, pending),
+            )
+
+    def _not_run(self, pending: Pending, exc: BaseException) -> None:
+        self._finished(pending, JobResult(None, error=f"the job did not reach a worker: {exc!r}"))
+
+    def _finished(self, pending: Pending, result: JobResult) -> None:
+        with self._lock:
+            self._running -= 1
+        pending._settle(result)
+        self._dispatch()
 
     def traces(
         self, jobs: Iterable[Job], on_done: Callable[[int, JobResult], None] | None = None
@@ -160,8 +235,13 @@ class Pool:
 
     def close(self) -> None:
         """Wait for the jobs still wanted; jobs nobody waits for any more are ended with their workers."""
-        if any(p.cancelled for p in self._pending):
+        wanted = [p for p in self._pending if not p.cancelled]
+        if len(wanted) < len(self._pending):
+            self._closed.set()  # queued jobs are never handed out
             self._pool.terminate()  # workers die at once; their nodes and ZooKeeper die with them
         else:
+            for p in wanted:
+                p.result()
+            self._closed.set()
             self._pool.close()  # workers exit after their last job and stop their ZooKeeper
         self._pool.join()

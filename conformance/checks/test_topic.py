@@ -323,7 +323,16 @@ def test_topic_znode_deleted_by_hand_is_only_forgotten(cluster: Cluster) -> None
 @pytest.mark.combined_only(NO_CONTROLLER_BROKER)
 def test_create_topics_defaults_from_the_controller(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory(overrides={"num.partitions": "3", "default.replication.factor": "2"})
-    cluster.wait_controller()
+    cid = cluster.wait_controller()
+    # the controller's broker places the replicas on the brokers its metadata cache lists as alive
+    # (AdminManager.createTopics): a CreateTopics sent before the first UpdateMetadata reached it is
+    # refused ("larger than available brokers"), in Kafka as here, so wait until it lists them all
+    ids = set(cluster.broker_ids)
+    wait_for(
+        lambda: metadata_broker_ids(cluster, cid) >= ids,
+        cluster.deadline(20),
+        lambda: f"controller {cid}'s metadata to list brokers {sorted(ids)}; {cluster.summary()}",
+    )
     client = admin.admin_client(cluster)
     client.create_topics([NewTopic("dflt")])["dflt"].result(timeout=cluster.deadline(20))
     parts = (cluster.get_json("/brokers/topics/dflt") or {}).get("partitions", {})

@@ -408,7 +408,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = _preflight_failed(report, selection)
         records: list[dict[str, Any]] = []
     else:
-        alongside = diff_section.start_alongside(args, target, launcher, results_dir, workers=workers)
+        # beside the checks under the process launcher only (as clusters are started ahead): a
+        # container scenario next to container checks would only contend for the engine
+        if launcher == "process":
+            alongside = diff_section.start_alongside(args, target, launcher, results_dir, workers=workers)
         if alongside is not None:
             print(
                 f"differential: {diff_section.scenario_count(args)} scenarios of seed {args.diff_seed},"

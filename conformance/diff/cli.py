@@ -27,7 +27,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -44,11 +43,9 @@ from conformance.diff.pool import Pool
 from conformance.diff.scenario import Scenario, ScenarioError, load_scenario
 from conformance.diff.shrink import Shrinker
 from harness.launcher import LAUNCHERS
-from harness.reaper import is_same_process, proc_start_time
+from harness.reaper import owned_temp_dir, reap_orphans
 
 __all__ = ["DiffError", "exit_code", "main", "run_differential"]
-
-WORK_PREFIX = "kzk-diff-"
 
 
 class DiffError(Exception):
@@ -157,18 +154,10 @@ def scenarios_of(args: argparse.Namespace) -> list[Scenario]:
     ]
 
 
-def reap_stale_work_dirs() -> None:
-    """Work dirs of diff runs whose owner (pid + start time in the name) is gone."""
-    for path in Path(tempfile.gettempdir()).glob(f"{WORK_PREFIX}*"):
-        parts = path.name[len(WORK_PREFIX) :].split("-")
-        owner = parts[:2] if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit() else None
-        if owner and not is_same_process(int(owner[0]), int(owner[1])):
-            shutil.rmtree(path, ignore_errors=True)
-
-
 def _work_root() -> Path:
-    pid = os.getpid()
-    return Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{pid}-{proc_start_time(pid) or 0}-"))
+    """This run's work dir (the pool's workers make theirs inside it); deleted at the end, and by
+    the harness's reaper (``python -m harness reap``, every harness start) if the run was killed."""
+    return owned_temp_dir("diff")
 
 
 def run_differential(
@@ -186,7 +175,7 @@ def run_differential(
     """Run, compare, shrink; the report (also written to ``out/diff-report.json``).
 
     ``narrow_until``: one scenario run at a time until it is set (see :class:`Pool`)."""
-    reap_stale_work_dirs()
+    reap_orphans()  # what killed runs left: their work dirs, JVMs and run roots
     out.mkdir(parents=True, exist_ok=True)
     root = _work_root()
     started, began = datetime.now(UTC), time.monotonic()
@@ -283,7 +272,7 @@ def _golden(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     pool = Pool(args.numprocesses, root)
     written = 0
     try:
-        campaign = Campaign(sides, pool, cache, Path(tempfile.mkdtemp(prefix=WORK_PREFIX)), say)
+        campaign = Campaign(sides, pool, cache, root / "campaign", say)  # pair() writes nothing there
         for s, (ref, _tgt, reason) in zip(scenarios, campaign.pair(scenarios), strict=True):
             if ref is None:
                 say(f"{s.name()}: no reference trace: {reason}")

@@ -2,8 +2,9 @@
 
 ``python -m conformance run --diff-scenarios N --diff-seed S`` runs N generated scenarios
 (scenario i is scenario 0 of seed ``S * 10000 + i``, so each replays alone by its seed) on the gate's
-target, beside its checks (:func:`start_alongside`: one scenario at a time until the checks end,
-then on every worker; reported after the checks' matrix), and the certificate gains a
+target, beside its checks under the process launcher (:func:`start_alongside`: one scenario at a
+time until the checks end, then on every worker; reported after the checks' matrix; under the docker
+launcher after the checks, :func:`run_section`), and the certificate gains a
 ``differential`` section. The gate's rule stays strict: a scenario that diverges, that the target
 could not run (a node that never started: a target error) or that could not be judged (unknown)
 makes the run not conformant (:func:`why_not`). ``--diff-scenarios 0`` leaves the section out.

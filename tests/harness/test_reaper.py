@@ -277,3 +277,33 @@ def test_a_sigkilled_pytest_run_leaves_no_jvm_after_the_next_runs_reaper(
             sigkill(run)
         if jvm is not None:
             kill_process_group(*jvm)
+
+
+def test_an_owned_temp_dir_is_kept_while_its_owner_lives_and_reaped_once_it_was_killed(
+    tmp_path: Path,
+) -> None:
+    """The differential mode's work root: a killed ``conformance diff`` leaves it behind, and the
+    next reaper (``python -m harness reap``, any harness start) deletes it — never a live run's."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    code = (
+        "from harness.reaper import owned_temp_dir; import time;"
+        " print(owned_temp_dir('diff'), flush=True); time.sleep(120)"
+    )
+    owner = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout is not None
+        owned = Path(owner.stdout.readline().strip())
+        assert owned.is_dir()
+        assert owned.parent == tmp_path / f"kzk-runs-{os.getuid()}"
+        (owned / "scenario-work").mkdir()
+        runtime = tmp_path / "runtime"
+        runtime.mkdir()
+        assert not [r for r in reap_orphans(runtime=runtime, runs=owned.parent) if r.path == owned]
+        assert owned.is_dir(), "the reaper deleted the work dir of a live owner"
+        sigkill(owner)
+        reaped = reap_orphans(runtime=runtime, runs=owned.parent)
+        assert [(r.action, r.pid) for r in reaped if r.path == owned] == [("removed-owned-dir", owner.pid)]
+        assert not owned.exists()
+    finally:
+        owner.kill()
+        owner.wait()

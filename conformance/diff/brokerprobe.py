@@ -23,7 +23,7 @@ from kazoo.exceptions import NoNodeError
 
 from cluster import crafted
 from cluster.nodeconfig import control_listener, inter_broker_listener
-from conformance.diff.live import DiffCluster
+from conformance.diff.live import DiffCluster, TargetStartError
 from conformance.diff.steps import split_tp
 
 __all__ = ["probe"]
@@ -112,7 +112,13 @@ def _send(dc: DiffCluster, p: Params, spec: crafted.PartitionSpec) -> dict[str, 
     controller = dc.controller_stat()
     cid = controller[0] if controller else dc.expected_controller
     cepoch = int(dc.cluster.zk.get("/controller_epoch")[0]) + _DELTA[p["controller_epoch"]]
-    czxid = int(dc.cluster.zk.exists(f"/brokers/ids/{node}").czxid)
+    registration = dc.cluster.zk.exists(f"/brokers/ids/{node}")
+    if registration is None:  # a node of the target that died is its error; else the trace shows it
+        gone = dc.exited()
+        if gone:
+            raise TargetStartError(f"{gone} before the probe of node {node}")
+        return {"answer": f"node {node} not registered: nothing sent"}
+    czxid = int(registration.czxid)
     bepoch = -1 if p["broker_epoch"] == "none" else czxid + _DELTA[p["broker_epoch"]]
     request = _request(dc, p, spec, cid=cid, cepoch=cepoch, bepoch=bepoch)
     port = dc.cluster.bind_port(node, control_listener(cid))

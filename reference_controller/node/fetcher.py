@@ -51,6 +51,7 @@ class ReplicaFetcherManager:
         self.hints: dict[int, LiveLeader] = {}
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.fetch_count: dict[int, int] = {}
+        self._every_task: set[asyncio.Task[None]] = set()
 
     # -- FetcherPort ---------------------------------------------------------------------------
     def add_partitions(
@@ -61,9 +62,12 @@ class ReplicaFetcherManager:
         for leader, _ in partitions.values():
             task = self.tasks.get(leader)
             if task is None or task.done():
-                self.tasks[leader] = asyncio.get_running_loop().create_task(
+                task = asyncio.get_running_loop().create_task(
                     self._run(leader), name=f"ReplicaFetcherThread-0-{leader}"
                 )
+                self.tasks[leader] = task
+                self._every_task.add(task)
+                task.add_done_callback(self._every_task.discard)
 
     def remove_partitions(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
@@ -71,7 +75,7 @@ class ReplicaFetcherManager:
 
     async def shutdown(self) -> None:
         self.partitions.clear()
-        tasks = list(self.tasks.values())
+        tasks = list(self._every_task)  # also those still closing their connection
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -115,6 +119,11 @@ class ReplicaFetcherManager:
                     client = None
                     await asyncio.sleep(backoff_s)
         finally:
+            # Leave the manager's table before the first await of the way out: from here on a
+            # partition added for this leader starts a new fetcher. (Removed only after closing,
+            # a partition added meanwhile found this fetcher "running" and was never fetched.)
+            if self.tasks.get(leader) is asyncio.current_task():
+                del self.tasks[leader]
             if client is not None:
                 await client.close()
 

@@ -20,11 +20,11 @@ import pytest
 from kio.index import load_response_schema
 
 from kafkawire.framing import build, decode_request, encode_response, read_frame
-from kafkawire.states import LiveLeader
+from kafkawire.states import LiveLeader, TopicPartition
 from reference_controller.config import KafkaConfig
-from reference_controller.node import fetcher as fetcher_module
 from reference_controller.node.fetcher import ReplicaFetcherManager
 from reference_controller.node.metadata_cache import MetadataCache
+from reference_controller.node.wire import KafkaClient
 
 pytestmark = pytest.mark.unit
 
@@ -91,13 +91,13 @@ def _manager() -> ReplicaFetcherManager:
 def test_a_partition_added_while_the_idle_fetcher_closes_is_fetched(monkeypatch: pytest.MonkeyPatch) -> None:
     """The follower stops following t3-2 (its last partition from leader 3) and, while that
     fetcher is closing its connection, starts following t0-0 from leader 3: t0-0 is fetched."""
-    original_close = fetcher_module.KafkaClient.close
+    original_close = KafkaClient.close
 
     async def slow_close(self: Any) -> None:  # widens the closing window the race needs
         await asyncio.sleep(0.3)
         await original_close(self)
 
-    monkeypatch.setattr(fetcher_module.KafkaClient, "close", slow_close)
+    monkeypatch.setattr(KafkaClient, "close", slow_close)  # the class the fetcher connects with
 
     async def scenario() -> tuple[bool, bool]:
         leader = _Leader(delay_s=0.02)
@@ -105,12 +105,12 @@ def test_a_partition_added_while_the_idle_fetcher_closes_is_fetched(monkeypatch:
         manager = _manager()
         hint = [LiveLeader(3, "127.0.0.1", port)]
         try:
-            manager.add_partitions({("t3", 2): (3, 2)}, hint)
+            manager.add_partitions({TopicPartition("t3", 2): (3, 2)}, hint)
             first = await leader.wait_for_fetch_of(("t3", 2), 0, 5.0)
-            manager.remove_partitions([("t3", 2)])
+            manager.remove_partitions([TopicPartition("t3", 2)])
             await asyncio.sleep(0.1)  # the fetch in flight has returned: the fetcher is closing
             seen = len(leader.fetched)
-            manager.add_partitions({("t0", 0): (3, 1)}, hint)
+            manager.add_partitions({TopicPartition("t0", 0): (3, 1)}, hint)
             second = await leader.wait_for_fetch_of(("t0", 0), seen, 5.0)
             return first, second
         finally:
@@ -133,10 +133,10 @@ def test_fetching_follows_every_add_and_remove(monkeypatch: pytest.MonkeyPatch) 
         try:
             for i in range(50):
                 seen = len(leader.fetched)
-                manager.add_partitions({("t", i): (3, 0)}, hint)
+                manager.add_partitions({TopicPartition("t", i): (3, 0)}, hint)
                 if not await leader.wait_for_fetch_of(("t", i), seen, 5.0):
                     missed.append(i)
-                manager.remove_partitions([("t", i)])
+                manager.remove_partitions([TopicPartition("t", i)])
                 await asyncio.sleep((i % 5) * 0.004)
             await asyncio.sleep(0.2)
             quiet_from = len(leader.fetched)

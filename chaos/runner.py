@@ -2,15 +2,18 @@
 
 :func:`prepare` (steps 1 and 2), :func:`play` (step 3) and :func:`conclude` (4 and 5) execute a
 :class:`RunPlan`; a runner worker calls them apart so that one run's set-up overlaps the previous
-run's workload's end and a run's final phase and checks overlap the next run's workload (each run
-has its own chroot, ports, proxies and directories; :func:`finish` is the last two in a row):
+run's last steps, and a run's ops still in flight, final phase and checks overlap the next run's
+workload (each run has its own chroot, ports, proxies and directories; :func:`finish` is the last
+two in a row):
 
 1. **plan** — the schedule is generated from (scenario, seed) and written to ``run.json``;
 2. **cluster** — a :class:`~chaos.links.ChaosCluster` in a fresh chroot of the worker's
    ZooKeeper (standalone, shared by the worker's runs, or its 3-node ensemble), every link through
    Toxiproxy; a cluster that cannot start makes the run ``unknown`` with the reason;
 3. **workload + faults** — one thread per process of the schedule (``client-<n>``, ``nemesis``),
-   each op recorded as invoke/ok/fail/info in a :class:`~chaos.history.History`;
+   each op recorded as invoke/ok/fail/info in a :class:`~chaos.history.History`; :func:`play`
+   returns once every step has been invoked, :func:`conclude` first waits for the ops still in
+   flight (both count as the run's ``workload`` phase);
 4. **final phase** — the nemesis heals everything, :func:`~chaos.final_state.quiesce` waits;
 5. **check** — :func:`chaos.checkers.check_all` over the history, the chroot's transaction log
    (the timeline the final phase replayed, extended with the last records) and the final state;
@@ -56,6 +59,7 @@ from records.run_record import RunRecord, run_order_key, utc_now_iso
 
 __all__ = [
     "PHASES",
+    "InFlight",
     "Played",
     "Prepared",
     "RunEnv",
@@ -176,38 +180,58 @@ def prepare(base: RunEnv, plan: RunPlan) -> Prepared:
 
 
 @dataclass
+class InFlight:
+    """The threads of a run's processes once every step has been invoked: the ops they still
+    wait for end on their own (each op has its own timeout); ``give_up`` bounds the wait."""
+
+    threads: list[threading.Thread]
+    give_up: float
+
+    def join(self) -> None:
+        for t in self.threads:
+            t.join(timeout=max(0.0, self.give_up - time.monotonic()))
+
+
+@dataclass
 class Played:
-    """A run whose workload and faults are over (step 3): not yet healed, checked or torn down.
-    ``reason`` is set when the cluster never started or the workload could not be run; the run
-    is then ``unknown`` and :func:`conclude` only tears it down."""
+    """A run whose every step has been invoked (step 3): its last ops may still be in flight
+    (``in_flight``, waited for by :func:`conclude` before it heals); not yet healed, checked or
+    torn down. ``reason`` is set when the cluster never started or the workload could not be
+    run; the run is then ``unknown`` and :func:`conclude` only tears it down."""
 
     prep: Prepared
     history: History
     nemesis: Nemesis | None
     laps: _Laps
     reason: str | None
+    in_flight: InFlight | None = None
 
 
-def play(prep: Prepared, *, final_phase: Callable[[], None] | None = None) -> Played:
-    """Step 3 of a prepared run. ``final_phase`` is called once, when every step of the schedule
-    has been invoked (its last ops may still be in flight) or else when the workload is over (at
-    once if the cluster never started): the worker starts the next run's set-up then. Never
-    raises for a run's own failures."""
+def play(prep: Prepared, *, final_phase: Callable[[], None] | None = None, lead_s: float = 0.0) -> Played:
+    """Step 3 of a prepared run, until every step of the schedule has been invoked (its last ops
+    may still be in flight: :func:`conclude` waits for them). ``final_phase`` is called once,
+    ``lead_s`` seconds before the schedule's last step is due, or when every step has been
+    invoked if that comes first, and at the latest before this returns (at once if the cluster
+    never started): the worker begins the next run's set-up then, so that it is ready when this
+    returns. Never raises for a run's own failures."""
     history = History()
     announce = _once(final_phase)
     laps = _Laps(**{"set-up": prep.setup_s})
     nemesis: Nemesis | None = None
+    in_flight: InFlight | None = None
     reason = prep.reason
     try:
         if prep.cluster is not None:
-            nemesis = _workload(prep, prep.cluster, history, laps, all_invoked=announce)
+            nemesis, in_flight = _workload(
+                prep, prep.cluster, history, laps, all_invoked=announce, lead_s=lead_s
+            )
     except Exception as exc:
         reason = f"runner error: {type(exc).__name__}: {exc}".splitlines()[0][:400]
         (prep.run_dir / "runner-error.txt").write_text(traceback.format_exc())
         _keep_corrupt_log(exc, prep.run_dir)
     finally:
         announce()
-    return Played(prep, history, nemesis, laps, reason)
+    return Played(prep, history, nemesis, laps, reason, in_flight)
 
 
 def finish(prep: Prepared, *, final_phase: Callable[[], None] | None = None) -> RunResult:
@@ -225,6 +249,9 @@ def conclude(played: Played) -> RunResult:
     verdicts: list[Verdict] = []
     quiet: Quiescence | None = None
     judged = Judged((), None, None)
+    if played.in_flight is not None:
+        with laps.lap("workload"):  # the rest of the workload: the ops still in flight
+            played.in_flight.join()
     try:
         if cluster is not None and played.nemesis is not None and reason is None:
             quiet, verdicts, judged = _judge(cluster, history, played.nemesis, laps)
@@ -334,16 +361,19 @@ def _start_cluster(env: RunEnv, plan: RunPlan, schedule: Schedule, chroot: str, 
 
 
 def _once(hook: Callable[[], None] | None) -> Callable[[], None]:
-    """``hook`` callable once; what it raises is logged and goes no further (a run's verdict
-    never depends on whether the next run could be set up)."""
+    """``hook`` callable once, from any thread (a second caller waits until the first call has
+    returned); what it raises is logged and goes no further (a run's verdict never depends on
+    whether the next run could be set up)."""
     pending = [hook] if hook is not None else []
+    lock = threading.Lock()
 
     def call() -> None:
-        while pending:
-            try:
-                pending.pop()()
-            except Exception:
-                traceback.print_exc()
+        with lock:
+            while pending:
+                try:
+                    pending.pop()()
+                except Exception:
+                    traceback.print_exc()
 
     return call
 
@@ -355,11 +385,12 @@ def _workload(
     laps: _Laps,
     *,
     all_invoked: Callable[[], None],
-) -> Nemesis:
-    """One thread per process of the schedule, each playing its steps; returns the nemesis, whose
-    faults the final phase heals. ``all_invoked`` is called once every step has been invoked
-    (only ops still in flight remain: the worker begins the next run's set-up then, so that it is
-    ready when they end) or, at the latest, when the workload is over."""
+    lead_s: float = 0.0,
+) -> tuple[Nemesis, InFlight]:
+    """One thread per process of the schedule, each playing its steps, until every step has been
+    invoked; returns the nemesis, whose faults the final phase heals, and the threads (their ops
+    still in flight). ``all_invoked`` is called ``lead_s`` before the last step is due or once
+    every step has been invoked, whichever comes first."""
     guard = NodeGuard()
     nemesis = Nemesis(cluster, guard, ensemble=prep.env.ensemble)
     schedule = prep.schedule
@@ -374,16 +405,21 @@ def _workload(
         )
         for process_name in schedule.processes
     ]
+    last_due = max((step.at_s for step in schedule.steps), default=0.0)
+    early = threading.Timer(max(0.0, last_due - lead_s), all_invoked)
+    early.daemon = True
     with laps.lap("workload"):
         start = time.monotonic()
         give_up = start + prep.plan.scenario.duration_s + 90.0
         for t in threads:
             t.start()
-        unfinished.wait(lambda: not any(t.is_alive() for t in threads), give_up)
+        early.start()
+        try:
+            unfinished.wait(lambda: not any(t.is_alive() for t in threads), give_up)
+        finally:
+            early.cancel()
         all_invoked()
-        for t in threads:
-            t.join(timeout=max(0.0, give_up - time.monotonic()))
-    return nemesis
+    return nemesis, InFlight(threads, give_up)
 
 
 class _Countdown:

@@ -192,10 +192,10 @@ class _Tasks:
 
 class _Ahead:
     """The next run's set-up (:func:`~chaos.runner.prepare`: its schedule, directories and started
-    cluster) on a thread, begun once every step of the current run has been invoked, so that it
-    overlaps the current run's last ops in flight and is ready when they end. The next run's
-    cluster lives in its own chroot, on its own ports and proxies; nothing of the current run can
-    reach it."""
+    cluster) on a thread, begun shortly before the current run's last step is due (by about the
+    time a set-up takes, :attr:`_Pipeline.lead_s`), so that it is ready when that step has been
+    invoked. The next run's cluster lives in its own chroot, on its own ports and proxies;
+    nothing of the current run can reach it."""
 
     def __init__(self, env: RunEnv, plan: RunPlan) -> None:
         self.plan = plan
@@ -221,14 +221,26 @@ class _Ahead:
 class _Pipeline:
     """Which task runs next, and its set-up when it was begun ahead (:class:`_Ahead`)."""
 
+    #: a set-up's seconds assumed before the worker has timed one
+    FIRST_SETUP_S = 1.0
+
     def __init__(self, env: RunEnv | None, tasks: _Tasks) -> None:
         self.env, self.tasks = env, tasks
         self._following: dict[str, Any] | None = None
         self._ahead: _Ahead | None = None
+        self._setup_s = self.FIRST_SETUP_S  # moving average of this worker's set-ups
+
+    @property
+    def lead_s(self) -> float:
+        """How long before the current run's last step is due to begin the next run's set-up:
+        half as long again as this worker's set-ups take (they run beside a workload), within
+        0.5–3 s."""
+        return min(3.0, max(0.5, 1.5 * self._setup_s))
 
     def begin_next(self) -> None:
-        """Every step of the current run has been invoked: take the next task if it has come, and
-        begin its set-up (not for an ensemble scenario: the worker's ensemble is made on first use)."""
+        """The current run's last step is about due (or every step has been invoked): take the
+        next task if it has come, and begin its set-up (not for an ensemble scenario: the worker's
+        ensemble is made on first use)."""
         upcoming = self.tasks.ready()
         if upcoming is None:
             return
@@ -244,16 +256,21 @@ class _Pipeline:
         until the same set-up fails alone; its error is kept as ``start-error-ahead.txt``."""
         ahead, self._ahead = self._ahead, None
         if ahead is None:
-            return prepare(env, plan)
+            return self._timed(prepare(env, plan))
         early = ahead.take()
         if early.reason is None:
-            return early
+            return self._timed(early)
         error = early.run_dir / "start-error.txt"
         with contextlib.suppress(OSError):
             error.replace(early.run_dir / "start-error-ahead.txt")
         discard(early)
         alone()  # the previous run's conclusion is over: nothing else of this worker runs
-        return prepare(env, plan)
+        return self._timed(prepare(env, plan))
+
+    def _timed(self, prepared: Prepared) -> Prepared:
+        if prepared.reason is None:
+            self._setup_s = 0.7 * self._setup_s + 0.3 * prepared.setup_s
+        return prepared
 
     def next_task(self) -> dict[str, Any] | None:
         task, self._following = self._following, None
@@ -323,7 +340,7 @@ def _serve(env: RunEnv | None, error: str | None, target: Target, slot: int, out
                     reason = f"set-up failed: {type(exc).__name__}: {exc}".splitlines()[0][:400]
                     concluding.emit(unknown_result(plan, target.name, f"w{slot}", reason))
                     continue
-                concluding.begin(play(prepared, final_phase=pipeline.begin_next))
+                concluding.begin(play(prepared, final_phase=pipeline.begin_next, lead_s=pipeline.lead_s))
     finally:
         concluding.join()  # before the worker's ZooKeeper and Toxiproxy go
 

@@ -67,11 +67,10 @@ def test_exit_status_says_whether_any_run_was_invalid(campaign: tuple[Path, int,
 def test_a_workers_next_run_is_set_up_while_its_current_run_is_judged(
     campaign: tuple[Path, int, str],
 ) -> None:
-    """Each worker holds two plans; once every step of a run has been invoked, the next run's
-    cluster starts (in its own chroot, on its own ports) while the run's last ops end and it is
-    healed, quiesced and checked: the next run's record starts before the previous one's ends.
-    Not for the ensemble scenario, whose
-    ZooKeeper ensemble is made on first use."""
+    """Each worker holds two plans; shortly before a run's last step is due, the next run's
+    cluster starts (in its own chroot, on its own ports), and it plays while the run's last ops
+    end and it is healed, quiesced and checked: the next run's record starts before the previous
+    one's ends. Not for the ensemble scenario, whose ZooKeeper ensemble is made on first use."""
     _, _, log = campaign
     by_worker: dict[str, list[dict[str, object]]] = {}
     for r in _records(campaign[0]):

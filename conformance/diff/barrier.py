@@ -21,7 +21,11 @@ Never a bare sleep. A step is over when, on evidence:
    check at 5 s; the diff profile sets no later one).
 
 If the deadline passes first, the barrier returns ``{"timeout": [what did not hold]}``, which is
-part of the segment: a target whose controller never finishes diverges right there.
+part of the segment: a target whose controller never finishes diverges right there. A node the
+scenario holds up whose process exits while the barrier waits is the target's error
+(:class:`~conformance.diff.live.TargetStartError`), raised at once: none of the outcomes above
+can hold without it, and waiting out the deadline on every later step made a scenario against
+such a target take minutes.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
-from conformance.diff.live import DiffCluster
+from conformance.diff.live import DiffCluster, TargetStartError
 from probes.request_proxy import ControllerRequest
 from probes.txnrecords import TxnRecord
 from probes.zk_journal import ZkRecord, ZkReply, ZkRequest
@@ -281,13 +285,17 @@ def _problems(dc: DiffCluster) -> list[str]:
 
 
 def quiesce(dc: DiffCluster, deadline_s: float = 45.0) -> Any:
-    """``"ok"`` once the step's work is finished, else ``{"timeout": [...]}`` at the deadline."""
+    """``"ok"`` once the step's work is finished, else ``{"timeout": [...]}`` at the deadline;
+    raises :class:`TargetStartError` when a node the scenario holds up has exited."""
     give_up = time.monotonic() + dc.deadline(deadline_s)
     window = settle_window_s()
     seen, since = _activity(dc), time.monotonic()
     problems: list[str] = []
     while True:
         time.sleep(POLL_S)
+        gone = dc.exited()
+        if gone:
+            raise TargetStartError(f"{gone} while the step's work was awaited")
         now_seen = _activity(dc)
         if now_seen != seen:
             seen, since = now_seen, time.monotonic()

@@ -36,7 +36,7 @@ from typing import Any
 
 import catalogue
 from cluster.targets import Target, TargetError, load_target, profile_properties
-from conformance.diff.cache import ReferenceCache, kit_version
+from conformance.diff.cache import GOLDEN_DIR, ReferenceCache, kit_version
 from conformance.diff.campaign import Campaign, ScenarioResult, Sides
 from conformance.diff.generator import generate
 from conformance.diff.pool import Pool
@@ -103,6 +103,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument(
         "--out", type=Path, default=Path("results/diff"), help="report directory (default results/diff)"
     )
+    p.add_argument(
+        "--gate",
+        action="store_true",
+        help="the scenarios the main job's gate draws by default (its --diff-seed and --diff-scenarios"
+        " defaults) instead of --seed/--scenarios: 'golden --gate' ships the gate's reference traces",
+    )
     p.add_argument("--stop-at-first", action="store_true", help="stop at the first diverging scenario")
     p.add_argument("--no-progress", action="store_true", help="no line per scenario, only the summary")
     return p.parse_args(list(argv))
@@ -138,6 +144,15 @@ def _launcher(args: argparse.Namespace) -> str:
 
 
 def scenarios_of(args: argparse.Namespace) -> list[Scenario]:
+    if args.gate:
+        if args.replay:
+            raise DiffError("--gate and --replay name different scenarios: give one of them")
+        from conformance.diff import gate_section  # noqa: PLC0415
+
+        seeds = gate_section.scenario_seeds(
+            gate_section.DEFAULT_DIFF_SEED, gate_section.DEFAULT_DIFF_SCENARIOS
+        )
+        return [generate(seed, 0) for seed in seeds]
     if args.replay:
         out = []
         for path in args.replay:
@@ -277,14 +292,30 @@ def _golden(args: argparse.Namespace, say: Callable[[str], None]) -> int:
             if ref is None:
                 say(f"{s.name()}: no reference trace: {reason}")
                 continue
-            path = cache.put(s.key(), ref, directory=golden or Path(__file__).resolve().parent / "golden")
+            path = cache.put(s.key(), ref, directory=golden or GOLDEN_DIR)
             written += 1
             say(f"{s.name()}: {path}")
     finally:
         pool.close()
         shutil.rmtree(root, ignore_errors=True)
     say(f"{written} of {len(scenarios)} golden reference traces written")
+    if golden is None and written:
+        for stale in _stale_golden(GOLDEN_DIR, args.profile, cache.version):
+            shutil.rmtree(stale, ignore_errors=True)
+            say(f"removed the golden traces of an earlier kit version: {stale}")
     return 0 if written == len(scenarios) else 1
+
+
+def _stale_golden(root: Path, profile: str, version: str) -> list[Path]:
+    """The kit's shipped golden dirs of ``profile`` for other kit versions: no lookup can use them
+    (the version is part of the key), so the kit ships only the current version's."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        d
+        for d in root.iterdir()
+        if d.is_dir() and d.name.startswith(f"{profile}-") and d.name != f"{profile}-{version}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -105,3 +105,31 @@ def test_the_gate_is_not_conformant_when_the_differential_part_fails() -> None:
     assert "unknown" in reasons[2]
     assert why_not(None) == []
     assert why_not({**section, "passed": True}) == []
+
+
+def test_golden_gate_names_the_scenarios_the_gate_draws() -> None:
+    """``diff golden --gate`` writes the traces the main job's gate looks up: scenario i of gate
+    seed 2026 is scenario 0 of seed 2026 * 10000 + i (what its certificate records per scenario)."""
+    from conformance.diff.cli import parse_args, scenarios_of  # noqa: PLC0415
+    from conformance.diff.generator import generate  # noqa: PLC0415
+
+    drawn = scenarios_of(parse_args(["golden", "--gate"]))
+    assert [s.key() for s in drawn] == [generate(2026 * 10_000 + i, 0).key() for i in range(6)]
+
+
+def test_golden_gate_with_replay_is_exit_2(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.json"
+    scenario.write_text("{}", encoding="utf-8")
+    out = _diff("golden", "--gate", "--replay", str(scenario), tmp=tmp_path)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "--gate and --replay name different scenarios" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_only_other_versions_of_the_profile_are_stale_golden(tmp_path: Path) -> None:
+    from conformance.diff.cli import _stale_golden  # noqa: PLC0415
+
+    for name in ("2.5-aaaa", "2.5-bbbb", "2.4-aaaa", "2.5-cccc"):
+        (tmp_path / name).mkdir()
+    assert [p.name for p in _stale_golden(tmp_path, "2.5", "bbbb")] == ["2.5-aaaa", "2.5-cccc"]
+    assert _stale_golden(tmp_path / "none", "2.5", "bbbb") == []

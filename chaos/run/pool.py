@@ -1,9 +1,10 @@
 """Runner worker processes and the campaign loop (ring: drivers).
 
 :func:`run_campaign` starts ``parallel`` workers (:mod:`chaos.run.worker`; each dies with the
-runner through ``PR_SET_PDEATHSIG``), hands each the plan it runs and the next one, collects results as they
-come (a selector over the workers' result pipes), writes one run record per run as JSON lines
-under the output directory and drives the progress bar (runs done, verdict counts, ETA).
+runner through ``PR_SET_PDEATHSIG``), hands each its first plan and every further one when the
+worker asks for it (shortly before its current run's last step), collects results as they come (a
+selector over the workers' result pipes), writes one run record per run as JSON lines under the
+output directory and drives the progress bar (runs done, verdict counts, ETA).
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ class CampaignResult:
     elapsed_s: float = 0.0
 
 
-#: Plans a worker holds at once: the one it runs and the next, whose set-up it begins when the
-#: current run's workload is over (:class:`chaos.run.worker._Pipeline`).
-DEPTH = 2
+#: Plans a worker is given at the start; each further one it asks for (``{"want": 1}``) when its
+#: current run's last step is about due, to begin its set-up ahead
+#: (:class:`chaos.run.worker._Pipeline`), so that the campaign's last plans go to the workers that
+#: are free first. A worker that holds no plan when a result comes back is sent one too.
+DEPTH = 1
 
 
 @dataclass
@@ -74,6 +77,12 @@ def _send(worker: _Worker, plan: RunPlan) -> None:
     assert worker.proc.stdin is not None
     worker.held.append(plan)
     worker.proc.stdin.write(json.dumps(task_of(plan)) + "\n")
+    worker.proc.stdin.flush()
+
+
+def _send_none(worker: _Worker) -> None:
+    assert worker.proc.stdin is not None
+    worker.proc.stdin.write(json.dumps({"none": True}) + "\n")
     worker.proc.stdin.flush()
 
 
@@ -112,10 +121,16 @@ def run_campaign(
                         f"worker {worker.slot} exited ({status}); see {out_dir / 'workers.log'}"
                     )
                 done = json.loads(line)
+                if done.get("want"):  # the worker's run is about to end: its next plan, or none
+                    if pending:
+                        _send(worker, pending.pop())
+                    else:
+                        _send_none(worker)
+                    continue
                 worker.held.pop(0)
                 _record(done, out_dir, result)
                 on_result(done, result)
-                if pending:
+                if pending and not worker.held:
                     _send(worker, pending.pop())
     finally:
         selector.close()

@@ -180,14 +180,28 @@ class _Tasks:
     def next(self) -> dict[str, Any] | None:
         return self._queue.get()
 
-    def ready(self) -> dict[str, Any] | None:
-        """The next task if it has arrived (it is then taken), else ``None``."""
-        with contextlib.suppress(queue.Empty):
-            task = self._queue.get_nowait()
-            if task is None:
-                self._queue.put(None)  # the end stays visible to next()
-            return task
-        return None
+    def ask(self, out: _Channel) -> dict[str, Any] | None:
+        """Ask the runner for the next task (a ``{"want": 1}`` line on the result channel) and
+        wait for its answer: the task, or ``None`` when the campaign has none left for us."""
+        out.send({"want": 1})
+        answer = self._queue.get()
+        if answer is None:
+            self._queue.put(None)  # the end stays visible to next()
+            return None
+        return None if answer.get("none") else answer
+
+
+class _Channel:
+    """The worker's result channel (its stdout pipe to the runner): one JSON object per line,
+    written whole by whichever thread sends (a run's conclusion, a request for the next task)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out, self._lock = out, threading.Lock()
+
+    def send(self, message: dict[str, Any]) -> None:
+        with self._lock:
+            self._out.write(json.dumps(message) + "\n")
+            self._out.flush()
 
 
 class _Ahead:
@@ -224,8 +238,8 @@ class _Pipeline:
     #: a set-up's seconds assumed before the worker has timed one
     FIRST_SETUP_S = 1.0
 
-    def __init__(self, env: RunEnv | None, tasks: _Tasks) -> None:
-        self.env, self.tasks = env, tasks
+    def __init__(self, env: RunEnv | None, tasks: _Tasks, out: _Channel) -> None:
+        self.env, self.tasks, self.out = env, tasks, out
         self._following: dict[str, Any] | None = None
         self._ahead: _Ahead | None = None
         self._setup_s = self.FIRST_SETUP_S  # moving average of this worker's set-ups
@@ -238,10 +252,11 @@ class _Pipeline:
         return min(3.0, max(0.5, 1.5 * self._setup_s))
 
     def begin_next(self) -> None:
-        """The current run's last step is about due (or every step has been invoked): take the
-        next task if it has come, and begin its set-up (not for an ensemble scenario: the worker's
-        ensemble is made on first use)."""
-        upcoming = self.tasks.ready()
+        """The current run's last step is about due (or every step has been invoked): ask the
+        runner for the next task (the runner hands tasks out as workers ask, so that the campaign's
+        last runs go to the workers that are free first) and begin its set-up (not for an ensemble
+        scenario: the worker's ensemble is made on first use)."""
+        upcoming = self.tasks.ask(self.out)
         if upcoming is None:
             return
         self._following = upcoming
@@ -282,7 +297,7 @@ class _Concluding:
     thread of its own, so that the worker's next run plays meanwhile; results are written in the
     order the runs were played (a run's conclusion begins only after the previous one's ended)."""
 
-    def __init__(self, out: TextIO, target: str, slot: int) -> None:
+    def __init__(self, out: _Channel, target: str, slot: int) -> None:
         self.out, self.target, self.slot = out, target, slot
         self._thread: threading.Thread | None = None
 
@@ -314,13 +329,13 @@ class _Concluding:
         self._write(result)
 
     def _write(self, result: RunResult) -> None:
-        self.out.write(json.dumps(result.__dict__) + "\n")
-        self.out.flush()
+        self.out.send(result.__dict__)
 
 
 def _serve(env: RunEnv | None, error: str | None, target: Target, slot: int, out: TextIO) -> None:
-    pipeline = _Pipeline(env, _Tasks(sys.stdin))
-    concluding = _Concluding(out, target.name, slot)
+    channel = _Channel(out)
+    pipeline = _Pipeline(env, _Tasks(sys.stdin), channel)
+    concluding = _Concluding(channel, target.name, slot)
     try:
         while (task := pipeline.next_task()) is not None:
             plan = plan_from_task(task)

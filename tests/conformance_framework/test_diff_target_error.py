@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from cluster.targets import REPO_ROOT
+from tests.conformance_framework.target_files import write_target
 
 pytestmark = pytest.mark.integration
 
@@ -25,20 +26,8 @@ BROKEN = Path(__file__).resolve().parent / "broken_nodes.py"
 
 
 def test_a_node_that_dies_mid_scenario_is_the_target_error_of_that_step(tmp_path: Path) -> None:
-    target = tmp_path / "target.toml"
-    target.write_text(
-        f"""name = "dies-at-leader-and-isr"
-command = ["{{python}}", "{BROKEN}", "die-on-leader-and-isr", "2", "{{config}}"]
-cwd = "{{repo_root}}"
-
-[env]
-LOG_DIR = "{{log_dir}}"
-
-[logs]
-state_change = "{{log_dir}}/state-change.log"
-server = "{{log_dir}}/server.log"
-""",
-        encoding="utf-8",
+    target = write_target(
+        tmp_path, command=f'["{{python}}", "{BROKEN}", "die-on-leader-and-isr", "2", "{{config}}"]'
     )
     out_dir = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "KZK_DIFF_CACHE": str(tmp_path / "cache")}

@@ -18,6 +18,7 @@ import pytest
 
 import catalogue
 from cluster.targets import REPO_ROOT
+from tests.conformance_framework.target_files import write_target
 
 CHEAP_ID = "EPOCH-2"
 TIMEOUT_S = 300.0
@@ -42,26 +43,6 @@ def run_cli(
 def certificate(results: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((results / "certificate.json").read_text(encoding="utf-8"))
     return data
-
-
-def write_target(tmp_path: Path, command: str = "", extra: str = "") -> Path:
-    """A target file running the reference node (or ``command``, a TOML array)."""
-    path = tmp_path / "target.toml"
-    path.write_text(
-        f"""name = "test-target"
-command = {command or '["{python}", "-m", "reference_controller.node", "{config}"]'}
-cwd = "{{repo_root}}"
-{extra}
-[env]
-LOG_DIR = "{{log_dir}}"
-
-[logs]
-state_change = "{{log_dir}}/state-change.log"
-server = "{{log_dir}}/server.log"
-""",
-        encoding="utf-8",
-    )
-    return path
 
 
 def no_spec_env(tmp_path: Path) -> dict[str, str]:

@@ -64,13 +64,21 @@ class ReferenceCache:
         return f"{self.profile}-{self.version}"
 
     def get(self, scenario_key: str) -> dict[str, Any] | None:
+        """The reference's trace of the scenario, from the first dir that holds a usable one: a
+        file that does not parse, is not a whole reference trace (status ``ok``), or is the trace
+        of another scenario (a renamed or swapped file) is passed over — the reference then runs."""
         if not self.enabled:
             return None
         for d in self.read_dirs:
             path = d / f"{scenario_key}.json"
             with contextlib.suppress(OSError, ValueError):
-                trace: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-                if trace.get("status") == "ok":
+                trace = json.loads(path.read_text(encoding="utf-8"))
+                if (
+                    isinstance(trace, dict)
+                    and trace.get("status") == "ok"
+                    and trace.get("scenario") == scenario_key
+                    and isinstance(trace.get("segments"), list)
+                ):
                     return trace
         return None
 

@@ -11,7 +11,7 @@ from conformance.diff.cache import ReferenceCache, kit_version
 
 pytestmark = pytest.mark.unit
 
-TRACE = {"format": "kzk-diff-trace/1", "status": "ok", "segments": [{"step": -1}]}
+TRACE = {"format": "kzk-diff-trace/1", "scenario": "abc", "status": "ok", "segments": [{"step": -1}]}
 
 
 def test_a_trace_is_found_by_scenario_profile_and_kit_version(
@@ -37,5 +37,28 @@ def test_golden_traces_are_read_first_and_failed_runs_never_cached(
     ReferenceCache("2.5").put("abc", TRACE)
     assert ReferenceCache("2.5").get("abc") == golden
     failed = tmp_path / "cache" / f"2.5-{kit_version()}" / "bad.json"
-    failed.write_text(json.dumps({**TRACE, "status": "target-error"}))
+    failed.write_text(json.dumps({**TRACE, "scenario": "bad", "status": "target-error"}))
     assert ReferenceCache("2.5").get("bad") is None, "a failed reference run is never a reference trace"
+
+
+def test_a_damaged_or_misplaced_golden_trace_is_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shipped trace that does not parse, is cut short, or belongs to another scenario (a file
+    renamed or swapped) is never taken as the reference's trace: the next dir's is, else none
+    (and the reference runs)."""
+    monkeypatch.setenv("KZK_DIFF_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KZK_DIFF_GOLDEN", str(tmp_path / "golden"))
+    shipped = tmp_path / "golden" / f"2.5-{kit_version()}"
+    shipped.mkdir(parents=True)
+    whole = json.dumps(TRACE)
+    for content in (
+        whole[: len(whole) // 2],
+        json.dumps({**TRACE, "scenario": "xyz"}),
+        "[]",
+        '{"status": "ok"}',
+    ):
+        (shipped / "abc.json").write_text(content, encoding="utf-8")
+        assert ReferenceCache("2.5").get("abc") is None, content
+    ReferenceCache("2.5").put("abc", TRACE)  # the user's cache holds a whole one
+    assert ReferenceCache("2.5").get("abc") == TRACE

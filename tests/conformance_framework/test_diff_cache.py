@@ -62,3 +62,27 @@ def test_a_damaged_or_misplaced_golden_trace_is_passed_over(
         assert ReferenceCache("2.5").get("abc") is None, content
     ReferenceCache("2.5").put("abc", TRACE)  # the user's cache holds a whole one
     assert ReferenceCache("2.5").get("abc") == TRACE
+
+
+def test_the_kit_ships_the_reference_traces_of_the_gates_scenarios() -> None:
+    """The main job's first run on a fresh machine runs only the target's side of its differential
+    section when the kit ships the reference's traces for this kit version. A change to the
+    reference or the harness is a new kit version: run the command below and commit its output."""
+    import catalogue  # noqa: PLC0415
+    from conformance.diff.cache import GOLDEN_DIR  # noqa: PLC0415
+    from conformance.diff.cli import _stale_golden, parse_args, scenarios_of  # noqa: PLC0415
+
+    profile = catalogue.DEFAULT_PROFILE
+    shipped = GOLDEN_DIR / f"{profile}-{kit_version()}"
+    missing = []
+    for s in scenarios_of(parse_args(["golden", "--gate"])):
+        try:
+            trace = json.loads((shipped / f"{s.key()}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            trace = {}
+        if trace.get("status") != "ok" or trace.get("scenario") != s.key():
+            missing.append(s.name())
+    stale = [p.name for p in _stale_golden(GOLDEN_DIR, profile, kit_version())]
+    fix = "run `.venv/bin/python -m conformance diff golden --gate` and commit conformance/diff/golden"
+    assert not missing, f"no golden trace for {missing} at kit version {kit_version()}: {fix}"
+    assert not stale, f"golden dirs of earlier kit versions: {stale}: {fix}"

@@ -6,11 +6,18 @@ The evidence, all of it from the transaction log and the brokers' request journa
 
 - a controller's fenced create of the partition's state znode, with no election after it (a
   failover reads the state znode and announces the partition);
-- the same session's next record in the log is a failed op answered NODEEXISTS, made on a **new
-  connection**: its cxid is below the create's. ZooKeeper logs a failed op with its error codes
-  only, so the path it tried is not in the log; a client that restarts its request counter on a
-  reconnect (kazoo, the reference's) shows the reconnect this way. A client that keeps counting
-  (Kafka's Java client) leaves no such evidence, and its run stays judged by the naive check;
+- the session then reconnected: a client that restarts its request counter on a reconnect
+  (kazoo, the reference's) shows each new connection as a drop in the session's cxids. A client
+  that keeps counting (Kafka's Java client) leaves no such evidence, and its run stays judged by
+  the naive check;
+- the create is one of the last ``n`` records of its connection (a reply is lost only with every
+  reply after it: a connection delivers them in order), and the first ``n`` ops of the session
+  that failed on the next connection all failed with NODEEXISTS, one right after the other
+  (consecutive cxids) — the creates sent again (``KafkaZkClient.retryRequestsUntilConnected``
+  resends every request answered CONNECTIONLOSS, together and in order). ZooKeeper logs a failed
+  op with its error codes only, so the path it tried is not in the log. Successful ops of the
+  same session may come before them (the broker side shares the controller's session and writes
+  ISR changes on it);
 - no broker's journal names the partition in any request (every live broker has a journal,
   otherwise the items are undecided).
 """
@@ -18,6 +25,7 @@ The evidence, all of it from the transaction log and the brokers' request journa
 from __future__ import annotations
 
 import bisect
+import itertools
 
 from chaos.checkers.findings import Item, RunInputs, partition_view_item
 from chaos.checkers.quirks.recognition import Recognition
@@ -40,21 +48,42 @@ def _by_session(timeline: Timeline) -> dict[int, list[TxnRecord]]:
     return out
 
 
+def _connections(records: list[TxnRecord]) -> list[list[TxnRecord]]:
+    """A session's records (zxid order) cut where its request counter restarts: one list per
+    connection of a client that restarts it on a reconnect."""
+    out: list[list[TxnRecord]] = []
+    for r in records:
+        if not out or r.cxid < out[-1][-1].cxid:
+            out.append([])
+        out[-1].append(r)
+    return out
+
+
 def _lost_reply_partitions(timeline: Timeline) -> set[TopicPartition]:
-    """Partitions whose state znode a controller created just before its session, on a new
-    connection, failed a create with NODEEXISTS, with no election since."""
+    """Partitions whose state znode a controller created among the last ``n`` records of one of
+    its session's connections, when the first ``n`` ops that failed on the session's next
+    connection all failed with NODEEXISTS, with no election since (module docstring)."""
     last_election = max((e.record.zxid for e in timeline.elections), default=-1)
-    sessions = _by_session(timeline)
-    zxids = {session: [r.zxid for r in records] for session, records in sessions.items()}
+    connections = {session: _connections(records) for session, records in _by_session(timeline).items()}
     out: set[TopicPartition] = set()
     for w in timeline.of_type(StateWritten):
         if not (w.created and w.fenced) or w.record.zxid < last_election:
             continue
-        mine = sessions.get(w.record.session_id, [])
-        at = bisect.bisect_right(zxids.get(w.record.session_id, []), w.record.zxid)
-        nxt = mine[at] if at < len(mine) else None
-        if nxt is not None and nxt.failed and NODE_EXISTS in nxt.error_codes and nxt.cxid < w.record.cxid:
-            out.add(TopicPartition(w.topic, w.partition))
+        conns = connections.get(w.record.session_id, [])
+        for k, conn in enumerate(conns[:-1]):
+            zxids = [r.zxid for r in conn]
+            at = bisect.bisect_left(zxids, w.record.zxid)
+            if at == len(conn) or conn[at].zxid != w.record.zxid:
+                continue
+            n = len(conn) - at  # the create and every record after it on its connection
+            retried = [r for r in conns[k + 1] if r.failed][:n]
+            if (
+                len(retried) == n
+                and all(NODE_EXISTS in r.error_codes for r in retried)
+                and all(b.cxid == a.cxid + 1 for a, b in itertools.pairwise(retried))
+            ):
+                out.add(TopicPartition(w.topic, w.partition))
+            break
     return out
 
 

@@ -137,13 +137,16 @@ QUIRKS: tuple[Quirk, ...] = (
         "connected, answered NODEEXISTS, and any answer but OK counts as a failed NewPartition → "
         "OnlinePartition change (no LeaderAndIsr, no UpdateMetadata). Later broker changes try again "
         "and fail the same way; only a controller failover reads the state znode. Recognised only "
-        "where the log shows the reconnect (the session's request counter restarted, as kazoo's does).",
+        "where the log shows the reconnect (the session's request counter restarted, as kazoo's does) "
+        "and, for the last n records of the old connection, n creates failing with NODEEXISTS one "
+        "after the other on the new one.",
         (
             f"{PSM} L273-318 initializeLeaderAndIsrForPartitions (L314 logFailedStateChange)",
             "KafkaZkClient.scala@2.5.1 L1691-1719 retryRequestsUntilConnected",
             f"{PSM} L56-59 triggerOnlinePartitionStateChange",
         ),
-        "partition seed 3001 (100-run Spark cluster campaign, a worker killed)",
+        "partition seed 3001 (100-run Spark cluster campaign, a worker killed); admin-api seed 3855"
+        " (three creates in flight, the broker's own ISR write first on the new connection)",
         ("metadata_agrees_with_zookeeper",),
         announcement.unannounced_new_partitions,
     ),

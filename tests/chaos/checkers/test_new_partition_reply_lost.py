@@ -143,3 +143,91 @@ def test_a_live_broker_without_a_journal_leaves_it_unknown() -> None:
     verdict = _metadata_verdict(records, dataclasses.replace(state, journals=journals))
     assert verdict.validity == "unknown"
     assert "no request journal of broker(s) [2]" in verdict.message
+
+
+# --- several creates in flight, the broker's own write first on the new connection -------------
+
+SEVERAL = Path(__file__).parent / "data" / "new-partitions-replies-lost"
+T3 = [("t3", 0), ("t3", 1), ("t3", 2)]
+
+
+def test_three_creates_in_flight_show_three_failed_creates_after_a_successful_write() -> None:
+    """``data/new-partitions-replies-lost``: the kept chaos run ``admin-api`` seed 3855 of
+    ``python -m chaos run --runs 300 --seed 3700 --parallel 2`` (2026-11-28, reference target,
+    trimmed and sealed again). Controller 2 created the state znodes of t3-0, t3-1 and t3-2
+    (cxids 207-209, the last three records of its connection); its link to ZooKeeper was cut
+    before the replies came. On the new connection the same session (shared with broker 2) first
+    wrote an ISR shrink of t1-0 (cxid 1, ok), then the three creates sent again failed with
+    NODEEXISTS (cxids 4-6). The state-change log fails all three NewPartition → OnlinePartition
+    changes; no broker is ever told of them."""
+    history, records, state = load_capture(SEVERAL)
+    created = [
+        w for w in Timeline.of(records).of_type(StateWritten) if w.created and (w.topic, w.partition) in T3
+    ]
+    assert [w.record.cxid for w in created] == [207, 208, 209]
+    controller = created[0].record.session_id
+    after = [r for r in records if r.session_id == controller and r.zxid > created[-1].record.zxid]
+    assert (after[0].cxid, after[0].failed) == (
+        1,
+        False,
+    )  # the broker's ISR write, first on the new connection
+    assert [(r.cxid, NODE_EXISTS in r.error_codes) for r in after[1:4]] == [(4, True), (5, True), (6, True)]
+    named = {(p.topic, p.partition) for j in state.journals.values() for q in j for p in q.partitions}
+    assert not named & set(T3)
+    log = (SEVERAL / "node-2" / "state-change.log").read_text(encoding="utf-8")
+    for topic, partition in T3:
+        assert (
+            f"failed to change state for partition {topic}-{partition} from NewPartition to OnlinePartition"
+            in log
+        )
+    assert json.loads((SEVERAL / "verdict.json").read_text(encoding="utf-8"))["verdict"] == "invalid"
+    verdicts = check_all(history, records, state)
+    assert [(v.checker, v.validity) for v in verdicts if not v.is_valid] == []
+    (metadata,) = [v for v in verdicts if v.checker == METADATA]
+    excused = metadata.excused[QUIRK]
+    assert sorted(excused) == sorted(
+        f"partition shown differently broker {b}: {t}-{p}" for t, p in T3 for b in state.live_brokers
+    )
+
+
+def _first_retry(records: Sequence[TxnRecord]) -> TxnRecord:
+    """The first create sent again on the controller's new connection (cxid 4, after t3-2's)."""
+    last_create = next(r for r in records if r.cxid == 209 and not r.failed)
+    return next(
+        r
+        for r in records
+        if r.session_id == last_create.session_id and r.zxid > last_create.zxid and r.failed and r.cxid == 4
+    )
+
+
+def _judged_metadata(records: Sequence[TxnRecord], state: FinalState) -> Verdict:
+    history = History.load(SEVERAL / "history.jsonl")
+    (verdict,) = [v for v in check_all(history, records, state) if v.checker == METADATA]
+    return verdict
+
+
+def test_fewer_failed_creates_than_creates_in_flight_excuse_only_the_last_ones() -> None:
+    """Without the first retried failure, two failures answer for the last two creates: t3-1 and
+    t3-2 are excused, t3-0 (three replies would have been lost) is not."""
+    _, records, state = load_capture(SEVERAL)
+    verdict = _judged_metadata([r for r in records if r is not _first_retry(records)], state)
+    assert verdict.validity == "invalid"
+    assert "does not show t3-0" in verdict.message
+    assert all("t3-0" not in item for item in verdict.excused.get(QUIRK, ()))
+    assert any("t3-2" in item for item in verdict.excused.get(QUIRK, ()))
+
+
+def test_a_retried_op_that_failed_otherwise_is_no_evidence() -> None:
+    """If the first failure on the new connection is not NODEEXISTS (e.g. a setData answered
+    BADVERSION), the creates' replies are not shown lost: nothing is excused."""
+    _, records, state = load_capture(SEVERAL)
+    first_retry = _first_retry(records)
+
+    def other_error(r: TxnRecord) -> TxnRecord:
+        if r is not first_retry:
+            return r
+        return dataclasses.replace(r, txn=dataclasses.replace(r.txn, op="error", error=-103, ops=()))
+
+    verdict = _judged_metadata([other_error(r) for r in records], state)
+    assert verdict.validity == "invalid"
+    assert "does not show t3-0" in verdict.message

@@ -31,7 +31,7 @@ from chaos.checkers.findings import (
 from chaos.checkers.quirks.recognition import Recognition
 from chaos.checkers.timeline import BrokerDeregistered, Election, StateWritten, TopicWritten
 from chaos.history import pairs
-from probes.znode_types import TopicPartition
+from probes.znode_types import TopicPartition, TopicZNode
 
 __all__ = ["CANCEL_NOT_REVERTED", "reordered", "stopped_adding_replicas"]
 
@@ -91,6 +91,46 @@ def _removal_of_dropped(w: StateWritten, topic: TopicWritten | None) -> frozense
     return None
 
 
+def _partitions_changed(e: TopicWritten) -> list[int]:
+    """The partitions whose replicas or adding/removing replicas ``e`` changed (all of them for a
+    creation): a write that only adds partitions leaves the others' last change where it was."""
+    if e.znode is None:
+        return []
+    if e.previous is None:
+        return list(e.znode.partitions)
+
+    def of(z: TopicZNode, p: int) -> tuple[object, ...]:
+        return (z.partitions.get(p), z.adding_replicas.get(p), z.removing_replicas.get(p))
+
+    return [p for p in e.znode.partitions if of(e.znode, p) != of(e.previous, p)]
+
+
+def _leader_expands_keeping_dropped(w: StateWritten, topic: TopicWritten | None) -> frozenset[int] | None:
+    """The dropped adding replicas in the ISR when ``w`` is a leader's ISR expansion (not fenced:
+    a broker's conditional update; leader and leader epoch kept; no member lost) after the topic
+    znode's last write dropped them, the ISR outside the replicas by those only. The leader still
+    counts the dropped replicas among the replicas of its last LeaderAndIsr
+    (Partition.updateAssignmentAndIsr) and adds a caught-up follower of those to the ISR
+    (maybeExpandIsr), keeping the members it has, until the controller's LeaderAndIsr without
+    them arrives; None when it is not such a write."""
+    s, prev = w.state, w.previous
+    if (
+        w.fenced
+        or s is None
+        or prev is None
+        or topic is None
+        or topic.previous is None
+        or topic.znode is None
+    ):
+        return None
+    if (s.leader, s.leader_epoch) != (prev.leader, prev.leader_epoch) or not set(prev.isr) < set(s.isr):
+        return None
+    replicas = topic.znode.partitions.get(w.partition, ())
+    dropped = set(topic.previous.adding_replicas.get(w.partition, ())) - set(replicas)
+    outside = set(s.isr) - set(replicas)
+    return frozenset(outside) if outside and outside <= dropped else None
+
+
 def _carries_orphan(w: StateWritten, orphans: frozenset[int]) -> bool:
     """``w`` is a controller's write that only bumps the leader epoch of a leaderless state whose
     ISR such removals left outside the replicas (``updateLeaderEpoch``, a later reassignment's
@@ -107,23 +147,35 @@ def _carries_orphan(w: StateWritten, orphans: frozenset[int]) -> bool:
 
 def stopped_adding_replicas(run: RunInputs) -> Recognition:
     """State writes that take a dropped adding replica out of the ISR after the topic znode
-    stopped listing it, and final states left as the last such write left them."""
+    stopped listing it, a leader's ISR expansion made meanwhile (adding such a replica back, or
+    another one while such a replica was still in the ISR) when the controller's removal of those
+    replicas came next, and final states left as the last such write left them."""
     timeline = run.timeline
     if timeline is None:
         return Recognition()
-    topics: dict[str, TopicWritten] = {}
+    topics: dict[TopicPartition, TopicWritten] = {}  # the topic znode's last write that changed it
     left: dict[TopicPartition, StateWritten] = {}
     orphans: dict[TopicPartition, frozenset[int]] = {}  # the dropped replicas each ISR still holds
+    expanded: dict[TopicPartition, list[tuple[Item, frozenset[int]]]] = {}  # leaders' writes since
     items = set()
     elects_since = 0  # zxid of the last broker departure or election (either elects leaderless ones)
     for e in timeline.events:
         if isinstance(e, BrokerDeregistered | Election):
             elects_since = e.zxid
         elif isinstance(e, TopicWritten):
-            topics[e.topic] = e
+            for p in _partitions_changed(e):
+                topics[TopicPartition(e.topic, p)] = e
         elif isinstance(e, StateWritten):
             tp = TopicPartition(e.topic, e.partition)
-            dropped = _removal_of_dropped(e, topics.get(e.topic))
+            dropped = _removal_of_dropped(e, topics.get(tp))
+            kept = _leader_expands_keeping_dropped(e, topics.get(tp))
+            if kept is not None:
+                item = Item("state write", f"{tp_name(tp)} at 0x{e.zxid:x}")
+                expanded.setdefault(tp, []).append((item, kept))
+            else:
+                for item, outside in expanded.pop(tp, []):
+                    if dropped is not None and outside <= dropped:
+                        items.add(item)  # the controller's removal of those replicas came next
             if dropped is None and tp in orphans and _carries_orphan(e, orphans[tp]):
                 dropped = orphans[tp]
             if dropped is not None:

@@ -356,7 +356,10 @@ QUIRKS: tuple[Quirk, ...] = (
         "isr_keeps_replicas_a_cancellation_dropped",
         "A cancellation (or a new target replacing a pending reassignment) writes the topic znode "
         "with the remaining replicas first and only then takes each dropped adding replica out of "
-        "the ISR, one state write each: meanwhile the ISR holds replicas the topic no longer lists, "
+        "the ISR, one state write each: meanwhile the ISR holds replicas the topic no longer lists "
+        "(and the leader, which still counts a dropped replica among the replicas of its last "
+        "LeaderAndIsr, may expand the ISR meanwhile: adding such a replica back when it has caught "
+        "up, or another one while such a replica is still in it, just before the controller's removal), "
         "and a one-member ISR of a dropped replica is kept as it is (leader -1), outside the replicas, "
         "also through later writes that only bump its leader epoch (a later reassignment's A1). With "
         "none of that ISR a replica, nothing can be elected, so a reassignment still under way "
@@ -369,9 +372,12 @@ QUIRKS: tuple[Quirk, ...] = (
             f"{RSM} L214-236 OfflineReplica, L317-335 doRemoveReplicasFromIsr",
             f"{KC} L1003-1040 updateLeaderEpoch (newEpochAndZkVersion: leader and ISR kept)",
             f"{KC} L464-487 onReplicasBecomeOffline (partitions without a live leader elected)",
+            "Partition.scala@2.5.1 L647-662 updateAssignmentAndIsr, L679-700 maybeExpandIsr, "
+            "L1180-1184 expandIsr (the leader's replicas until its next LeaderAndIsr)",
         ),
         "admin-api seed 4306 (campaign 4300, drawn before the admin-API ops moved to their own "
-        "processes); composed seed 3160, partition seed 3727, process seed 19166 (simulated, format 4)",
+        "processes); composed seed 3160, partition seed 3727, process seed 19166 (simulated, format 4); "
+        "admin-api seed 3843, zk-session seed 3991 (a leader's expansion between the two writes)",
         (
             "partition_states_valid",
             "partitions_have_leaders",

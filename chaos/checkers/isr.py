@@ -77,6 +77,21 @@ class _Obligation:
     isr: tuple[int, ...]
 
 
+#: Notification znodes a new controller clears before it reads the live brokers
+#: (KafkaController.onControllerFailover@2.5.1 L227-230: deleteLogDirEventNotifications and
+#: deleteIsrChangeNotifications come before initializeControllerContext at L232).
+_CLEARED_BEFORE_READING_BROKERS = ("/log_dir_event_notification/", "/isr_change_notification/")
+
+
+def _notice_cleanup(e: ControllerWrite) -> bool:
+    """A fenced write that only deletes notification znodes: a controller may make it before it
+    has read the live brokers, so it shows nothing about what that controller read."""
+    changes = [op for op in e.ops if op.op != "check"]
+    return bool(changes) and all(
+        op.op == "delete" and (op.path or "").startswith(_CLEARED_BEFORE_READING_BROKERS) for op in changes
+    )
+
+
 @checker("liveness")
 def dead_brokers_leave_the_isr(run: RunInputs) -> Finding:
     """Once a controller has seen a broker's registration go, that broker leaves every ISR it
@@ -89,6 +104,7 @@ def dead_brokers_leave_the_isr(run: RunInputs) -> Finding:
     isr: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...], int | None]] = {}
     gone: set[int] = set()
     holder: int | None = None  # zk version of /controller_epoch of the latest election
+    holder_read = False  # the holder made a fenced write (notice clean-up aside): it read the brokers
     open_: dict[tuple[int, str, int], _Obligation] = {}
     deaths = 0
     queued: set[str] = set()  # topics with a deletion request: their ISRs are left alone
@@ -96,14 +112,15 @@ def dead_brokers_leave_the_isr(run: RunInputs) -> Finding:
     addressed = _addressed_epochs(run)
     for e in run.timeline.events:
         if isinstance(e, Election):
-            holder = e.epoch_zk_version
+            holder, holder_read = e.epoch_zk_version, False
             for key, ob in list(open_.items()):
                 if ob.broker in gone:
                     ob.holder, ob.confirmed = holder, False  # the new controller inherits it...
                 else:
                     del open_[key]  # ...only if it can have read the broker as gone
         elif isinstance(e, ControllerWrite):
-            if e.role == "fenced" and e.checked_epoch_zk_version is not None:
+            if e.role == "fenced" and e.checked_epoch_zk_version is not None and not _notice_cleanup(e):
+                holder_read = holder_read or e.checked_epoch_zk_version == holder
                 for ob in open_.values():
                     if ob.holder == e.checked_epoch_zk_version:
                         ob.confirmed = True
@@ -123,8 +140,10 @@ def dead_brokers_leave_the_isr(run: RunInputs) -> Finding:
                 if topic in queued:
                     continue
                 if e.broker in members and len(members) > 1 and e.broker in replicas:
+                    # owed by the current controller; certain only once it has read the brokers (a
+                    # controller still initialising may read the broker's next registration instead)
                     open_[(e.broker, topic, partition)] = _Obligation(
-                        e.broker, topic, partition, incarnation, e.record, holder, holder is not None, members
+                        e.broker, topic, partition, incarnation, e.record, holder, holder_read, members
                     )
         elif isinstance(e, StateWritten):
             _state_written(e, isr, open_)

@@ -65,29 +65,31 @@ def reordered(run: RunInputs) -> Recognition:
     return Recognition(frozenset(items))
 
 
+def _replicas_and_dropped(
+    w: StateWritten, topic: TopicWritten | None
+) -> tuple[frozenset[int], frozenset[int]] | None:
+    """The partition's replicas as the topic znode's last change of it left them, and the adding
+    replicas that change dropped; None when the log cannot tell."""
+    if topic is None or topic.previous is None or topic.znode is None:
+        return None
+    replicas = frozenset(topic.znode.partitions.get(w.partition, ()))
+    return replicas, frozenset(topic.previous.adding_replicas.get(w.partition, ())) - replicas
+
+
 def _removal_of_dropped(w: StateWritten, topic: TopicWritten | None) -> frozenset[int] | None:
     """The dropped adding replicas ``w`` leaves in the ISR when it is a controller's write taking
     one replica out of the ISR (``removeReplicasFromIsr``: leader -1 if it led, a one-member ISR
     kept, leader epoch + 1), that replica being an adding replica the topic znode's last write
     dropped, and the ISR outside the replicas only by such; None when it is not."""
-    s, prev = w.state, w.previous
-    if (
-        not w.fenced
-        or s is None
-        or prev is None
-        or topic is None
-        or topic.previous is None
-        or topic.znode is None
-    ):
+    s, prev, known = w.state, w.previous, _replicas_and_dropped(w, topic)
+    if not w.fenced or s is None or prev is None or known is None:
         return None
-    p = w.partition
-    replicas = topic.znode.partitions.get(p, ())
-    dropped = set(topic.previous.adding_replicas.get(p, ())) - set(replicas)
+    replicas, dropped = known
     for r in dropped & set(prev.isr):
         isr = prev.isr if len(prev.isr) == 1 else tuple(x for x in prev.isr if x != r)
         leader = -1 if prev.leader == r else prev.leader
         if (s.leader, s.isr, s.leader_epoch) == (leader, isr, prev.leader_epoch + 1):
-            return frozenset(dropped) if set(s.isr) - set(replicas) <= dropped else None
+            return dropped if set(s.isr) - replicas <= dropped else None
     return None
 
 
@@ -113,21 +115,13 @@ def _leader_expands_keeping_dropped(w: StateWritten, topic: TopicWritten | None)
     (Partition.updateAssignmentAndIsr) and adds a caught-up follower of those to the ISR
     (maybeExpandIsr), keeping the members it has, until the controller's LeaderAndIsr without
     them arrives; None when it is not such a write."""
-    s, prev = w.state, w.previous
-    if (
-        w.fenced
-        or s is None
-        or prev is None
-        or topic is None
-        or topic.previous is None
-        or topic.znode is None
-    ):
+    s, prev, known = w.state, w.previous, _replicas_and_dropped(w, topic)
+    if w.fenced or s is None or prev is None or known is None:
         return None
     if (s.leader, s.leader_epoch) != (prev.leader, prev.leader_epoch) or not set(prev.isr) < set(s.isr):
         return None
-    replicas = topic.znode.partitions.get(w.partition, ())
-    dropped = set(topic.previous.adding_replicas.get(w.partition, ())) - set(replicas)
-    outside = set(s.isr) - set(replicas)
+    replicas, dropped = known
+    outside = set(s.isr) - replicas
     return frozenset(outside) if outside and outside <= dropped else None
 
 

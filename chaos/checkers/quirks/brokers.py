@@ -42,11 +42,13 @@ __all__ = [
 
 def absent_during_deletion(timeline: Timeline) -> dict[str, frozenset[int]]:
     """Topic (its last deletion) → brokers whose registration was missing, or created anew, at any
-    point from the deletion request to the topic znode's deletion."""
+    point from the deletion request to the topic znode's deletion, or that left later: a notice
+    still waiting in the controller's queue for a broker dies when the controller sees the broker
+    gone (``removeExistingBroker`` clears the queue), however long after the deletion that is."""
     registered: set[int] = set()
     seen: set[int] = set()
     watching: dict[str, set[int]] = {}  # topic with a pending deletion request → brokers absent since
-    out: dict[str, frozenset[int]] = {}
+    out: dict[str, set[int]] = {}
     for e in timeline.events:
         if isinstance(e, BrokerDeregistered | BrokerRegistered):
             if isinstance(e, BrokerRegistered):
@@ -54,13 +56,15 @@ def absent_during_deletion(timeline: Timeline) -> dict[str, frozenset[int]]:
                 seen.add(e.broker)
             else:
                 registered.discard(e.broker)
+                for left in out.values():
+                    left.add(e.broker)  # its queue, and any notice still in it, dropped
             for absent in watching.values():
                 absent.add(e.broker)  # away, or (re)registered meanwhile: may have missed the news
         elif isinstance(e, DeletionRequested):
             watching.setdefault(e.topic, seen - registered)
         elif isinstance(e, TopicDeleted):
-            out[e.topic] = frozenset(watching.pop(e.topic, set()) | (seen - registered))
-    return out
+            out[e.topic] = watching.pop(e.topic, set()) | (seen - registered)
+    return {topic: frozenset(brokers) for topic, brokers in out.items()}
 
 
 def missed_deletion(run: RunInputs) -> Recognition:

@@ -106,9 +106,16 @@ QUIRKS: tuple[Quirk, ...] = (
         "A broker unregistered while a topic was deleted (its session expired and it registered "
         "again without a restart) keeps the topic in its metadata cache: the deletion's "
         "UpdateMetadata (leader -2) went only to live brokers, and a returning broker is sent the "
-        "states of existing partitions only.",
-        ("MetadataCache.scala@2.5.1 L295-320 updateMetadata", f"{KC} L352-360 onBrokerStartup"),
-        "zk-session seed 2018",
+        "states of existing partitions only. The same when the broker was registered during the "
+        "deletion but the notice still waited in the controller's queue for it (a cut link) when "
+        "its session ended: the controller drops a departed broker's queue.",
+        (
+            "MetadataCache.scala@2.5.1 L295-320 updateMetadata",
+            f"{KC} L352-360 onBrokerStartup",
+            f"{KC} L1383-1385 processBrokerChange (removeBroker); "
+            "ControllerChannelManager.scala@2.5.1 L184-196 removeExistingBroker (messageQueue.clear)",
+        ),
+        "zk-session seed 2018; partition seed 4001",
         ("metadata_agrees_with_zookeeper",),
         brokers.missed_deletion,
     ),

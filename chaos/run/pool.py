@@ -127,7 +127,7 @@ def run_campaign(
                     else:
                         _send_none(worker)
                     continue
-                worker.held.pop(0)
+                _settle(worker, done)
                 _record(done, out_dir, result)
                 on_result(done, result)
                 if pending and not worker.held:
@@ -138,6 +138,17 @@ def run_campaign(
         log.close()
     result.elapsed_s = time.monotonic() - start
     return result
+
+
+def _settle(worker: _Worker, done: dict[str, Any]) -> None:
+    """Drop the plan ``done`` answers from what ``worker`` holds: results come back as runs end,
+    not in the order they were sent (a worker concludes several runs side by side)."""
+    index = done.get("index")
+    for i, plan in enumerate(worker.held):
+        if plan.index == index:
+            del worker.held[i]
+            return
+    raise RuntimeError(f"worker {worker.slot} answered run {index!r}, which it was not given")
 
 
 def _record(done: dict[str, Any], out_dir: Path, result: CampaignResult) -> None:

@@ -294,42 +294,49 @@ class _Pipeline:
 
 class _Concluding:
     """Each run's final phase, checks, evidence and teardown (:func:`~chaos.runner.conclude`) on a
-    thread of its own, so that the worker's next run plays meanwhile; results are written in the
-    order the runs were played (a run's conclusion begins only after the previous one's ended)."""
+    thread of its own, so that the worker's next runs play meanwhile. Up to :attr:`AT_ONCE`
+    conclusions run side by side: a run whose final phase waits out its bound (a state Kafka never
+    leaves, e.g. a partition without a leader) no longer holds back the conclusions of the runs
+    played after it. Results are written as they end, each naming its plan's index."""
+
+    #: conclusions of one worker at once (each holds its run's cluster until its teardown)
+    AT_ONCE = 3
 
     def __init__(self, out: _Channel, target: str, slot: int) -> None:
         self.out, self.target, self.slot = out, target, slot
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
 
     def begin(self, played: Played) -> None:
-        self.join()
-        self._thread = threading.Thread(
-            target=self._conclude, args=(played,), name="chaos-conclude", daemon=True
-        )
-        self._thread.start()
+        self._threads = [t for t in self._threads if t.is_alive()]
+        while len(self._threads) >= self.AT_ONCE:
+            self._threads.pop(0).join()  # the oldest; the others may end meanwhile
+            self._threads = [t for t in self._threads if t.is_alive()]
+        thread = threading.Thread(target=self._conclude, args=(played,), name="chaos-conclude", daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
-    def emit(self, result: RunResult) -> None:
-        self.join()
-        self._write(result)
+    def emit(self, index: int, result: RunResult) -> None:
+        self._write(index, result)
 
     def join(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        """Wait until every conclusion begun so far has ended."""
+        while self._threads:
+            self._threads.pop(0).join()
 
     def _conclude(self, played: Played) -> None:
+        plan = played.prep.plan
         try:
             result = conclude(played)
         except BaseException as exc:  # conclude never raises for a run's own failures: a bug
             traceback.print_exc()
             reason = f"runner error after the workload: {type(exc).__name__}: {exc}".splitlines()[0][:400]
-            result = unknown_result(played.prep.plan, self.target, f"w{self.slot}", reason)
+            result = unknown_result(plan, self.target, f"w{self.slot}", reason)
             with contextlib.suppress(Exception):
                 discard(played.prep)  # its cluster, chroot and work directory go all the same
-        self._write(result)
+        self._write(plan.index, result)
 
-    def _write(self, result: RunResult) -> None:
-        self.out.send(result.__dict__)
+    def _write(self, index: int, result: RunResult) -> None:
+        self.out.send({**result.__dict__, "index": index})
 
 
 def _serve(env: RunEnv | None, error: str | None, target: Target, slot: int, out: TextIO) -> None:
@@ -341,7 +348,7 @@ def _serve(env: RunEnv | None, error: str | None, target: Target, slot: int, out
             plan = plan_from_task(task)
             if env is None:
                 concluding.emit(
-                    unknown_result(plan, target.name, f"w{slot}", error or "worker set-up failed")
+                    plan.index, unknown_result(plan, target.name, f"w{slot}", error or "worker set-up failed")
                 )
             else:
                 if plan.scenario.zookeeper == "ensemble":
@@ -353,7 +360,7 @@ def _serve(env: RunEnv | None, error: str | None, target: Target, slot: int, out
                 except Exception as exc:  # e.g. the worker's ensemble, made on first use, did not start
                     traceback.print_exc()
                     reason = f"set-up failed: {type(exc).__name__}: {exc}".splitlines()[0][:400]
-                    concluding.emit(unknown_result(plan, target.name, f"w{slot}", reason))
+                    concluding.emit(plan.index, unknown_result(plan, target.name, f"w{slot}", reason))
                     continue
                 concluding.begin(play(prepared, final_phase=pipeline.begin_next, lead_s=pipeline.lead_s))
     finally:

@@ -99,7 +99,12 @@ def create_topics_auto(dc: DiffCluster, p: Params, quiesce: Callable[[], Any]) -
         out["placement"] = f"unreadable: {type(exc).__name__}"
         return out
     brokers = [int(b) for b in dc.cluster.zk.get_children("/brokers/ids")]
-    out["placement"] = placement_problem(assignment, brokers, p["replication_factor"]) or "Kafka's rule"
+    rf = p["replication_factor"]
+    if rf == -1:  # the receiving broker's default.replication.factor (KIP-464): recorded, compared
+        rf = out["default_replication_factor"] = len(next(iter(assignment.values()), ()))
+    if p["partitions"] == -1:  # its num.partitions
+        out["default_partitions"] = len(assignment)
+    out["placement"] = placement_problem(assignment, brokers, rf) or "Kafka's rule"
     dc.auto_placed[dc.current_step] = (t, assignment)
     out["settled"] = quiesce()
     when = time.monotonic()

@@ -24,8 +24,10 @@ def _node_config(rng: random.Random) -> dict[str, str]:
         conf["unclean.leader.election.enable"] = rng.choice(("true", "false"))
     if rng.random() < 0.12:
         conf["delete.topic.enable"] = "false"
-    if rng.random() < 0.08:
+    if rng.random() < 0.1:
         conf["auto.leader.rebalance.enable"] = "true"
+        if rng.random() < 0.6:  # a broker is rebalanced when its share of misled partitions exceeds it
+            conf["leader.imbalance.per.broker.percentage"] = rng.choice(("0", "25", "50", "100"))
     if rng.random() < 0.2:
         conf["min.insync.replicas"] = rng.choice(("1", "2"))
     return conf
@@ -116,8 +118,9 @@ def _create_auto(rng: random.Random, model: Model) -> Iterator[Step]:
         {
             "topic": model.fresh_topic(),
             "via": rng.choice(model.up()),
-            "partitions": rng.randint(1, 4),
-            "replication_factor": rng.randint(1, min(3, len(model.nodes))),
+            # -1: the receiving broker's num.partitions / default.replication.factor (KIP-464)
+            "partitions": rng.randint(1, 4) if rng.random() >= 0.2 else -1,
+            "replication_factor": rng.randint(1, min(3, len(model.nodes))) if rng.random() >= 0.25 else -1,
         },
     )
 
@@ -194,6 +197,19 @@ def _config(rng: random.Random, model: Model) -> Iterator[Step]:
         conf = dict(t.config)
         conf["unclean.leader.election.enable"] = rng.choice(("true", "true", "false"))
         yield Step("topic_config", {"topic": t.name, "config": conf})
+
+
+def _broker_config(rng: random.Random, model: Model) -> Iterator[Step]:
+    """A dynamic broker config through its znode (``kafka-configs --entity-type brokers``): the
+    cluster-wide default, the controller's own id, or another broker's id (which the controller
+    does not apply), set to true or false, or emptied (every override of that entity removed)."""
+    others = [b for b in model.nodes if b != model.controller]
+    entity = rng.choice(("<default>", str(model.controller), str(rng.choice(others or [model.controller]))))
+    value = rng.choice(("true", "true", "false", ""))
+    yield Step(
+        "broker_config",
+        {"entity": entity, "config": {"unclean.leader.election.enable": value} if value else {}},
+    )
 
 
 def _fault_step(op: str) -> Motif:
@@ -315,7 +331,7 @@ SINGLE: dict[str, tuple[float, Motif]] = {
     "reassign": (5, _reassign),
     "preferred_election": (3, _preferred),
     "topic_config": (2, _config),
-    "broker_config": (0, lambda _r, _m: iter(())),  # the reference ignores dynamic broker configs yet
+    "broker_config": (1.5, _broker_config),
     "controlled_shutdown": (3, _fault_step("controlled_shutdown")),
     "kill": (3, _fault_step("kill")),
     "shutdown_request": (5, _shutdown_request),

@@ -62,7 +62,7 @@ from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 7
+GENERATOR_VERSION = 8
 
 
 # --- motifs -------------------------------------------------------------------------------------
@@ -94,6 +94,13 @@ def _shrunk_isr_then_act(rng: random.Random, model: Model) -> Iterator[Step]:
             yield step
     elif act == "shutdown_request" and model.state(leader) == "up":
         yield shutdown_request_of(rng, model, leader)
+    elif act == "preferred" and rng.random() < 0.5 and model.state(model.controller) == "up":
+        # ElectLeaders: a paused preferred replica cannot lead (80), an UNCLEAN one with a live
+        # leader is not needed (84)
+        election = rng.choice(("preferred", "preferred", "unclean"))
+        yield Step(
+            "elect_leaders", {"via": model.controller, "partitions": [f"{t.name}-{p}"], "election": election}
+        )
     elif act == "preferred":
         yield Step("preferred_election", {"partitions": [f"{t.name}-{p}"]})
     elif act == "reassign":
@@ -209,15 +216,33 @@ def _unclean(rng: random.Random, model: Model) -> Iterator[Step]:
     if found is None:
         return
     t, p, leader, follower = found
-    yield Step("pause", {"node": follower})  # it leaves the ISR
+    others = [
+        r
+        for r in t.assignment[p]
+        if r not in (leader, follower, model.controller) and r in model.nodes and model.state(r) == "up"
+    ]
+    paused = [follower, *rng.sample(others, 1 if others and rng.random() < 0.5 else 0)]
+    for node in paused:  # they leave the ISR: two or more live replicas outside it, or one
+        yield Step("pause", {"node": node})
     step = _fault("kill", model, leader, rng) if model.state(leader) == "up" else None
     if step is not None:
         yield step  # the ISR's last member may be gone now
-    yield Step("resume", {"node": follower})  # alive, outside the ISR of a leaderless partition
+    for node in paused:  # alive, outside the ISR of a leaderless partition
+        yield Step("resume", {"node": node})
     if step is None:
         return
-    how = rng.choice(("topic_config", "elect_leaders", "alter_configs_api"))
-    if how == "elect_leaders" and model.state(model.controller) == "up":  # ignores the topic's config
+    how = rng.choice(("topic_config", "elect_leaders", "alter_configs_api", "broker_config"))
+    if how == "broker_config" and "unclean.leader.election.enable" not in t.config and len(paused) == 1:
+        # dynamic (the topic has no override of its own): the controller's own id, the cluster-wide
+        # default, or both
+        own, default = str(model.controller), "<default>"
+        layers = rng.choice(([(own, "true")], [(default, "true")], [(own, "false"), (default, "true")],
+                             [(default, "false"), (own, "true")]))  # fmt: skip
+        for entity, value in layers:  # the broker's own value, when set, wins over the default
+            yield Step(
+                "broker_config", {"entity": entity, "config": {"unclean.leader.election.enable": value}}
+            )
+    elif how == "elect_leaders" and model.state(model.controller) == "up":  # ignores the topic's config
         yield Step("elect_leaders", {"via": model.controller, "partitions": [f"{t.name}-{p}"],
                                      "election": "unclean"})  # fmt: skip
     elif how == "alter_configs_api" and model.state(model.controller) == "up":

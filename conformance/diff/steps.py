@@ -48,6 +48,9 @@ def _type_problem(kind: str, raw: Any) -> str | None:
         return None if _ids(raw) and raw else "must be a non-empty list of broker ids"
     if kind == "topic":
         return None if isinstance(raw, str) and _TOPIC.match(raw) else "must be a topic name"
+    if kind == "entity":
+        ok = raw == "<default>" or (isinstance(raw, str) and raw.isdigit())
+        return None if ok else 'must be "<default>" or a broker id (a string)'
     if kind == "topics":
         ok = isinstance(raw, list) and bool(raw) and all(isinstance(t, str) and _TOPIC.match(t) for t in raw)
         return None if ok else "must be a non-empty list of topic names"
@@ -344,7 +347,7 @@ KINDS: dict[str, StepKind] = {
         StepKind(
             "broker_config",
             "/config/brokers/<entity> set (<default> or a broker id), then a config_change notification",
-            {"entity": "topic", "config": "config"},
+            {"entity": "entity", "config": "config"},
             ("ELECT-5",),
             _ok,
             _nothing,

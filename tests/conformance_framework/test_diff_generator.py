@@ -41,7 +41,7 @@ def test_generated_scenarios_hold_the_generator_invariants(seed: int, index: int
     model = replay(scenario)  # every precondition holds, step by step
     assert 3 <= len(scenario.nodes) <= 5
     assert scenario.first_controller in scenario.nodes
-    assert 1 <= len(scenario.steps) <= 9 + 4  # a motif may finish past the goal
+    assert 1 <= len(scenario.steps) <= 9 + 5  # a motif (at most 6 steps) may finish past the goal
     assert not model.paused(), "no pause outlives its motif (sessions never expire by accident)"
     assert scenario.steps[0].op in ("create_topic_zk",), "a topic exists before anything acts on it"
     for step in scenario.steps:
@@ -122,7 +122,33 @@ def test_the_generator_reaches_the_states_example_checks_rarely_reach() -> None:
             reached["a crafted controlled shutdown with a stale broker epoch"] += 1
         if "create_topics_auto" in ops:
             reached["automatic placement"] += 1
+        if any(
+            st.op == "create_topics_auto" and -1 in (st.params["partitions"], st.params["replication_factor"])
+            for st in s.steps
+        ):
+            reached["CreateTopics leaving a count to the broker's default (-1)"] += 1
+        dynamic = [st.params for st in s.steps if st.op == "broker_config"]
+        if any(d["entity"] == str(s.first_controller) for d in dynamic):
+            reached["a dynamic broker config of the first controller's own id"] += 1
+        if any(d["entity"] == "<default>" for d in dynamic):
+            reached["a dynamic cluster-wide default"] += 1
+        for a, b, c in zip(s.steps, s.steps[1:], s.steps[2:], strict=False):
+            if (a.op, b.op, c.op) == ("pause", "pause", "kill"):
+                reached["two replicas paused out of the ISR when the leader dies"] += 1
+            if a.op == "pause" and b.op == "elect_leaders" and c.op == "resume":
+                reached["ElectLeaders while a replica is out of the ISR"] += 1
+        if any(
+            c.get("auto.leader.rebalance.enable") == "true" and "leader.imbalance.per.broker.percentage" in c
+            for c in s.nodes.values()
+        ):
+            reached["a rebalance threshold other than the default"] += 1
     for state in (
+        "CreateTopics leaving a count to the broker's default (-1)",
+        "a dynamic broker config of the first controller's own id",
+        "a dynamic cluster-wide default",
+        "two replicas paused out of the ISR when the leader dies",
+        "ElectLeaders while a replica is out of the ISR",
+        "a rebalance threshold other than the default",
         "ISR smaller than the replicas when the leader goes or an election runs",
         "two deletions in a row",
         "a reassignment in flight when the controller moves",
@@ -143,9 +169,9 @@ def test_the_generator_reaches_the_states_example_checks_rarely_reach() -> None:
         )
 
 
-def test_every_operation_of_the_vocabulary_but_broker_config_is_generated() -> None:
+def test_every_operation_of_the_vocabulary_is_generated() -> None:
     seen = {op for i in range(400) for op in _ops(generate(5, i))}
-    assert seen == set(KINDS) - {"broker_config"}, sorted(set(KINDS) - seen)
+    assert seen == set(KINDS), sorted(set(KINDS) - seen)
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,9 @@ from chaos.checkers import (
     ReceivedRequest,
     RequestPartition,
     TopicState,
+    check_all,
 )
+from chaos.checkers.verdict import Verdict
 from chaos.history import History, Op, OpType
 from chaos.run.judged import load_judged_run
 from probes import TopicPartition, TxnOp, TxnRecord
@@ -197,6 +199,14 @@ def load_capture(directory: Path) -> tuple[tuple[Op, ...], list[TxnRecord], Fina
     assert run.txn_records is not None, directory
     assert run.final_state is not None, directory
     return run.history, run.txn_records, run.final_state
+
+
+def verdict_of(run: Path, checker: str, records: Sequence[TxnRecord], state: FinalState) -> Verdict:
+    """``checker``'s verdict on kept run ``run`` (its history) with ``records`` and ``state`` in
+    place of its own: how a test shows what the verdict would be had the evidence differed."""
+    history = History.load(run / "history.jsonl")
+    (verdict,) = [v for v in check_all(history, records, state) if v.checker == checker]
+    return verdict
 
 
 def history_of(*ops: tuple[str, str, Mapping[str, Any], OpType]) -> History:

@@ -23,17 +23,13 @@ target; trimmed and sealed again), both first judged invalid by ``dead_brokers_l
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from chaos.checkers import check_all
-from chaos.checkers.final_state import FinalState
-from chaos.checkers.verdict import Verdict
-from chaos.history import History
 from probes.txnrecords import TxnRecord
-from tests.chaos.checkers.builders import load_capture
+from tests.chaos.checkers.builders import load_capture, verdict_of
 
 pytestmark = pytest.mark.unit
 
@@ -41,12 +37,6 @@ DATA = Path(__file__).parent / "data"
 FAILOVER = DATA / "broker-back-before-failover-read"
 INITIALISING = DATA / "broker-back-before-new-controller-read"
 CHECKER = "dead_brokers_leave_the_isr"
-
-
-def _verdict(run: Path, records: Sequence[TxnRecord], state: FinalState) -> Verdict:
-    history = History.load(run / "history.jsonl")
-    (verdict,) = [v for v in check_all(history, records, state) if v.checker == CHECKER]
-    return verdict
 
 
 @pytest.mark.parametrize("run", [FAILOVER, INITIALISING], ids=["failover", "initialising"])
@@ -87,7 +77,7 @@ def test_any_other_fenced_write_before_the_return_shows_the_departure_read() -> 
             ),
         )
 
-    verdict = _verdict(FAILOVER, [not_a_cleanup(r) for r in records], state)
+    verdict = verdict_of(FAILOVER, CHECKER, [not_a_cleanup(r) for r in records], state)
     assert verdict.validity == "invalid"
     assert (
         "broker 1's registration went at zxid 0x2a88 while it was in the ISR [1, 2] of t1-1"
@@ -110,6 +100,6 @@ def test_a_controller_that_had_written_before_the_departure_owes_it() -> None:
         dataclasses.replace(r, zxid=r.zxid + 1) if r.zxid >= 0x6BF4 else r for r in records if r is not write
     ]
     moved = dataclasses.replace(write, zxid=0x6BF4, time_ms=by_zxid[0x6BF4].time_ms)
-    verdict = _verdict(INITIALISING, sorted([*shifted, moved], key=lambda r: r.zxid), state)
+    verdict = verdict_of(INITIALISING, CHECKER, sorted([*shifted, moved], key=lambda r: r.zxid), state)
     assert verdict.validity == "invalid"
     assert "broker 2's registration went at zxid 0x6bf5" in verdict.message

@@ -16,29 +16,18 @@ stays in its cache (MetadataCache.updateMetadata drops a partition only on leade
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from chaos.checkers import check_all
-from chaos.checkers.final_state import FinalState
-from chaos.checkers.verdict import Verdict
-from chaos.history import History
-from probes.txnrecords import TxnRecord
-from tests.chaos.checkers.builders import load_capture
+from tests.chaos.checkers.builders import load_capture, verdict_of
 
 pytestmark = pytest.mark.unit
 
 RUN = Path(__file__).parent / "data" / "deletion-notice-dropped-with-broker-queue"
 CHECKER = "metadata_agrees_with_zookeeper"
 SESSION_END, REGISTERED_AGAIN = 0xA5, 0xA9
-
-
-def _verdict(records: Sequence[TxnRecord], state: FinalState) -> Verdict:
-    history = History.load(RUN / "history.jsonl")
-    (verdict,) = [v for v in check_all(history, records, state) if v.checker == CHECKER]
-    return verdict
 
 
 def test_the_run_is_valid_and_the_quirk_named() -> None:
@@ -82,6 +71,6 @@ def test_a_broker_that_never_left_must_be_told() -> None:
     broker 2, so the queued notice had to arrive; a broker still showing t4 is a violation."""
     _, records, state = load_capture(RUN)
     stayed = [r for r in records if r.zxid not in (SESSION_END, REGISTERED_AGAIN)]
-    verdict = _verdict(stayed, state)
+    verdict = verdict_of(RUN, CHECKER, stayed, state)
     assert verdict.validity == "invalid"
     assert "broker 2: shows topic 't4' that ZooKeeper does not have" in verdict.message

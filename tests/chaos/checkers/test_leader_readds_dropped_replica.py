@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from chaos.checkers import check_all
-from chaos.checkers.final_state import FinalState
-from chaos.checkers.verdict import Verdict
 from chaos.history import History
 from probes.txnrecords import TxnRecord
-from tests.chaos.checkers.builders import load_capture
+from tests.chaos.checkers.builders import load_capture, verdict_of
 
 pytestmark = pytest.mark.unit
 
@@ -43,12 +40,6 @@ def _json(data: bytes | None) -> dict[str, object]:
     assert data is not None
     out: dict[str, object] = json.loads(data)
     return out
-
-
-def _states_verdict(records: Sequence[TxnRecord], state: FinalState) -> Verdict:
-    history = History.load(RUN / "history.jsonl")
-    (verdict,) = [v for v in check_all(history, records, state) if v.checker == STATES]
-    return verdict
 
 
 def test_the_evidence_is_a_leaders_expansion_between_the_topic_write_and_the_removal() -> None:
@@ -80,7 +71,7 @@ def test_without_the_controllers_removal_after_it_the_expansion_is_a_violation()
     """The window closes with the controller's removal of that replica; a leader's write that no
     such removal follows is not this behaviour."""
     _, records, state = load_capture(RUN)
-    verdict = _states_verdict([r for r in records if r.zxid != REMOVAL], state)
+    verdict = verdict_of(RUN, STATES, [r for r in records if r.zxid != REMOVAL], state)
     assert verdict.validity == "invalid"
     assert "t1-1 at zxid 0x3ab8: ISR [3, 1, 2] not within replicas [1, 3]" in verdict.message
 
@@ -97,7 +88,7 @@ def test_a_leader_adding_a_replica_that_was_never_adding_is_a_violation() -> Non
             r, txn=dataclasses.replace(r.txn, data=json.dumps({**data, "isr": [3, 1, 4]}).encode())
         )
 
-    verdict = _states_verdict([to_four(r) for r in records], state)
+    verdict = verdict_of(RUN, STATES, [to_four(r) for r in records], state)
     assert verdict.validity == "invalid"
     assert "ISR [3, 1, 4] not within replicas [1, 3]" in verdict.message
 

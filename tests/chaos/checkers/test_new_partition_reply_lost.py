@@ -36,7 +36,7 @@ from chaos.checkers.timeline import Election, StateWritten, Timeline
 from chaos.checkers.verdict import Verdict
 from chaos.history import History
 from probes.txnrecords import TxnRecord
-from tests.chaos.checkers.builders import load_capture, set_data
+from tests.chaos.checkers.builders import load_capture, set_data, verdict_of
 
 pytestmark = pytest.mark.unit
 
@@ -85,12 +85,6 @@ QUIRK = "new_partition_unannounced_after_a_lost_reply"
 METADATA = "metadata_agrees_with_zookeeper"
 
 
-def _metadata_verdict(records: Sequence[TxnRecord], state: FinalState) -> Verdict:
-    history = History.load(RUN / "history.jsonl")
-    (verdict,) = [v for v in check_all(history, records, state) if v.checker == METADATA]
-    return verdict
-
-
 def test_the_run_is_judged_valid_with_the_unannounced_partition_excused() -> None:
     history, records, state = load_capture(RUN)
     verdicts = check_all(history, records, state)
@@ -104,7 +98,7 @@ def test_the_run_is_judged_valid_with_the_unannounced_partition_excused() -> Non
 def test_without_the_failed_creates_it_is_a_missing_announcement() -> None:
     _, records, state = load_capture(RUN)
     applied = [r for r in records if not r.failed]
-    verdict = _metadata_verdict(applied, state)
+    verdict = verdict_of(RUN, METADATA, applied, state)
     assert (verdict.validity, verdict.excused) == ("invalid", {})
     assert "broker 1: does not show t1-3" in verdict.message
 
@@ -113,7 +107,7 @@ def test_a_failed_create_on_the_same_connection_is_no_evidence() -> None:
     """The same failures with cxids above the create's: no reconnect shown, nothing excused."""
     _, records, state = load_capture(RUN)
     moved = [dataclasses.replace(r, cxid=r.cxid + 1000) if r.failed else r for r in records]
-    verdict = _metadata_verdict(moved, state)
+    verdict = verdict_of(RUN, METADATA, moved, state)
     assert (verdict.validity, verdict.excused) == ("invalid", {})
     assert "broker 1: does not show t1-3" in verdict.message
 
@@ -122,7 +116,7 @@ def test_a_partition_some_broker_was_told_of_is_not_excused() -> None:
     _, records, state = load_capture(RUN)
     told = ReceivedRequest(999, 3, "UpdateMetadata", 1, None, 0, (RequestPartition("t1", 3, 3, 0),))
     journals = {**state.journals, 1: (*state.journals[1], told)}
-    verdict = _metadata_verdict(records, dataclasses.replace(state, journals=journals))
+    verdict = verdict_of(RUN, METADATA, records, dataclasses.replace(state, journals=journals))
     assert (verdict.validity, verdict.excused) == ("invalid", {})
     assert "broker 1: does not show t1-3" in verdict.message
 
@@ -132,7 +126,7 @@ def test_an_election_after_the_create_is_not_excused() -> None:
     _, records, state = load_capture(RUN)
     last = records[-1]
     epoch = TxnRecord(last.zxid + 1, 0x99, 1, last.time_ms + 10, set_data("/controller_epoch", b"2", 2))
-    verdict = _metadata_verdict([*records, epoch], state)
+    verdict = verdict_of(RUN, METADATA, [*records, epoch], state)
     assert (verdict.validity, verdict.excused) == ("invalid", {})
     assert "broker 1: does not show t1-3" in verdict.message
 
@@ -140,7 +134,7 @@ def test_an_election_after_the_create_is_not_excused() -> None:
 def test_a_live_broker_without_a_journal_leaves_it_unknown() -> None:
     _, records, state = load_capture(RUN)
     journals = {b: j for b, j in state.journals.items() if b != 2}
-    verdict = _metadata_verdict(records, dataclasses.replace(state, journals=journals))
+    verdict = verdict_of(RUN, METADATA, records, dataclasses.replace(state, journals=journals))
     assert verdict.validity == "unknown"
     assert "no request journal of broker(s) [2]" in verdict.message
 

@@ -391,6 +391,7 @@ def _diff(mutant: Mutant, tree: Path, args: argparse.Namespace) -> dict[str, Any
         workers=max(1, int(args.numprocesses)),
         timeout_s=args.diff_timeout_s,
         shrink_budget_s=args.diff_shrink_budget_s,
+        pick=args.diff_pick,
     )
     return dataclasses.asdict(verdict)
 
@@ -578,7 +579,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="run each mutant through the checks, the differential suite, or both (default checks)",
     )
     p.add_argument("--diff-scenarios", type=int, default=12, help="differential scenarios per mutant")
-    p.add_argument("--diff-seed", type=int, default=1, help="their seed (scenarios 0..N-1)")
+    p.add_argument("--diff-seed", type=int, default=1, help="their seed")
+    p.add_argument(
+        "--diff-pick",
+        choices=("first", "cover"),
+        default="first",
+        help="which N: first (indices 0..N-1) or cover (the N of the first max(4000, 10 N) that reach"
+        " the most distinct inputs; python -m conformance diff --pick cover)",
+    )
     p.add_argument("--diff-timeout-s", type=_positive, default=1800.0, help="per mutant's differential run")
     p.add_argument(
         "--diff-shrink-budget-s", type=float, default=0.0, help="shrink the killing scenario (0: no)"

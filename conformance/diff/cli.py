@@ -7,7 +7,10 @@
     python -m conformance diff golden --scenarios N --seed S [-n P]          # ship reference traces
     python -m conformance diff show --seed S --index I                       # print one scenario
 
-Scenario ``i`` of seed ``S`` is ``generate(S, i)`` for i in ``--first-index .. +N``. The
+Scenario ``i`` of seed ``S`` is ``generate(S, i)`` for i in ``--first-index .. +N``; with
+``--pick cover [--pool P]`` the N are instead chosen from the first P (default max(4000, 10 N)) so
+that together they reach the most distinct inputs (:mod:`conformance.diff.coverage`), each still
+named and replayed by its own (seed, index). The
 reference's traces come from the cache when this kit version recorded them before, otherwise the
 reference runs too (in parallel). Diverging scenarios are shrunk (``--shrink-budget-s``, 0 = no)
 and the smallest is written as ``repro-<name>.json``, which ``--replay`` runs again. Output: a
@@ -36,6 +39,7 @@ from typing import Any
 
 import catalogue
 from cluster.targets import Target, TargetError, load_target, profile_properties
+from conformance.diff import coverage
 from conformance.diff.cache import GOLDEN_DIR, ReferenceCache, kit_version
 from conformance.diff.campaign import Campaign, ScenarioResult, Sides
 from conformance.diff.generator import generate
@@ -89,6 +93,16 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--scenarios", type=_count, default=10, help="how many generated scenarios (default 10)")
     p.add_argument("--seed", type=_count, default=1, help="campaign seed (default 1)")
     p.add_argument("--first-index", type=_count, default=0, help="index of the first scenario (default 0)")
+    p.add_argument(
+        "--pick",
+        choices=("first", "cover"),
+        default="first",
+        help="first: scenarios --first-index .. +N; cover: the N of a pool of generated scenarios that"
+        " together reach the most distinct inputs (see conformance/diff/coverage.py)",
+    )
+    p.add_argument(
+        "--pool", type=_count, default=None, help="--pick cover: choose from this many (default 4000 or 10 N)"
+    )
     p.add_argument("--index", type=_count, default=0, help="show: which scenario")
     p.add_argument("--min-steps", type=_count, default=5)
     p.add_argument("--max-steps", type=_count, default=9)
@@ -163,10 +177,19 @@ def scenarios_of(args: argparse.Namespace) -> list[Scenario]:
         return out
     if args.min_steps > args.max_steps:
         raise DiffError(f"--min-steps {args.min_steps} is above --max-steps {args.max_steps}")
-    return [
+    if args.pool is not None and args.pick != "cover":
+        raise DiffError("--pool is for --pick cover: give both, or neither")
+    count = args.scenarios
+    if args.pick == "cover":
+        pool = args.pool if args.pool is not None else max(4000, 10 * args.scenarios)
+        if pool < args.scenarios:
+            raise DiffError(f"--pool {pool} is smaller than --scenarios {args.scenarios}: nothing to choose")
+        count = pool
+    generated = [
         generate(args.seed, i, min_steps=args.min_steps, max_steps=args.max_steps)
-        for i in range(args.first_index, args.first_index + args.scenarios)
+        for i in range(args.first_index, args.first_index + count)
     ]
+    return coverage.pick(generated, args.scenarios) if args.pick == "cover" else generated
 
 
 def _work_root() -> Path:

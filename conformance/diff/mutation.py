@@ -101,6 +101,7 @@ def run_diff(
     workers: int,
     timeout_s: float,
     shrink_budget_s: float,
+    pick: str = "first",
 ) -> DiffKill:
     """``python -m conformance diff`` against the mutant, from the working tree; its verdict. A kill
     counts only if the reference, run afresh on the killing scenario, agrees with its cached trace
@@ -108,6 +109,7 @@ def run_diff(
     began = time.monotonic()
     args = ["--target", str(target_file), "--scenarios", str(scenarios), "--seed", str(seed)]
     args += ["-n", str(workers), "--stop-at-first", "--shrink-budget-s", str(shrink_budget_s)]
+    args += ["--pick", pick]
     if not _run(args, out, timeout_s):
         return DiffKill(
             "timeout", f"the differential run exceeded {timeout_s:.0f} s", time.monotonic() - began

@@ -95,8 +95,9 @@ def _shrunk_isr_then_act(rng: random.Random, model: Model) -> Iterator[Step]:
     elif act == "shutdown_request" and model.state(leader) == "up":
         yield shutdown_request_of(rng, model, leader)
     elif act == "preferred" and rng.random() < 0.5 and model.state(model.controller) == "up":
-        # ElectLeaders: a paused preferred replica cannot lead (80), an UNCLEAN one with a live
-        # leader is not needed (84)
+        # ElectLeaders while a follower is out of the ISR: the preferred replica usually leads
+        # already, so both kinds are mostly answered ELECTION_NOT_NEEDED (84); the answer is
+        # compared, and so is what the controller writes and sends when it does elect
         election = rng.choice(("preferred", "preferred", "unclean"))
         yield Step(
             "elect_leaders", {"via": model.controller, "partitions": [f"{t.name}-{p}"], "election": election}

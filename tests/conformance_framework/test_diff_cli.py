@@ -40,6 +40,9 @@ def _diff(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
         (["-n", "0"], "invalid worker count '0'"),
         (["--scenarios", "many"], "'many' is not a number"),
         (["--min-steps", "9", "--max-steps", "3"], "--min-steps 9 is above --max-steps 3"),
+        (["--pool", "100"], "--pool is for --pick cover"),
+        (["--pick", "cover", "--pool", "5", "--scenarios", "10"], "--pool 5 is smaller than --scenarios 10"),
+        (["--pick", "best"], "argument --pick: invalid choice: 'best'"),
         (["--replay", "/nonexistent/repro.json"], "cannot read scenario file /nonexistent/repro.json"),
         (
             ["--target", "kafka"],

@@ -1,0 +1,126 @@
+"""Choosing a campaign's scenarios by coverage: the abstraction of inputs and the greedy pick."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conformance.diff.coverage import features, pick
+from conformance.diff.generator import generate
+from conformance.diff.scenario import Scenario, Step
+
+pytestmark = pytest.mark.unit
+
+_UNCLEAN = "unclean.leader.election.enable"
+_T0 = Step("create_topic_zk", {"topic": "t0", "assignment": {"0": [1, 2, 3]}, "config": {}})
+
+
+def _scenario(*steps: Step, index: int = 0, nodes: dict[int, dict[str, str]] | None = None) -> Scenario:
+    origin: dict[str, Any] = {"seed": 99, "index": index, "generator": 0}
+    return Scenario(nodes or {1: {}, 2: {}, 3: {}}, 1, (_T0, *steps), origin)
+
+
+def test_a_node_is_seen_by_its_role_when_the_step_runs() -> None:
+    f = features(
+        _scenario(
+            Step("pause", {"node": 3}),
+            Step("kill", {"node": 1, "successor": 2}),  # the controller, leader of t0-0 (replica 1 first)
+            Step("resume", {"node": 3}),
+        )
+    )
+    assert "pause.node=up/replica" in f  # 3 hosts t0-0 but does not lead it
+    assert "kill.node=ctl/leader" in f
+    assert "kill.successor=up/replica" in f
+    assert "kill|paused1" in f  # one node paused around the kill
+    assert "resume.node=paused/replica" in f
+    assert "pause>kill" in f
+    assert "kill>resume" in f
+
+
+def test_a_partition_list_is_seen_by_its_preferred_replica() -> None:
+    f = features(
+        _scenario(
+            Step("kill", {"node": 2, "successor": None}),
+            Step("elect_leaders", {"via": 3, "partitions": ["t0-0", "nosuch-0"], "election": "preferred"}),
+        )
+    )
+    assert "elect_leaders.partitions=preferred-up" in f
+    assert "elect_leaders.partitions=unknown" in f
+    assert "elect_leaders.partitions=some-down" in f  # replica 2 is stopped
+    assert "elect_leaders.election=preferred" in f
+    assert not any(x.startswith("elect_leaders.partitions=preferred-down") for x in f)
+
+
+def test_config_layers_in_force_are_features_of_each_step() -> None:
+    f = features(
+        _scenario(
+            Step("broker_config", {"entity": "<default>", "config": {_UNCLEAN: "true"}}),
+            Step("broker_config", {"entity": "1", "config": {_UNCLEAN: "false"}}),
+            Step("kill", {"node": 1, "successor": 2}),
+        )
+    )
+    assert "broker_config.entity=default" in f
+    assert "broker_config.entity=ctl" in f
+    # the second write runs with only the default set; the kill with both (1 was the controller)
+    assert "broker_config|unclean.leader.election.enable@default=true" in f
+    assert "kill|unclean.leader.election.enable@default=true,own=false" in f
+
+
+def test_a_reassignment_target_is_seen_by_how_it_changes_the_replicas() -> None:
+    f = features(
+        _scenario(
+            Step("pause", {"node": 3}),
+            Step("reassign", {"targets": {"t0-0": [3, 2, 1], "nosuch-0": [1]}, "replace": False}),
+            Step("resume", {"node": 3}),
+        )
+    )
+    assert {"reassign.targets=reordered", "reassign.targets=unknown-partition", "reassign.targets=n2"} <= f
+    assert not any(x.startswith("reassign.targets=adds-") for x in f)  # a reorder adds no replica
+
+
+def test_pick_takes_the_scenario_with_the_rare_input() -> None:
+    common = [_scenario(Step("kill", {"node": 2, "successor": None}), index=i) for i in range(9)]
+    rare = _scenario(
+        Step("broker_config", {"entity": "<default>", "config": {"unclean.leader.election.enable": "true"}}),
+        index=9,
+    )
+    chosen = pick([*common, rare], 2)
+    assert [s.origin["index"] for s in chosen] == [0, 9]  # the rare one, and the lowest common one
+
+
+def test_pick_is_deterministic_distinct_and_in_pool_order() -> None:
+    pool = [generate(5, i) for i in range(600)]
+    a, b = pick(pool, 25), pick(pool, 25)
+    assert [s.name() for s in a] == [s.name() for s in b]
+    indices = [s.origin["index"] for s in a]
+    assert len(set(indices)) == 25
+    assert indices == sorted(indices)
+    assert pick(pool[:10], 25) == pool[:10]  # a pool no larger than the count is taken whole
+
+
+def test_pick_keeps_going_after_everything_is_covered() -> None:
+    pool = [_scenario(Step("kill", {"node": 2, "successor": None}), index=i) for i in range(6)]
+    assert [s.origin["index"] for s in pick(pool, 4)] == [0, 1, 2, 3]
+
+
+def test_picked_scenarios_reach_the_rare_inputs_more_often_than_the_first_ones() -> None:
+    """Seed 1's first 40 scenarios have a dynamic broker config in 4 (indices 2, 13, 28, 38, from
+    `python -m conformance diff show`) and never both layers (the cluster default and one broker's
+    own); the 40 picked from the first 4,000 must do better on both."""
+    pool = [generate(1, i) for i in range(4000)]
+
+    def reach(scenarios: list[Scenario]) -> tuple[int, int]:
+        entities = [
+            {str(st.params["entity"]) for st in s.steps if st.op == "broker_config"}
+            | ({"<default>"} if any(st.op == "broker_default_api" for st in s.steps) else set())
+            for s in scenarios
+        ]
+        dynamic = sum(any(st.op == "broker_config" for st in s.steps) for s in scenarios)
+        both = sum("<default>" in e and len(e) > 1 for e in entities)
+        return dynamic, both
+
+    assert reach(pool[:40]) == (4, 0)
+    picked_dynamic, picked_both = reach(pick(pool, 40))
+    assert picked_dynamic >= 8  # 10 at generator v8
+    assert picked_both >= 2  # 3 at generator v8

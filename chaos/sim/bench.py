@@ -11,7 +11,9 @@
    unmodified reference is printed with its replay token (a sweep of the default mix);
 3. **mutants**: for each mutant of ``conformance/mutants`` named by ``--mutants`` (default: every
    one), a copy of the kit with the patch applied plays seeds 1, 2, … until the first invalid run
-   (at most ``--per-mutant``): simulated schedules to first catch and the seconds it took. The real
+   (at most ``--per-mutant``): simulated schedules to first catch and the seconds it took; and
+   the differential column (unless ``--skip diff``): ``python -m chaos sim --diff-tree`` on the
+   same copy, schedules to the first one that shows anything other than this kit does. The real
    chaos column is printed only from ``--real-table`` (a JSON file of measured real runs), never
    made up.
 """
@@ -145,8 +147,36 @@ def _mutant_tree(patch: Path, scratch: Path) -> Path | None:
     return tree if applied.returncode == 0 else None
 
 
-def first_catch(patch: Path, limit: int, scratch: Path, density: int = 1) -> dict[str, Any]:
-    tree = _mutant_tree(patch, scratch)
+def first_difference(patch: Path, tree: Path, limit: int, density: int = 1) -> dict[str, Any]:
+    """``python -m chaos sim --diff-tree`` on the mutant's tree: schedules to the first one whose
+    transaction log, requests or clients' results differ from this kit's."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="chaos-sim-diff-") as out:
+        cmd = [sys.executable, "-m", "chaos", "sim", "--diff-tree", str(tree), "--runs", str(limit)]
+        cmd += ["--density", str(density), "--stop-at-first", "-n", "2", "--out", out]
+        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
+        seconds = round(time.monotonic() - started, 1)
+        try:
+            report = json.loads((Path(out) / "sim-diff-report.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {"at": None, "seconds": seconds, "note": (done.stderr.strip() or "no report")[-200:]}
+    if report["counts"]["unknown"]:
+        return {
+            "at": None,
+            "seconds": seconds,
+            "note": "not compared: " + report["unknown"][0]["reason"][:150],
+        }
+    first = report["differences"][0] if report["differences"] else None
+    if first is None:
+        return {"at": None, "seconds": seconds, "note": ""}
+    where = first["first_differences"][0]["stream"] if first["first_differences"] else "verdict"
+    return {"at": first["index"] + 1, "seconds": seconds, "note": where}
+
+
+def first_catch(
+    patch: Path, limit: int, scratch: Path, density: int = 1, tree: Path | None = None
+) -> dict[str, Any]:
+    tree = tree or _mutant_tree(patch, scratch)
     if tree is None:
         return {"mutant": patch.stem, "caught_at": None, "seconds": None, "note": "patch does not apply"}
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
@@ -196,7 +226,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--real-table", type=Path, default=None, help="JSON: mutant -> {runs, seconds} of real chaos"
     )
-    p.add_argument("--skip", default="", help="comma list of parts to skip: throughput,memory,mutants")
+    p.add_argument(
+        "--skip",
+        default="",
+        help="comma list of parts to skip: throughput,memory,mutants,diff (the mutants' differential column)",
+    )
     args = p.parse_args(argv)
     skip = set(args.skip.split(","))
     os.environ["PYTHONHASHSEED"] = "0"
@@ -227,12 +261,13 @@ def main(argv: list[str] | None = None) -> int:
         patches = sorted(q for q in MUTANTS.glob("*.patch") if not wanted or q.stem in wanted)
         print(
             "| mutant | real chaos runs to first catch (s) | simulated schedules to first catch (s)"
-            " | first failing checker |"
+            " | first failing checker | differential: schedules to first difference (s) | stream |"
         )
-        print("|---|---|---|---|")
+        print("|---|---|---|---|---|---|")
         with tempfile.TemporaryDirectory(prefix="chaos-sim-bench-") as scratch:
             for patch in patches:
-                row = first_catch(patch, args.per_mutant, Path(scratch), args.density)
+                tree = _mutant_tree(patch, Path(scratch))
+                row = first_catch(patch, args.per_mutant, Path(scratch), args.density, tree)
                 measured = real.get(patch.stem)
                 real_cell = f"{measured['runs']} ({measured['seconds']})" if measured else "not measured"
                 sim_cell = (
@@ -240,7 +275,17 @@ def main(argv: list[str] | None = None) -> int:
                     if row["caught_at"]
                     else f"not within {args.per_mutant} ({row['seconds']})"
                 )
-                print(f"| {row['mutant']} | {real_cell} | {sim_cell} | {row['note']} |", flush=True)
+                diff_cell, stream = "skipped", ""
+                if tree is not None and "diff" not in skip:
+                    d = first_difference(patch, tree, args.per_mutant, args.density)
+                    diff_cell = (
+                        f"{d['at']} ({d['seconds']})"
+                        if d["at"]
+                        else f"not within {args.per_mutant} ({d['seconds']})"
+                    )
+                    stream = d["note"]
+                cells = (row["mutant"], real_cell, sim_cell, row["note"], diff_cell, stream)
+                print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
     return 0
 
 

@@ -6,6 +6,7 @@ shrinking of failures (ring: drivers).
     python -m chaos sim --runs 1000 --seed 1 [--scenario process,composed] [-n 2] [--out DIR]
     python -m chaos sim --replay composed:1234@<kit version>
     python -m chaos sim --replay DIR/sim.json
+    python -m chaos sim --runs 500 --seed 1 --diff-tree ../my-kit-copy [-n 2]   # differential
 
 Run ``i`` has seed ``S + i`` and scenario ``i mod k`` of the ``k`` selected ones, as ``chaos run``.
 A failing seed prints its reason, the command that replays it and, unless ``--no-shrink``, its
@@ -131,6 +132,19 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="the id every shard of one campaign shares (default with --shard: derived from --seed, "
         "--runs, --scenario and --faults)",
+    )
+    p.add_argument(
+        "--diff-tree",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="a modified copy of this kit: play every schedule on this kit's reference and on PATH and"
+        " compare what each run showed (transaction log, requests, clients' results) item by item",
+    )
+    p.add_argument(
+        "--stop-at-first",
+        action="store_true",
+        help="with --diff-tree: stop at the first schedule that differs",
     )
     p.add_argument(
         "--master",
@@ -367,15 +381,35 @@ def _schedules(args: argparse.Namespace) -> list[Schedule]:
     return [generate(chosen[i % len(chosen)], args.seed + i) for i in shard.indexes(args.runs)]
 
 
+def _diff_tree(args: argparse.Namespace) -> Path | None:
+    if args.diff_tree is None:
+        return None
+    given = (("--replay", args.replay), ("--master", args.master), ("--shard", args.shard))
+    clash = ", ".join(o for o, on in given if on)
+    if clash:
+        raise BadInput(f"--diff-tree compares a whole campaign on two kits; it does not take {clash}")
+    from chaos.sim.differential import DiffTreeError, check_tree  # noqa: PLC0415
+
+    try:
+        return check_tree(args.diff_tree)
+    except DiffTreeError as exc:
+        raise BadInput(str(exc)) from None
+
+
 def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     _pin_hash_seed(argv)
     logging.disable(logging.CRITICAL)
     try:
         schedules = _schedules(args)
+        tree = _diff_tree(args)
     except BadInput as exc:
         print(f"python -m chaos sim: error: {exc}", file=sys.stderr)
         return USAGE_ERROR
+    if tree is not None:
+        from chaos.sim.differential import run_diff_tree  # noqa: PLC0415 - only in that mode
+
+        return run_diff_tree(args, tree)
     if args.master:
         from chaos.spark import run_on_spark  # noqa: PLC0415 - pyspark only when asked for
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import functools
 import gc
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,11 @@ class SimResult:
     run_dir: Path | None
     ops: int
     faults: int
+    #: what the run showed from outside, per stream: ``zk`` (the transaction log), ``requests``
+    #: (every controller request a broker handled, whole, with its answer), ``history`` (the
+    #: clients' ops);
+    #: compared item by item by the differential mode (:mod:`chaos.sim.differential`)
+    observed: dict[str, Sequence[Any]] = field(default_factory=dict, repr=False, compare=False)
 
 
 # the liveness checkers, the one the final phase waits for most often first
@@ -136,7 +141,10 @@ def _simulate(schedule: Schedule, out_dir: Path | None, duration_s: float) -> Si
             reason,
         )
     faults = sum(1 for s in schedule.steps if s.f == "start_fault")
-    return SimResult(verdict, reason, tuple(verdicts), run_dir, len(schedule.steps) - 2 * faults, faults)
+    observed: dict[str, Sequence[Any]] = {"zk": records, "requests": world.exchanges, "history": history.ops}
+    return SimResult(
+        verdict, reason, tuple(verdicts), run_dir, len(schedule.steps) - 2 * faults, faults, observed
+    )
 
 
 def _play(world: World, actions: Actions, schedule: Schedule, history: History, duration_s: float) -> None:

@@ -83,6 +83,9 @@ class World:
         self.nodes = {b: SimNode(b, props, DATA / f"node-{b}", self) for b in broker_ids}
         self.channels: dict[tuple[int, int], Channel] = {}
         self.journals: dict[int, list[ReceivedRequest]] = {b: [] for b in broker_ids}
+        #: every controller request a broker handled, whole: (time, sender, broker, version, request,
+        #: response) — what the differential mode compares (the journals keep only what checkers read)
+        self.exchanges: list[tuple[int, int, int, int, BrokerRequest, object]] = []
         self._timers: dict[tuple[int, str], int] = {}
         self._kicked: set[int] = set()
         self._correlation = 0
@@ -304,6 +307,7 @@ class World:
             wire.api_key_of(request), version, self._correlation, wire.to_kio(request, version)
         )
         entry = self._journal(broker.broker_id, request, response, sent_ms)
+        self.exchanges.append((sent_ms, node.broker_id, broker.broker_id, version, request, response))
         back = self.deliver_at(f"CTRL_{node.broker_id}_{request.broker_id}")
         if back is None:  # the answer is lost with the connection: resent after reconnecting
             self.at(BACKOFF_MS, lambda: self._retry(node, channel, request))

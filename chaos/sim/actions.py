@@ -218,7 +218,11 @@ class Actions(ApiOps):
         """SIGTERM: ControlledShutdown to the controller (answer awaited up to 5 s), then exit."""
         finished = [False]
 
-        def finish(_result: ControlledShutdownResult | None = None) -> None:
+        def finish(result: ControlledShutdownResult | None = None) -> None:
+            if result is not None and controller is not None:  # the answer, for the differential mode
+                self.world.exchanges.append(
+                    (self.world.now, node.broker_id, controller.broker_id, -1, "ControlledShutdown", result)
+                )
             if not finished[0]:
                 finished[0] = True
                 self.world.at(1, exit_now)  # the answer travels back; never inside the controller's event

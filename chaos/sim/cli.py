@@ -401,8 +401,8 @@ def main(argv: Sequence[str]) -> int:
     _pin_hash_seed(argv)
     logging.disable(logging.CRITICAL)
     try:
-        schedules = _schedules(args)
         tree = _diff_tree(args)
+        schedules = _schedules(args)
     except BadInput as exc:
         print(f"python -m chaos sim: error: {exc}", file=sys.stderr)
         return USAGE_ERROR

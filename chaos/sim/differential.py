@@ -26,6 +26,7 @@ side's verdict, not a comparison of two.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -161,8 +162,10 @@ def _detail(sides: tuple[_Side, _Side], job: dict[str, Any], i: int, stream: str
     return shown
 
 
-def run_diff_tree(args: argparse.Namespace, tree: Path, say: Callable[[str], None] = print) -> int:
-    """Play ``args.runs`` schedules on this kit and on ``tree``; compare; the exit status."""
+def run_diff_tree(args: argparse.Namespace, tree: Path, say: Callable[[str], None] | None = None) -> int:
+    """Play ``args.runs`` schedules on this kit and on ``tree``; compare; the exit status. Lines go
+    to stderr, as the sim command's other lines."""
+    say = say or functools.partial(print, file=sys.stderr, flush=True)
     sides = (_Side("reference", REPO), _Side("target", tree))
     parts = max(1, int(args.parallel) // 2)
     job = {

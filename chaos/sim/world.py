@@ -84,8 +84,9 @@ class World:
         self.channels: dict[tuple[int, int], Channel] = {}
         self.journals: dict[int, list[ReceivedRequest]] = {b: [] for b in broker_ids}
         #: every controller request a broker handled, whole: (time, sender, broker, version, request,
-        #: response) — what the differential mode compares (the journals keep only what checkers read)
-        self.exchanges: list[tuple[int, int, int, int, BrokerRequest, object]] = []
+        #: response), and every ControlledShutdown answer (version -1) — what the differential mode
+        #: compares (the journals keep only what the checkers read)
+        self.exchanges: list[tuple[int, int, int, int, object, object]] = []
         self._timers: dict[tuple[int, str], int] = {}
         self._kicked: set[int] = set()
         self._correlation = 0

@@ -111,13 +111,15 @@ def test_the_gate_is_not_conformant_when_the_differential_part_fails() -> None:
 
 
 def test_golden_gate_names_the_scenarios_the_gate_draws() -> None:
-    """``diff golden --gate`` writes the traces the main job's gate looks up: scenario i of gate
-    seed 2026 is scenario 0 of seed 2026 * 10000 + i (what its certificate records per scenario)."""
+    """``diff golden --gate`` writes the traces the main job's gate looks up: for gate seed 2026 the
+    6 of the candidates (scenario 0 of seed 2026 * 10000 + i, i < 400) that together reach the most
+    inputs; the seeds are pinned here (generator v8): they are what certificates record."""
     from conformance.diff.cli import parse_args, scenarios_of  # noqa: PLC0415
     from conformance.diff.generator import generate  # noqa: PLC0415
 
     drawn = scenarios_of(parse_args(["golden", "--gate"]))
-    assert [s.key() for s in drawn] == [generate(2026 * 10_000 + i, 0).key() for i in range(6)]
+    pinned = [20260217, 20260263, 20260276, 20260319, 20260389, 20260396]
+    assert [s.key() for s in drawn] == [generate(seed, 0).key() for seed in pinned]
 
 
 def test_golden_gate_with_replay_is_exit_2(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import pytest
 
 from chaos.sim.version import sim_version
 from records.run_record import validate
+from tests.chaos.sim.kit_copy import copy_kit
 
 pytestmark = pytest.mark.unit
 
@@ -145,15 +146,7 @@ def test_bad_input_is_a_clear_error_with_exit_2(args: tuple[str, ...], message: 
 
 @pytest.mark.slow
 def test_a_mutant_of_the_reference_is_caught_replayed_and_shrunk(tmp_path: Path) -> None:
-    tree = tmp_path / "mutant"
-    tree.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True)
-    for name in archive.stdout.decode().split("\0"):
-        if name and (REPO / name).is_file():
-            (tree / name).parent.mkdir(parents=True, exist_ok=True)
-            (tree / name).write_bytes((REPO / name).read_bytes())
-    patch = REPO / "conformance/mutants/epoch-not-incremented-on-election.patch"
-    subprocess.run(["git", "apply", str(patch)], cwd=tree, check=True)
+    tree = copy_kit(tmp_path / "mutant", REPO / "conformance/mutants/epoch-not-incremented-on-election.patch")
     found = _chaos(
         "sim",
         "--runs",

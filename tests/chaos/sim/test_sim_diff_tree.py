@@ -1,0 +1,105 @@
+"""``python -m chaos sim --diff-tree``: the simulator as a differential oracle (ring: unit tests —
+the simulated cluster is the component; each test runs the command as a user would).
+
+A copy of the kit that is not changed shows exactly what the kit shows; a copy with a bug that
+keeps the cluster consistent (the checkers pass it) is told apart, with the item that differs; a
+copy whose simulator cannot run is never reported as the same; bad input is exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.chaos.sim.kit_copy import REPO, copy_kit
+
+pytestmark = pytest.mark.unit
+
+
+def _sim(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "chaos", "sim", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+
+
+def _report(out: Path) -> dict:
+    return json.loads((out / "sim-diff-report.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+def test_an_unchanged_copy_shows_the_same_in_every_schedule(tmp_path: Path) -> None:
+    tree = copy_kit(tmp_path / "copy")
+    out = tmp_path / "o"
+    done = _sim("--runs", "40", "--seed", "5", "--diff-tree", str(tree), "-n", "2", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "40 schedules on both sides: 40 the same, 0 differ, 0 could not be compared" in done.stderr
+    report = _report(out)
+    assert report["counts"] == {"same": 40, "differ": 0, "unknown": 0}
+
+
+@pytest.mark.slow
+def test_a_bug_the_checkers_pass_is_told_apart_with_the_item_that_differs(tmp_path: Path) -> None:
+    """The mutant lists a live replica outside the ISR as offline in UpdateMetadata: the cluster
+    stays consistent (the checkers pass the run), but the request is not Kafka's."""
+    patch = REPO / "conformance/mutants/update-metadata-offline-replicas-from-isr.patch"
+    tree = copy_kit(tmp_path / "mutant", patch)
+    out = tmp_path / "o"
+    done = _sim("--runs", "20", "--seed", "1", "--diff-tree", str(tree), "--stop-at-first", "--out", str(out))
+    assert done.returncode == 1, done.stderr
+    (first,) = _report(out)["differences"]
+    assert first["reference"]["verdict"] == first["target"]["verdict"] == "valid"
+    stream = first["first_differences"][0]
+    assert stream["stream"] == "requests"
+    at = str(stream["item"])
+    ref_item = first["shown"]["reference"]["items"][at]
+    tgt_item = first["shown"]["target"]["items"][at]
+    assert "UpdateMetadataRequest" in ref_item
+    assert "offline_replicas=()" in ref_item
+    assert re.search(r"offline_replicas=\(\d", tgt_item), tgt_item  # a live broker listed offline
+    assert "replay: python -m chaos sim --replay" in done.stderr
+    assert "offline_replicas=" in done.stderr  # the window around the first differing character
+
+
+@pytest.mark.slow
+def test_a_copy_whose_simulator_cannot_run_is_never_the_same(tmp_path: Path) -> None:
+    tree = copy_kit(tmp_path / "broken")
+    run = tree / "chaos" / "sim" / "run.py"
+    run.write_text(run.read_text(encoding="utf-8") + '\nraise RuntimeError("this copy is broken")\n')
+    out = tmp_path / "o"
+    done = _sim("--runs", "4", "--seed", "1", "--diff-tree", str(tree), "--out", str(out))
+    assert done.returncode == 3, done.stderr
+    report = _report(out)
+    assert report["counts"] == {"same": 0, "differ": 0, "unknown": 4}
+    assert "this copy is broken" in report["unknown"][0]["reason"]
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--diff-tree", "/nonexistent/kit"), "--diff-tree /nonexistent/kit: no such directory"),
+        (("--diff-tree", "{tmp}"), "not a copy of this kit"),
+        (("--diff-tree", str(REPO), "--replay", "composed:1@x"), "it does not take --replay"),
+        (("--diff-tree", str(REPO), "--shard", "0/2"), "it does not take --shard"),
+    ],
+)
+def test_bad_input_is_exit_2(args: tuple[str, ...], message: str, tmp_path: Path) -> None:
+    args = tuple(a.replace("{tmp}", str(tmp_path)) for a in args)
+    done = _sim(*args, "--out", str(tmp_path / "o"))
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "o" / "sim-diff-report.json").exists()

@@ -1,7 +1,8 @@
 """The gate's differential section: options, the run, the certificate entry (conformance ring).
 
 ``python -m conformance run --diff-scenarios N --diff-seed S`` runs N generated scenarios
-(scenario i is scenario 0 of seed ``S * 10000 + i``, so each replays alone by its seed) on the gate's
+(each is scenario 0 of its own seed ``S * 10000 + i``, so it replays alone by that seed; the N are
+the ones of the first 400 candidates that together reach the most distinct inputs) on the gate's
 target, beside its checks under the process launcher (:func:`start_alongside`: one scenario at a
 time until the checks end, then on every worker; reported after the checks' matrix; under the docker
 launcher after the checks, :func:`run_section`), and the certificate gains a
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster.targets import Target
+from conformance.diff import coverage
 from conformance.diff.cache import ReferenceCache
 from conformance.diff.campaign import Sides
 from conformance.diff.generator import generate
@@ -26,6 +28,7 @@ from conformance.diff.generator import generate
 __all__ = [
     "DEFAULT_DIFF_SCENARIOS",
     "DEFAULT_DIFF_SEED",
+    "GATE_POOL",
     "OUTCOME",
     "Alongside",
     "add_arguments",
@@ -47,9 +50,11 @@ DIFF_RULE = (
 )
 
 
-#: Scenario i of gate seed S is scenario 0 of seed ``S * SEED_STRIDE + i``, so that each recorded
-#: seed replays alone as ``python -m conformance diff --scenarios 1 --seed <seed>`` (verify --replay).
+#: The gate's candidates for seed S are scenario 0 of seeds ``S * SEED_STRIDE + i``, so that each
+#: recorded seed replays alone as ``python -m conformance diff --scenarios 1 --seed <seed>``
+#: (verify --replay); it runs the N of the first GATE_POOL that together reach the most inputs.
 SEED_STRIDE = 10_000
+GATE_POOL = 400
 
 #: The diff report's status → the certificate's outcome (``same``/``diverged``: verify's vocabulary,
 #: the diff command's exit 0/1).
@@ -91,10 +96,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def scenario_seeds(seed: int, count: int) -> list[int]:
-    """The per-scenario seeds of a gate run of ``count`` scenarios of seed ``seed``."""
+    """The per-scenario seeds of a gate run of ``count`` scenarios of seed ``seed``: of the
+    candidates ``seed * SEED_STRIDE + i`` for i below ``max(GATE_POOL, count)``, the ``count`` that
+    together reach the most distinct inputs (:func:`conformance.diff.coverage.pick`), in order."""
     if count > SEED_STRIDE:
         raise ValueError(f"at most {SEED_STRIDE} differential scenarios per gate run, got {count}")
-    return [seed * SEED_STRIDE + i for i in range(count)]
+    pool = [generate(seed * SEED_STRIDE + i, 0) for i in range(max(GATE_POOL, count))]
+    return [int(s.origin["seed"]) for s in coverage.pick(pool, count)]
 
 
 def _not_run(args: argparse.Namespace, launcher: str, reason: str, status: str) -> dict[str, Any]:

@@ -225,10 +225,11 @@ def _compare_as_they_come(
     while len(done) < args.runs:
         alive = any(t.is_alive() for t in readers)
         with lock:
-            ready = [i for i in ref.lines if i in tgt.lines and i not in done]
-        for i in sorted(ready):
+            ready = sorted(i for i in ref.lines if i in tgt.lines and i not in done)
+            pairs = {i: (ref.lines.pop(i), tgt.lines.pop(i)) for i in ready}
+        for i in ready:
             done.add(i)
-            a, b = ref.lines.pop(i), tgt.lines.pop(i)
+            a, b = pairs[i]
             diffs = _first_differences(a["streams"], b["streams"])
             if not diffs and a["verdict"] == b["verdict"]:
                 same += 1
@@ -244,6 +245,8 @@ def _compare_as_they_come(
                 entry["shown"] = _detail(sides, job, i, stream, at)
             differ.append(entry)
             _say_difference(entry, say, args)
+            if args.stop_at_first:
+                break
         if differ and args.stop_at_first:
             break
         if not alive and not ready:

@@ -104,8 +104,9 @@ def run_diff(
     pick: str = "first",
 ) -> DiffKill:
     """``python -m conformance diff`` against the mutant, from the working tree; its verdict. A kill
-    counts only if the reference, run afresh on the killing scenario, agrees with its cached trace
-    (otherwise the divergence may be the harness's or the machine's, not the mutant's)."""
+    counts only if the reference, run afresh on the killing scenario, agrees with its cached trace,
+    and the mutant, run again on it, diverges again with the same signature (otherwise the
+    divergence may be the harness's, the machine's or a race's, not the mutant's): ``unknown``."""
     began = time.monotonic()
     args = ["--target", str(target_file), "--scenarios", str(scenarios), "--seed", str(seed)]
     args += ["-n", str(workers), "--stop-at-first", "--shrink-budget-s", str(shrink_budget_s)]
@@ -127,6 +128,19 @@ def run_diff(
     check = _verdict(again / "diff-report.json", 0.0)
     if check.status != "survived":
         why = f"not confirmed: the reference run afresh on it: {check.status} ({check.detail})"
+        return dataclasses.replace(verdict, status="unknown", detail=f"{verdict.detail}; {why}")
+    # the mutant again on the same scenario: a divergence that does not come back (timing the
+    # normalisation has no rule for yet) is no kill
+    target_again = out / "target-again"
+    _run(
+        ["--replay", str(scenario), "--target", str(target_file), "--shrink-budget-s", "0"],
+        target_again,
+        timeout_s,
+    )
+    repeat = _verdict(target_again / "diff-report.json", 0.0)
+    if repeat.status != "killed" or repeat.signature != verdict.signature:
+        seen = f"{repeat.status}" + (f" at {repeat.signature}" if repeat.signature else "")
+        why = f"not confirmed: the mutant run again on it: {seen} ({repeat.detail})"
         return dataclasses.replace(verdict, status="unknown", detail=f"{verdict.detail}; {why}")
     return dataclasses.replace(verdict, wall_s=time.monotonic() - began)
 

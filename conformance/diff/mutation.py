@@ -26,7 +26,7 @@ from typing import Any
 
 from cluster.targets import BUILTIN_DIR, REPO_ROOT
 
-__all__ = ["DiffKill", "diff_summary", "diff_text", "mutant_target", "run_diff"]
+__all__ = ["DiffKill", "confirmed", "diff_summary", "diff_text", "mutant_target", "run_diff"]
 
 
 @dataclass(frozen=True)
@@ -126,23 +126,36 @@ def run_diff(
         timeout_s,
     )
     check = _verdict(again / "diff-report.json", 0.0)
-    if check.status != "survived":
-        why = f"not confirmed: the reference run afresh on it: {check.status} ({check.detail})"
-        return dataclasses.replace(verdict, status="unknown", detail=f"{verdict.detail}; {why}")
-    # the mutant again on the same scenario: a divergence that does not come back (timing the
-    # normalisation has no rule for yet) is no kill
-    target_again = out / "target-again"
-    _run(
-        ["--replay", str(scenario), "--target", str(target_file), "--shrink-budget-s", "0"],
-        target_again,
-        timeout_s,
-    )
-    repeat = _verdict(target_again / "diff-report.json", 0.0)
-    if repeat.status != "killed" or repeat.signature != verdict.signature:
-        seen = f"{repeat.status}" + (f" at {repeat.signature}" if repeat.signature else "")
-        why = f"not confirmed: the mutant run again on it: {seen} ({repeat.detail})"
-        return dataclasses.replace(verdict, status="unknown", detail=f"{verdict.detail}; {why}")
-    return dataclasses.replace(verdict, wall_s=time.monotonic() - began)
+    repeat = None
+    if check.status == "survived":
+        # the mutant again on the same scenario: a divergence that does not come back (timing the
+        # normalisation has no rule for yet) is no kill
+        target_again = out / "target-again"
+        _run(
+            ["--replay", str(scenario), "--target", str(target_file), "--shrink-budget-s", "0"],
+            target_again,
+            timeout_s,
+        )
+        repeat = _verdict(target_again / "diff-report.json", 0.0)
+    return dataclasses.replace(confirmed(verdict, check, repeat), wall_s=time.monotonic() - began)
+
+
+def confirmed(kill: DiffKill, reference_again: DiffKill, mutant_again: DiffKill | None) -> DiffKill:
+    """``kill`` if the reference run afresh on its scenario was the same as its cached trace
+    (``survived``) and the mutant run again diverged again with the same signature; else ``unknown``
+    saying which of the two did not hold."""
+    if reference_again.status != "survived":
+        ref = reference_again
+        why = f"not confirmed: the reference run afresh on it: {ref.status} ({ref.detail})"
+        return dataclasses.replace(kill, status="unknown", detail=f"{kill.detail}; {why}")
+    if mutant_again is None or mutant_again.status != "killed" or mutant_again.signature != kill.signature:
+        seen = "not run" if mutant_again is None else mutant_again.status
+        if mutant_again is not None and mutant_again.signature:
+            seen += f" at {mutant_again.signature}"
+        detail = f" ({mutant_again.detail})" if mutant_again is not None else ""
+        why = f"not confirmed: the mutant run again on it: {seen}{detail}"
+        return dataclasses.replace(kill, status="unknown", detail=f"{kill.detail}; {why}")
+    return kill
 
 
 def _die_with_parent() -> None:  # runs in the forked child before exec: the run dies with the tool

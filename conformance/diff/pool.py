@@ -36,6 +36,8 @@ from cluster.targets import Target
 __all__ = ["TASKS_PER_WORKER", "Job", "JobResult", "Pending", "Pool"]
 
 TASKS_PER_WORKER = 20
+#: how long closing waits for the workers to exit after their last job before terminating them
+JOIN_GRACE_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -244,4 +246,21 @@ class Pool:
                 p.result()
             self._closed.set()
             self._pool.close()  # workers exit after their last job and stop their ZooKeeper
-        self._pool.join()
+        self._join()
+
+    def _join(self) -> None:
+        """``Pool.join``, bounded: every result is in by now, so a worker still there after
+        :data:`JOIN_GRACE_S` is one that never got its stop sentinel — seen once, a replacement
+        (``maxtasksperchild``) started while the pool closed, idle for ever while the campaign
+        waited for it — and is terminated (its ZooKeeper and nodes die with it, or the reaper
+        takes them)."""
+        joined = threading.Event()
+
+        def join() -> None:
+            self._pool.join()
+            joined.set()
+
+        threading.Thread(target=join, name="diff-pool-join", daemon=True).start()
+        if not joined.wait(JOIN_GRACE_S):
+            self._pool.terminate()
+            joined.wait(JOIN_GRACE_S)

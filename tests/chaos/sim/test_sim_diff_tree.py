@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,8 +36,9 @@ def _sim(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _report(out: Path) -> dict:
-    return json.loads((out / "sim-diff-report.json").read_text(encoding="utf-8"))
+def _report(out: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads((out / "sim-diff-report.json").read_text(encoding="utf-8"))
+    return report
 
 
 @pytest.mark.slow

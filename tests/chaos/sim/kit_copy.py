@@ -1,8 +1,11 @@
-"""A copy of this kit's tracked files (as they are in the working tree), for a test to change."""
+"""A copy of this kit's tracked files (as they are in the working tree), for a test to change, and
+``python -m chaos`` run as a user runs it, from the kit or from such a copy."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
@@ -19,3 +22,19 @@ def copy_kit(tree: Path, patch: Path | None = None) -> Path:
     if patch is not None:
         subprocess.run(["git", "apply", "--whitespace=nowarn", str(patch)], cwd=tree, check=True)
     return tree
+
+
+def run_chaos(
+    *args: str, cwd: Path | None = None, hash_seed: str = "random", tree: Path = REPO
+) -> subprocess.CompletedProcess[str]:
+    """``python -m chaos ARGS`` in a child process with ``tree`` first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": hash_seed}
+    return subprocess.run(
+        [sys.executable, "-m", "chaos", *args],
+        cwd=cwd or tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )

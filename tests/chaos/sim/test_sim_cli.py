@@ -9,35 +9,20 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from chaos.sim.version import sim_version
 from records.run_record import validate
-from tests.chaos.sim.kit_copy import copy_kit
+from tests.chaos.sim.kit_copy import copy_kit, run_chaos
 
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _chaos(
-    *args: str, cwd: Path | None = None, hash_seed: str = "random", tree: Path = REPO
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": hash_seed}
-    return subprocess.run(
-        [sys.executable, "-m", "chaos", *args],
-        cwd=cwd or tree,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+_chaos = run_chaos
 
 
 def _files(root: Path) -> dict[str, bytes]:

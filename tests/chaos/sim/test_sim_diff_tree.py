@@ -9,31 +9,20 @@ copy whose simulator cannot run is never reported as the same; bad input is exit
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.chaos.sim.kit_copy import REPO, copy_kit
+from tests.chaos.sim.kit_copy import REPO, copy_kit, run_chaos
 
 pytestmark = pytest.mark.unit
 
 
 def _sim(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "chaos", "sim", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+    return run_chaos("sim", *args)
 
 
 def _report(out: Path) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from typing import Any, Literal
 
 import catalogue
 from cluster.targets import REPO_ROOT
+from conformance.diff.coverage import PICKS
 from conformance.diff.mutation import diff_summary, diff_text
 from conformance.pytest_run import plugin_args, plugin_env
 from harness.reaper import is_same_process, proc_start_time
@@ -582,7 +583,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--diff-seed", type=int, default=1, help="their seed")
     p.add_argument(
         "--diff-pick",
-        choices=("first", "cover"),
+        choices=PICKS,
         default="first",
         help="which N: first (indices 0..N-1) or cover (the N of the first max(4000, 10 N) that reach"
         " the most distinct inputs; python -m conformance diff --pick cover)",

@@ -95,7 +95,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--first-index", type=_count, default=0, help="index of the first scenario (default 0)")
     p.add_argument(
         "--pick",
-        choices=("first", "cover"),
+        choices=coverage.PICKS,
         default="first",
         help="first: scenarios --first-index .. +N; cover: the N of a pool of generated scenarios that"
         " together reach the most distinct inputs (see conformance/diff/coverage.py)",

@@ -42,7 +42,10 @@ from conformance.diff.model import Model
 from conformance.diff.scenario import Scenario
 from conformance.diff.steps import KINDS, split_tp
 
-__all__ = ["features", "pick"]
+__all__ = ["PICKS", "features", "pick"]
+
+#: how a campaign chooses its N scenarios: the first N of its seed, or ``pick`` from a pool
+PICKS = ("first", "cover")
 
 #: a scenario's cost in steps' worth of time: starting its cluster costs about as much as 4 steps
 #: (a 10-step scenario takes ~18 s), so the pick weighs what a scenario reaches against its length

@@ -7,6 +7,7 @@ shrinking of failures (ring: drivers).
     python -m chaos sim --replay composed:1234@<kit version>
     python -m chaos sim --replay DIR/sim.json
     python -m chaos sim --runs 500 --seed 1 --diff-tree ../my-kit-copy [-n 2]   # differential
+    python -m chaos sim --diff-tree ../my-kit-copy --replay DIR/shrunk-7/…/sim.json  # one, both sides
 
 Run ``i`` has seed ``S + i`` and scenario ``i mod k`` of the ``k`` selected ones, as ``chaos run``.
 A failing seed prints its reason, the command that replays it and, unless ``--no-shrink``, its
@@ -384,10 +385,12 @@ def _schedules(args: argparse.Namespace) -> list[Schedule]:
 def _diff_tree(args: argparse.Namespace) -> Path | None:
     if args.diff_tree is None:
         return None
-    given = (("--replay", args.replay), ("--master", args.master), ("--shard", args.shard))
+    given = (("--master", args.master), ("--shard", args.shard))
     clash = ", ".join(o for o, on in given if on)
     if clash:
-        raise BadInput(f"--diff-tree compares a whole campaign on two kits; it does not take {clash}")
+        raise BadInput(
+            f"--diff-tree compares schedules on two kits on this machine; it does not take {clash}"
+        )
     from chaos.sim.differential import DiffTreeError, check_tree  # noqa: PLC0415
 
     try:
@@ -407,8 +410,10 @@ def main(argv: Sequence[str]) -> int:
         print(f"python -m chaos sim: error: {exc}", file=sys.stderr)
         return USAGE_ERROR
     if tree is not None:
-        from chaos.sim.differential import run_diff_tree  # noqa: PLC0415 - only in that mode
+        from chaos.sim.differential import replay_diff_tree, run_diff_tree  # noqa: PLC0415 - only in that mode
 
+        if args.replay is not None:
+            return replay_diff_tree(args, tree, schedules[0])
         return run_diff_tree(args, tree)
     if args.master:
         from chaos.spark import run_on_spark  # noqa: PLC0415 - pyspark only when asked for

@@ -19,16 +19,25 @@ side by side: ``-n P`` gives each side max(1, P // 2) processes over interleaved
 schedule whose process died on either side is ``unknown``, never "same". Exit 0 when every
 schedule was played on both sides and none differed, 1 when one differed, 3 when none differed but
 one could not be compared, 2 for bad input (no such tree, not a copy of this kit's simulator,
-options that make no sense with it). Differences are not shrunk yet: the sim's shrinker judges one
-side's verdict, not a comparison of two.
+options that make no sense with it).
+
+After the campaign the first ``SHRINK_AT_MOST`` differences are shrunk (unless ``--no-shrink``;
+each within ``--shrink-budget-s``): the schedule, sent whole to one long-lived process per side,
+must first differ again in the same stream (else the difference is reported as not reproducible
+and left unshrunk); then :func:`chaos.sim.shrink.reduce` keeps every smaller schedule on which the
+two sides still differ first in that stream. The smallest is played once more on both sides to
+show its first differing item, and by this kit into ``<out>/shrunk-<run>/`` (its ``sim.json``
+replays it on either tree with ``python -m chaos sim --replay``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -36,33 +45,40 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-__all__ = ["DiffTreeError", "check_tree", "run_diff_tree"]
+if TYPE_CHECKING:
+    from chaos.generator import Schedule
+
+__all__ = ["SHRINK_AT_MOST", "DiffTreeError", "check_tree", "replay_diff_tree", "run_diff_tree"]
 
 REPO = Path(__file__).resolve().parents[2]
+
+#: how many of a campaign's differences are shrunk (each within --shrink-budget-s)
+SHRINK_AT_MOST = 3
+#: how long one schedule may take on one side while shrinking before the shrink gives up
+_PLAY_TIMEOUT_S = 300.0
 
 #: what each side's worker runs (with its own tree first on sys.path): the schedules of its part
 #: of the campaign, one JSON line each; with "detail", the named stream's items around an index.
 _WORKER = r"""
 import hashlib, json, logging, sys
 logging.disable(logging.CRITICAL)
-from chaos.generator import generate
+from chaos.generator import Schedule, generate
 from chaos.sim.cli import simulable_scenarios
 from chaos.sim.run import simulate
 from chaos.sim.version import token
 job = json.loads(sys.argv[1])
-chosen = simulable_scenarios(job["scenario"], job["faults"], job["density"])
-for i in job["indexes"]:
-    schedule = generate(chosen[i % len(chosen)], job["seed"] + i)
+
+def play(i, schedule, detail):
     r = simulate(schedule, None)
     observed = getattr(r, "observed", None)
     if not observed:
         print(json.dumps({"i": i, "error": "this tree's simulator does not record what a run observed"}))
         sys.exit(4)
     line = {"i": i, "token": token(schedule), "verdict": r.verdict, "reason": r.reason}
-    if job.get("detail"):
-        stream, at = job["detail"]
+    if detail:
+        stream, at = detail
         items = list(observed.get(stream, ()))
         line["items"] = {str(k): repr(items[k]) for k in range(max(0, at - 1), min(len(items), at + 2))}
         line["length"] = len(items)
@@ -72,6 +88,15 @@ for i in job["indexes"]:
             for k, v in observed.items()
         }
     print(json.dumps(line), flush=True)
+
+if job.get("serve"):  # one schedule per line on stdin (shrinking), until stdin closes
+    for raw in sys.stdin:
+        asked = json.loads(raw)
+        play(asked["i"], Schedule.from_json(asked["schedule"]), asked.get("detail"))
+else:
+    chosen = simulable_scenarios(job["scenario"], job["faults"], job["density"])
+    for i in job["indexes"]:
+        play(i, generate(chosen[i % len(chosen)], job["seed"] + i), job.get("detail"))
 """
 
 #: the streams in the order a difference is explained (the controller's writes first)
@@ -110,6 +135,7 @@ def _spawn(side: _Side, job: dict[str, Any]) -> subprocess.Popen[str]:
         [sys.executable, "-c", _WORKER, json.dumps(job)],
         cwd=side.tree,
         env=env,
+        stdin=subprocess.PIPE if job.get("serve") else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -192,8 +218,11 @@ def run_diff_tree(args: argparse.Namespace, tree: Path, say: Callable[[str], Non
                 if proc.poll() is None:
                     proc.kill()
                 proc.wait()
-    wall = time.monotonic() - began
+    wall = time.monotonic() - began  # the campaign's: shrinking is timed on its own
     report["wall_s"] = round(wall, 1)
+    if not args.no_shrink:
+        for entry in report["differences"][:SHRINK_AT_MOST]:
+            entry["shrunk"] = _shrink_entry(sides, job, entry, args, say)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "sim-diff-report.json"
     path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
@@ -279,18 +308,13 @@ def _say_difference(entry: dict[str, Any], say: Callable[[str], None], args: arg
     say(f"DIFFERS  run {entry['index']} (seed {args.seed + entry['index']}): first at {where}")
     say(f"  reference: {ref['verdict']}; replay: python -m chaos sim --replay {ref['replay']}")
     say(f"  target:    {tgt['verdict']}; replay (in the tree): python -m chaos sim --replay {tgt['replay']}")
+    say(f"  both:      python -m chaos sim --diff-tree {args.diff_tree} --replay {ref['replay']}")
     if tgt["verdict"] != "valid" and tgt["reason"]:
         say(f"  target's checkers: {tgt['reason'][:300]}")
     shown = entry.get("shown")
     if shown:
         first = entry["first_differences"][0]
-        at = str(first["item"])
-        items = {
-            name: shown[name]["items"].get(at, f"(none: the stream has {shown[name]['length']} items)")
-            for name in ("reference", "target")
-        }
-        for name, text in _around_first_difference(items["reference"], items["target"]).items():
-            say(f"  {name:9} {first['stream']}[{at}]: {text}")
+        _say_items(shown, first["stream"], int(first["item"]), say, "  ")
 
 
 def _around_first_difference(a: str, b: str, width: int = 160) -> dict[str, str]:
@@ -303,3 +327,230 @@ def _around_first_difference(a: str, b: str, width: int = 160) -> dict[str, str]
         return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
 
     return {"reference": cut(a), "target": cut(b)}
+
+
+class _Unplayable(RuntimeError):
+    """A side could not play a schedule sent to it while shrinking (died, hung, said why)."""
+
+
+class _Server:
+    """One side's long-lived worker in serve mode: a schedule in, its observed streams out."""
+
+    def __init__(self, side: _Side) -> None:
+        self.side = side
+        self.proc = _spawn(side, {"serve": True})
+        self.stdin: IO[str] = self.proc.stdin  # type: ignore[assignment]
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for raw in self.proc.stdout or ():
+            self.lines.put(raw)
+        self.lines.put(None)
+
+    def send(self, schedule: Schedule, detail: tuple[str, int] | None = None) -> None:
+        try:
+            self.stdin.write(json.dumps({"i": 0, "schedule": schedule.to_json(), "detail": detail}) + "\n")
+            self.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise _Unplayable(self._why("its worker is gone")) from None
+
+    def receive(self) -> dict[str, Any]:
+        deadline = time.monotonic() + _PLAY_TIMEOUT_S
+        while True:
+            try:
+                raw = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                raise _Unplayable(
+                    f"the {self.side.name} side played one schedule for over {_PLAY_TIMEOUT_S:.0f} s"
+                ) from None
+            if raw is None:
+                raise _Unplayable(self._why("its worker exited"))
+            try:
+                line: dict[str, Any] = json.loads(raw)
+            except ValueError:
+                continue
+            if "error" in line:
+                raise _Unplayable(f"the {self.side.name} side: {line['error']}")
+            return line
+
+    def _why(self, what: str) -> str:
+        self.proc.wait(timeout=10)
+        tail = (self.proc.stderr.read() if self.proc.stderr else "").strip().splitlines()[-1:]
+        return (
+            f"the {self.side.name} side: {what} ({tail[0][:300] if tail else f'exit {self.proc.returncode}'})"
+        )
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _play_both(
+    servers: tuple[_Server, _Server], schedule: Schedule, detail: tuple[str, int] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    for server in servers:  # both sides play at once
+        server.send(schedule, detail)
+    return servers[0].receive(), servers[1].receive()
+
+
+def _signature(a: dict[str, Any], b: dict[str, Any]) -> str | None:
+    """The stream the two sides' runs first differ in ("verdict" when only the verdicts do);
+    None when they show the same."""
+    diffs = _first_differences(a["streams"], b["streams"])
+    if diffs:
+        return diffs[0][0]
+    return "verdict" if a["verdict"] != b["verdict"] else None
+
+
+def _campaign_schedule(job: dict[str, Any], i: int) -> Schedule:
+    """Run ``i``'s schedule, as this kit's generator draws it for the campaign ``job``."""
+    from chaos.generator import generate  # noqa: PLC0415 - the simulator's modules, only when needed
+    from chaos.sim.cli import simulable_scenarios  # noqa: PLC0415
+
+    chosen = simulable_scenarios(job["scenario"], job["faults"], job["density"])
+    return generate(chosen[i % len(chosen)], job["seed"] + i)
+
+
+def _shown(servers: tuple[_Server, _Server], schedule: Schedule, stream: str, at: int) -> dict[str, Any]:
+    a, b = _play_both(servers, schedule, (stream, at))
+    return {
+        name: {"items": x.get("items", {}), "length": x.get("length")}
+        for name, x in (("reference", a), ("target", b))
+    }
+
+
+def _say_items(shown: dict[str, Any], stream: str, at: int, say: Callable[[str], None], indent: str) -> None:
+    items = {
+        name: shown[name]["items"].get(str(at), f"(none: the stream has {shown[name]['length']} items)")
+        for name in ("reference", "target")
+    }
+    for name, text in _around_first_difference(items["reference"], items["target"]).items():
+        say(f"{indent}{name:9} {stream}[{at}]: {text}")
+
+
+def _shrink(
+    servers: tuple[_Server, _Server],
+    schedule: Schedule,
+    wanted: str,
+    label: str,
+    *,
+    args: argparse.Namespace,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """The difference ``schedule`` shows first in ``wanted`` shrunk (module docstring): what the
+    report and the lines say. Raises :class:`_Unplayable` when a side cannot play a candidate."""
+    from chaos.sim.run import simulate  # noqa: PLC0415 - the simulator's modules, only when shrinking
+    from chaos.sim.shrink import reduce  # noqa: PLC0415
+
+    reduced = reduce(
+        schedule, lambda c: _signature(*_play_both(servers, c)) == wanted, float(args.shrink_budget_s)
+    )
+    a, b = _play_both(servers, reduced.schedule)
+    diffs = _first_differences(a["streams"], b["streams"])
+    shown = _shown(servers, reduced.schedule, *diffs[0]) if diffs else {}
+    played = simulate(reduced.schedule, args.out / f"shrunk-{label}")
+    sim_json = played.run_dir / "sim.json" if played.run_dir else None
+    where = ", ".join(f"{st} item {k}" for st, k in diffs) or "verdict"
+    say(
+        f"  shrunk in {reduced.seconds:.1f} s ({reduced.tries} tries): {len(schedule.steps)} → "
+        f"{len(reduced.schedule.steps)} steps, still differs first at {where}; play it on both trees: "
+        f"python -m chaos sim --diff-tree {args.diff_tree} --replay {sim_json}"
+    )
+    say("    " + reduced.schedule.describe().replace("\n", "\n    "))
+    if shown:
+        _say_items(shown, *diffs[0], say, "    ")
+    return {
+        "shrunk": True,
+        "steps": [len(schedule.steps), len(reduced.schedule.steps)],
+        "tries": reduced.tries,
+        "seconds": reduced.seconds,
+        "first_differences": [{"stream": st, "item": k} for st, k in diffs],
+        "verdicts": {"reference": a["verdict"], "target": b["verdict"]},
+        "sim_json": str(sim_json),
+        "schedule": reduced.schedule.describe(),
+        "shown": shown,
+    }
+
+
+def _shrink_entry(
+    sides: tuple[_Side, _Side],
+    job: dict[str, Any],
+    entry: dict[str, Any],
+    args: argparse.Namespace,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """A campaign's difference ``entry`` shrunk, after its whole schedule, sent to a long-lived
+    process per side, differed first in the same stream again."""
+    i = int(entry["index"])
+    schedule = _campaign_schedule(job, i)
+    wanted = entry["first_differences"][0]["stream"] if entry["first_differences"] else "verdict"
+    servers = (_Server(sides[0]), _Server(sides[1]))
+    try:
+        if _signature(*_play_both(servers, schedule)) != wanted:
+            say(f"  not shrunk: run {i}, sent whole to both sides again, did not differ first in {wanted}")
+            return {"shrunk": False, "reason": f"the whole schedule did not differ first in {wanted} again"}
+        return _shrink(servers, schedule, wanted, str(i), args=args, say=say)
+    except _Unplayable as exc:
+        say(f"  not shrunk: run {i}: {exc}")
+        return {"shrunk": False, "reason": str(exc)}
+    finally:
+        for server in servers:
+            server.close()
+
+
+def replay_diff_tree(
+    args: argparse.Namespace, tree: Path, schedule: Schedule, say: Callable[[str], None] | None = None
+) -> int:
+    """``--diff-tree PATH --replay X``: one schedule (a seed token or a ``sim.json``, a shrunk one
+    included) played on this kit and on ``tree``, compared as a campaign's; shrunk when it differs
+    (unless ``--no-shrink``). Exit 0 the same, 1 differs, 3 a side could not play it."""
+    say = say or functools.partial(print, file=sys.stderr, flush=True)
+    sides = (_Side("reference", REPO), _Side("target", tree))
+    servers = (_Server(sides[0]), _Server(sides[1]))
+    report: dict[str, Any] = {
+        "format": "kzk-sim-diff/1",
+        "reference": str(REPO),
+        "target": str(tree),
+        "replay": args.replay,
+        "runs": 1,
+    }
+    try:
+        a, b = _play_both(servers, schedule)
+        wanted = _signature(a, b)
+        diffs = _first_differences(a["streams"], b["streams"])
+        report["counts"] = {"same": int(wanted is None), "differ": int(wanted is not None), "unknown": 0}
+        entry: dict[str, Any] = {
+            "index": 0,
+            "reference": {"replay": a["token"], "verdict": a["verdict"], "reason": a["reason"]},
+            "target": {"replay": b["token"], "verdict": b["verdict"], "reason": b["reason"]},
+            "first_differences": [{"stream": st, "item": k} for st, k in diffs],
+        }
+        report["differences"] = [entry] if wanted else []
+        if wanted is None:
+            say(f"the same on both sides: {args.replay} ({len(schedule.steps)} steps)")
+        else:
+            where = ", ".join(f"{st} item {k}" for st, k in diffs) or "verdict"
+            say(f"DIFFERS  {args.replay}: first at {where}")
+            say(f"  reference: {a['verdict']}; target: {b['verdict']}")
+            if diffs:
+                entry["shown"] = _shown(servers, schedule, *diffs[0])
+                _say_items(entry["shown"], *diffs[0], say, "  ")
+            if not args.no_shrink:
+                entry["shrunk"] = _shrink(servers, schedule, wanted, "replay", args=args, say=say)
+    except _Unplayable as exc:
+        say(f"could not be compared: {exc}")
+        report["counts"] = {"same": 0, "differ": 0, "unknown": 1}
+        report["unknown"] = [{"index": 0, "reason": str(exc)}]
+    finally:
+        for server in servers:
+            server.close()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "sim-diff-report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    c = report["counts"]
+    return 1 if c["differ"] else (3 if c["unknown"] else 0)

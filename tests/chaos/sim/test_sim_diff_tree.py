@@ -2,7 +2,8 @@
 the simulated cluster is the component; each test runs the command as a user would).
 
 A copy of the kit that is not changed shows exactly what the kit shows; a copy with a bug that
-keeps the cluster consistent (the checkers pass it) is told apart, with the item that differs; a
+keeps the cluster consistent (the checkers pass it) is told apart, with the item that differs, and
+the difference is shrunk to a smaller schedule that both trees replay and that still differs; a
 copy whose simulator cannot run is never reported as the same; bad input is exit 2.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,29 @@ def test_a_bug_the_checkers_pass_is_told_apart_with_the_item_that_differs(tmp_pa
     assert "replay: python -m chaos sim --replay" in done.stderr
     assert "offline_replicas=" in done.stderr  # the window around the first differing character
 
+    # shrunk: fewer steps, the same stream differs first, and the smaller schedule replays as a
+    # difference on both trees (and the same UpdateMetadata field is the one that differs)
+    shrunk = first["shrunk"]
+    assert shrunk["shrunk"] is True, shrunk
+    before, after = shrunk["steps"]
+    assert after < before, shrunk
+    assert shrunk["first_differences"][0]["stream"] == "requests", shrunk
+    sim_json = Path(shrunk["sim_json"])
+    assert len(json.loads(sim_json.read_text(encoding="utf-8"))["schedule"]["steps"]) == after
+    again = _sim(
+        "--diff-tree", str(tree), "--replay", str(sim_json), "--no-shrink", "--out", str(tmp_path / "a")
+    )
+    assert again.returncode == 1, again.stderr
+    replayed = _report(tmp_path / "a")["differences"][0]
+    assert replayed["first_differences"] == shrunk["first_differences"], replayed
+    at = str(replayed["first_differences"][0]["item"])
+    assert "offline_replicas=()" in replayed["shown"]["reference"]["items"][at]
+    assert re.search(r"offline_replicas=\(\d", replayed["shown"]["target"]["items"][at])
+    # the unchanged kit against itself: the shrunk schedule is the same on both sides
+    same = _sim("--diff-tree", str(REPO), "--replay", str(sim_json), "--out", str(tmp_path / "s"))
+    assert same.returncode == 0, same.stderr
+    assert "the same on both sides" in same.stderr
+
 
 @pytest.mark.slow
 def test_a_copy_whose_simulator_cannot_run_is_never_the_same(tmp_path: Path) -> None:
@@ -78,6 +103,22 @@ def test_a_copy_whose_simulator_cannot_run_is_never_the_same(tmp_path: Path) -> 
     assert report["counts"] == {"same": 0, "differ": 0, "unknown": 4}
     assert "this copy is broken" in report["unknown"][0]["reason"]
     assert "Traceback" not in done.stderr
+    one = _sim("--diff-tree", str(tree), "--replay", "links:1@" + _version(), "--out", str(tmp_path / "r"))
+    assert one.returncode == 3, one.stderr
+    assert "could not be compared" in one.stderr
+    assert "this copy is broken" in _report(tmp_path / "r")["unknown"][0]["reason"]
+    assert "Traceback" not in one.stderr
+
+
+def _version() -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", "from chaos.sim.version import sim_version; print(sim_version())"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
 
 
 @pytest.mark.parametrize(
@@ -85,7 +126,8 @@ def test_a_copy_whose_simulator_cannot_run_is_never_the_same(tmp_path: Path) -> 
     [
         (("--diff-tree", "/nonexistent/kit"), "--diff-tree /nonexistent/kit: no such directory"),
         (("--diff-tree", "{tmp}"), "not a copy of this kit"),
-        (("--diff-tree", str(REPO), "--replay", "composed:1@x"), "it does not take --replay"),
+        (("--diff-tree", str(REPO), "--replay", "composed:1@x"), "seed recorded by kit version x"),
+        (("--diff-tree", str(REPO), "--replay", "composed:one@x"), "is not a replay seed"),
         (("--diff-tree", str(REPO), "--shard", "0/2"), "it does not take --shard"),
     ],
 )

@@ -13,7 +13,8 @@
    one), a copy of the kit with the patch applied plays seeds 1, 2, … until the first invalid run
    (at most ``--per-mutant``): simulated schedules to first catch and the seconds it took; and
    the differential column (unless ``--skip diff``): ``python -m chaos sim --diff-tree`` on the
-   same copy, schedules to the first one that shows anything other than this kit does. The real
+   same copy, schedules to the first one that shows anything other than this kit does, and that
+   difference shrunk (steps before and after, seconds; ``--shrink-budget-s``). The real
    chaos column is printed only from ``--real-table`` (a JSON file of measured real runs), never
    made up.
 """
@@ -147,13 +148,17 @@ def _mutant_tree(patch: Path, scratch: Path) -> Path | None:
     return tree if applied.returncode == 0 else None
 
 
-def first_difference(patch: Path, tree: Path, limit: int, density: int = 1) -> dict[str, Any]:
+def first_difference(
+    patch: Path, tree: Path, limit: int, density: int = 1, shrink_budget_s: float = 60.0
+) -> dict[str, Any]:
     """``python -m chaos sim --diff-tree`` on the mutant's tree: schedules to the first one whose
-    transaction log, requests or clients' results differ from this kit's."""
+    transaction log, requests or clients' results differ from this kit's (seconds: the campaign's
+    wall time), and how that difference shrank."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="chaos-sim-diff-") as out:
         cmd = [sys.executable, "-m", "chaos", "sim", "--diff-tree", str(tree), "--runs", str(limit)]
         cmd += ["--density", str(density), "--stop-at-first", "-n", "2", "--out", out]
+        cmd += ["--shrink-budget-s", str(shrink_budget_s)]
         done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
         seconds = round(time.monotonic() - started, 1)
         try:
@@ -168,9 +173,20 @@ def first_difference(patch: Path, tree: Path, limit: int, density: int = 1) -> d
         }
     first = report["differences"][0] if report["differences"] else None
     if first is None:
-        return {"at": None, "seconds": seconds, "note": ""}
+        return {"at": None, "seconds": seconds, "note": "", "shrunk": ""}
     where = first["first_differences"][0]["stream"] if first["first_differences"] else "verdict"
-    return {"at": first["index"] + 1, "seconds": seconds, "note": where}
+    shrunk = first.get("shrunk") or {}
+    shrunk_cell = (
+        f"{shrunk['steps'][0]} → {shrunk['steps'][1]} steps ({shrunk['seconds']} s)"
+        if shrunk.get("shrunk")
+        else f"not shrunk: {shrunk.get('reason', 'no shrink recorded')[:100]}"
+    )
+    return {
+        "at": first["index"] + 1,
+        "seconds": report.get("wall_s", seconds),
+        "note": where,
+        "shrunk": shrunk_cell,
+    }
 
 
 def first_catch(
@@ -224,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         "--density", type=int, default=1, help="mutant schedules D times as dense (chaos sim --density)"
     )
     p.add_argument(
+        "--shrink-budget-s", type=float, default=60.0, help="wall-time bound of shrinking one difference"
+    )
+    p.add_argument(
         "--real-table", type=Path, default=None, help="JSON: mutant -> {runs, seconds} of real chaos"
     )
     p.add_argument(
@@ -261,9 +280,10 @@ def main(argv: list[str] | None = None) -> int:
         patches = sorted(q for q in MUTANTS.glob("*.patch") if not wanted or q.stem in wanted)
         print(
             "| mutant | real chaos runs to first catch (s) | simulated schedules to first catch (s)"
-            " | first failing checker | differential: schedules to first difference (s) | stream |"
+            " | first failing checker | differential: schedules to first difference (s) | stream"
+            " | difference shrunk |"
         )
-        print("|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|")
         with tempfile.TemporaryDirectory(prefix="chaos-sim-bench-") as scratch:
             for patch in patches:
                 tree = _mutant_tree(patch, Path(scratch))
@@ -280,16 +300,16 @@ def main(argv: list[str] | None = None) -> int:
                     if row["caught_at"]
                     else f"not within {args.per_mutant} ({row['seconds']})"
                 )
-                diff_cell, stream = "skipped", ""
+                diff_cell, stream, shrunk = "skipped", "", ""
                 if tree is not None and "diff" not in skip:
-                    d = first_difference(patch, tree, args.per_mutant, args.density)
+                    d = first_difference(patch, tree, args.per_mutant, args.density, args.shrink_budget_s)
                     diff_cell = (
                         f"{d['at']} ({d['seconds']})"
                         if d["at"]
                         else f"not within {args.per_mutant} ({d['seconds']})"
                     )
-                    stream = d["note"]
-                cells = (row["mutant"], real_cell, sim_cell, row["note"], diff_cell, stream)
+                    stream, shrunk = d["note"], d.get("shrunk", "")
+                cells = (row["mutant"], real_cell, sim_cell, row["note"], diff_cell, stream, shrunk)
                 print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
     return 0
 

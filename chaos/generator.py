@@ -337,5 +337,29 @@ def generate(scenario: Scenario | str, seed: int) -> Schedule:
     client = _client_steps(rng, sc, ids, model)
     nemesis = _nemesis_steps(rng, sc, ids, zk_servers)
     api = _api_steps(seed, sc, ids, client)
+    client = _broker_defaults(seed, client)
     steps = sorted(client + nemesis + api, key=lambda s: (s.at_s, s.process))
     return Schedule(sc.name, seed, ids, tuple(steps))
+
+
+#: the share of CreateTopics ops that leave the partition count, and (independently) the
+#: replication factor, to the controller's broker config (-1: ``num.partitions`` /
+#: ``default.replication.factor``, KIP-464)
+BROKER_DEFAULT_SHARE = 0.25
+
+
+def _broker_defaults(seed: int, client: list[Step]) -> list[Step]:
+    """``create_topic_admin`` steps with -1 for the partition count or the replication factor, drawn
+    from their own seeded stream so that every other draw of a seed stays what it was."""
+    rng = random.Random(f"{seed}:defaults")  # str seeds are hashed deterministically (SHA-512)
+    out = []
+    for step in client:
+        if step.f != "create_topic_admin":
+            out.append(step)
+            continue
+        value = dict(step.value)
+        for key in ("partitions", "replication_factor"):
+            if rng.random() < BROKER_DEFAULT_SHARE:
+                value[key] = -1
+        out.append(Step(step.at_s, step.process, step.f, value))
+    return out

@@ -41,7 +41,8 @@ f                   value (invoke)
 =================== ==========================================================
 create_topic        ``topic``, ``partitions``, ``replication_factor`` and/or
                     ``assignment`` (``{"0": [1, 2], …}``) — ZooKeeper admin path
-create_topic_admin  same keys — through confluent-kafka's AdminClient
+create_topic_admin  same keys — through confluent-kafka's AdminClient (CreateTopics); -1
+                    for ``partitions`` / ``replication_factor``: the broker's default
 add_partitions      ``topic``, ``partitions`` (the new total) and/or ``assignment``
 reassign            ``topic``, ``assignment`` (``{"<partition>": [target replicas]}``)
 preferred_election  ``partitions``: ``[{"topic": …, "partition": …}, …]``

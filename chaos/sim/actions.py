@@ -33,7 +33,7 @@ from reference_controller.controller.events import ControlledShutdown, Controlle
 from reference_controller.controller.ports import CreateOp, SetDataOp, ZkCode
 from reference_controller.node import admin
 from reference_controller.node.admin import AdminError
-from reference_controller.node.placement import PlacementError, assign_replicas_to_brokers
+from reference_controller.node.apis_admin import plan_creation
 from reference_controller.node.zk_port import NodeZkError, create_recursive
 from reference_controller.zkdata import ReplicaAssignment
 
@@ -155,15 +155,19 @@ class Actions(ApiOps):
         controller = self.controller_node()
         if controller is None or controller.paused or self.world.link(f"CLIENT_{controller.broker_id}").cut:
             return done("fail", None, "NOT_CONTROLLER: no reachable controller")
-        if controller.zk is None or not self.world.zk_connected(controller):
+        if controller.zk is None or controller.context is None or not self.world.zk_connected(controller):
             return done("info", None, "CreateTopics timed out")
-        live = sorted(int(b) for b in controller.zk.get_children(zkdata.BROKER_IDS) or [])
+        topic = str(value["topic"])
+        # the node's own CreateTopics decision (metadata cache, -1 = the broker's defaults,
+        # placement over its live brokers), then its write
+        refused, assignment = plan_creation(
+            controller.context, topic, int(value["partitions"]), int(value["replication_factor"]), {}
+        )
+        if refused is not None:
+            return done("fail", None, f"CreateTopics: error {refused[0]}: {refused[1]}")
         try:
-            assignment = assign_replicas_to_brokers(
-                live, int(value["partitions"]), int(value["replication_factor"]), self.world.rng
-            )
-            admin.create_topic_with_assignment(controller.zk, str(value["topic"]), {}, assignment)
-        except (AdminError, PlacementError) as exc:
+            admin.create_topic_with_assignment(controller.zk, topic, {}, assignment)
+        except AdminError as exc:
             return done("fail", None, str(exc))
         except NodeZkError as exc:
             return done("info", None, str(exc))

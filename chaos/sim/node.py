@@ -18,6 +18,7 @@ config, the ISR-change and log-dir tasks.
 from __future__ import annotations
 
 import logging
+import random
 from collections import deque
 from pathlib import Path
 from typing import Any, Protocol
@@ -66,6 +67,8 @@ log = logging.getLogger("chaos.sim.node")
 
 class Host(Protocol):
     """What a node needs of the world it runs in."""
+
+    seed: int  # the run's seed: the node's own random choices (replica placement) derive from it
 
     def now_ms(self) -> int: ...
     def new_session(self) -> MemoryZkClient: ...
@@ -156,6 +159,9 @@ class SimNode:
         rm = ReplicaManager(self.broker_id, lm, MetadataCache(), _NoFetcher(), clock_ms=self._now)
         isr = IsrManager(zk, rm, 2000, 5000, 60_000, wall_clock_ms=self._now)
         self.context = NodeContext(self.config, zk, "simulated", rm, rm.metadata_cache, isr, _SilentJournal())
+        # CreateTopics' placement start index: seeded per run, node and life (a str seed is hashed
+        # with SHA-512, not Python's per-process hash)
+        self.context.rng = random.Random(f"{self.host.seed}:{self.broker_id}:{self.incarnation}")
         self.apis = KafkaApis(self.context)
         zk.add_session_listener(self._on_session)
         self.controller = KafkaController(self.config, zk, self, -1)

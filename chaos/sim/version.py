@@ -13,8 +13,10 @@ __all__ = ["SIM_FORMAT", "replay_command", "sim_version", "token"]
 # 4: the admin-API ops are played, no longer recorded as info; 5: watch notifications sent while a
 # node's ZooKeeper link was cut are lost with it, and the reference's reconnect re-run of
 # TopicDeletion no longer arms the watch before its event runs; 6: a terminate's start_fault
-# completes at the SIGTERM and its heal waits for the node's exit, as the real nemesis's)
-SIM_FORMAT = 6
+# completes at the SIGTERM and its heal waits for the node's exit, as the real nemesis's; 7: a
+# CreateTopics is decided by the controller node's own handler logic over its metadata cache and
+# seeded placement, and a quarter of them ask for the broker's default partitions or replication)
+SIM_FORMAT = 7
 
 
 def sim_version() -> str:

@@ -73,6 +73,7 @@ class World:
     """Clock, heap, network and nodes of one simulated run (module docstring)."""
 
     def __init__(self, seed: int, broker_ids: tuple[int, ...], props: dict[str, str]) -> None:
+        self.seed = seed
         self.rng = random.Random(seed)
         self.now = START_MS
         self._heap: list[tuple[int, int, Callable[[], None]]] = []

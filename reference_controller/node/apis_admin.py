@@ -149,37 +149,53 @@ class CreateTopics(_AdminApi):
         return build(schema, throttle_time=0, topics=results)
 
     async def _create_one(self, topic: Any, validate_only: bool) -> tuple[Outcome, dict[int, list[int]]]:
-        node, name = self.node, str(topic.name)
-        if node.metadata_cache.contains(name):
-            return (36, f"Topic '{name}' already exists."), {}
-        num, rf = int(topic.num_partitions), int(topic.replication_factor)
-        if (num != -1 or rf != -1) and topic.assignments:
-            return (
-                INVALID_REQUEST,
-                "Both numPartitions or replicationFactor and replicasAssignments were set. "
-                "Both cannot be used at the same time.",
-            ), {}
-        num = node.config.num_partitions if num == -1 else num
-        rf = node.config.default_replication_factor if rf == -1 else rf
+        name = str(topic.name)
+        asked = {int(a.partition_index): [int(b) for b in a.broker_ids] for a in topic.assignments}
+        refused, assignment = plan_creation(
+            self.node, name, int(topic.num_partitions), int(topic.replication_factor), asked
+        )
+        if refused is not None:
+            return refused, {}
+        configs = {str(c.name): str(c.value) for c in topic.configs}
         try:
-            check_partition_count(num)
-            if topic.assignments:
-                assignment = {
-                    int(a.partition_index): [int(b) for b in a.broker_ids] for a in topic.assignments
-                }
-            else:
-                brokers = sorted(node.metadata_cache.live_brokers)
-                assignment = assign_replicas_to_brokers(brokers, num, rf, node.rng)
-            configs = {str(c.name): str(c.value) for c in topic.configs}
             if validate_only:
-                await asyncio.to_thread(admin.validate_topic_create, node.zk, name, assignment)
+                await asyncio.to_thread(admin.validate_topic_create, self.node.zk, name, assignment)
             else:
                 await asyncio.to_thread(
-                    admin.create_topic_with_assignment, node.zk, name, configs, assignment
+                    admin.create_topic_with_assignment, self.node.zk, name, configs, assignment
                 )
         except (AdminError, PlacementError) as exc:
             return (exc.error_code, str(exc)), {}
         return (0, None), assignment
+
+
+def plan_creation(
+    node: NodeContext, name: str, num: int, rf: int, asked: dict[int, list[int]]
+) -> tuple[Outcome | None, dict[int, list[int]]]:
+    """What AdminManager.createTopics decides for one topic before it writes: the
+    refusal (topic known to the metadata cache, counts and an assignment both given, a partition
+    count or replication factor placement cannot meet), or the assignment to write — ``asked`` as
+    given, else placed over the metadata cache's live brokers, where -1 is the broker's
+    ``num.partitions`` / ``default.replication.factor`` (KIP-464). Synchronous and free of
+    ZooKeeper: the simulator plays CreateTopics with it."""
+    if node.metadata_cache.contains(name):
+        return (36, f"Topic '{name}' already exists."), {}
+    if (num != -1 or rf != -1) and asked:
+        return (
+            INVALID_REQUEST,
+            "Both numPartitions or replicationFactor and replicasAssignments were set. "
+            "Both cannot be used at the same time.",
+        ), {}
+    num = node.config.num_partitions if num == -1 else num
+    rf = node.config.default_replication_factor if rf == -1 else rf
+    try:
+        check_partition_count(num)
+        if asked:
+            return None, asked
+        brokers = sorted(node.metadata_cache.live_brokers)
+        return None, assign_replicas_to_brokers(brokers, num, rf, node.rng)
+    except (AdminError, PlacementError) as exc:
+        return (exc.error_code, str(exc)), {}
 
 
 class DeleteTopics(_AdminApi):

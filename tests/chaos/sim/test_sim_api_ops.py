@@ -155,3 +155,30 @@ def test_no_controller_to_send_to_fails_at_once(tmp_path: Path) -> None:
     # /controller still names the killed node until its session expires: connection refused
     assert done["type"] == "fail"
     assert done["error"].startswith("not sent: connection refused by node ")
+
+
+def test_create_topics_is_decided_by_the_controllers_handler_with_the_broker_defaults(tmp_path: Path) -> None:
+    """CreateTopics with -1 takes ``num.partitions`` / ``default.replication.factor`` (1 and 1 in
+    the speed profile; KIP-464); a replication factor above the live brokers is refused with
+    INVALID_REPLICATION_FACTOR (38) and writes nothing; an existing topic gets 36."""
+    asked = (("d1", -1, -1), ("d2", 3, -1), ("d3", -1, 3), ("d4", 2, 4), ("t0", 1, 1))
+    steps = tuple(
+        Step(at, "client-0", "create_topic_admin", {"topic": t, "partitions": n, "replication_factor": rf})
+        for at, (t, n, rf) in zip((0.5, 0.6, 0.7, 0.8, 2.0), asked, strict=True)
+    )
+    verdict, history, records = _play(steps, tmp_path)
+    assert verdict == "valid"
+    done = [e for e in history if e["f"] == "create_topic_admin" and e["type"] != "invoke"]
+    assert [e["type"] for e in done] == ["ok", "ok", "ok", "fail", "fail"], done
+    sizes = {}
+    for name in ("d1", "d2", "d3"):
+        (_, data), *_ = _writes(records, f"/brokers/topics/{name}")
+        sizes[name] = sorted((p, len(r)) for p, r in data["partitions"].items())
+    assert sizes == {
+        "d1": [("0", 1)],
+        "d2": [("0", 1), ("1", 1), ("2", 1)],
+        "d3": [("0", 3)],
+    }
+    assert done[3]["error"].startswith("CreateTopics: error 38:"), done[3]
+    assert not _writes(records, "/brokers/topics/d4")
+    assert done[4]["error"] == "CreateTopics: error 36: Topic 't0' already exists.", done[4]

@@ -144,6 +144,8 @@ class _Model:
     partitions: dict[str, int] = field(default_factory=dict)
 
 
+UNCLEAN = "unclean.leader.election.enable"
+
 #: Topic configs the workload sets (None: DELETE, back to the default). Unclean leader election
 #: is among them on purpose: the checkers must tell an unclean leader a config allowed.
 TOPIC_CONFIGS: tuple[tuple[str, tuple[str | None, ...]], ...] = (
@@ -236,6 +238,11 @@ def _api_op(
     if op == "elect_leaders":
         kind = rng.choice(("PREFERRED", "UNCLEAN"))
         return op, {"election_type": kind, "partitions": [{"topic": topic, "partition": p}]}
+    if op == "alter_broker_config":
+        # the dynamic layers the controller reads unclean.leader.election.enable from: a broker's
+        # own (/config/brokers/<id>, which wins) and the cluster-wide default
+        entity = rng.choice(("<default>", "<default>", str(rng.choice(list(ids)))))
+        return op, {"entity": entity, "config": {UNCLEAN: rng.choice(("true", "false", None))}}
     name, values = rng.choice(TOPIC_CONFIGS)
     return "alter_topic_config", {"topic": topic, "config": {name: rng.choice(values)}}
 

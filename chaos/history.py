@@ -53,6 +53,8 @@ cancel_reassignment ``topic``, ``partitions`` (``[0, …]``) — the same with n
 list_reassignments  ``partitions``: ``[{"topic": …, "partition": …}, …]`` or null (all)
 elect_leaders       ``election_type`` (``PREFERRED`` | ``UNCLEAN``), ``partitions`` as above
 alter_topic_config  ``topic``, ``config`` (``{name: value}``; null deletes) — IncrementalAlterConfigs
+alter_broker_config ``entity`` (``<default>`` or a broker id), ``config`` as above — the same on
+                    a BROKER resource (a dynamic broker config)
 start_fault         nemesis: ``fault`` (package name) and its parameters
 stop_fault          nemesis: ``fault``
 heal                nemesis: heals every fault still active
@@ -117,6 +119,7 @@ WORKLOAD_FS: frozenset[str] = frozenset(
         "list_reassignments",
         "elect_leaders",
         "alter_topic_config",
+        "alter_broker_config",
     }
 )
 NEMESIS_FS: frozenset[str] = frozenset({"start_fault", "stop_fault", "heal", "quiesce"})

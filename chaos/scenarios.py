@@ -80,6 +80,7 @@ API_OPS = (
     "list_reassignments",
     "elect_leaders",
     "alter_topic_config",
+    "alter_broker_config",
 )
 ENSEMBLE_ONLY = frozenset({"zk_member_kill", "zk_leader_pause"})
 

@@ -14,6 +14,7 @@ cancel_reassignment    the same request with ``Replicas`` null for each partitio
 list_reassignments     ListPartitionReassignments v0 (kio), named partitions or null (all)
 elect_leaders          confluent-kafka ``elect_leaders`` (ElectLeaders), PREFERRED or UNCLEAN
 alter_topic_config     confluent-kafka ``incremental_alter_configs`` (SET, or DELETE for null)
+alter_broker_config    the same on a BROKER resource: ``<default>`` (the empty name) or a broker id
 =====================  ==========================================================================
 
 Outcomes: ``ok`` when every partition (or the resource) answered 0; ``fail`` when the request
@@ -199,16 +200,24 @@ class AdminApiOps:
         return outcome(int(r["error_code"]) for r in results), done, ("; ".join(errors) or None)
 
     def _alter_topic_config(self, value: Mapping[str, Any]) -> OpResult:
-        topic = str(value["topic"])
+        return self._alter_configs(ResourceType.TOPIC, str(value["topic"]), value)
+
+    def _alter_broker_config(self, value: Mapping[str, Any]) -> OpResult:
+        """A dynamic broker config: the cluster-wide default (the empty resource name, any broker
+        takes it) or one broker's own (librdkafka sends it to that broker, as Kafka requires)."""
+        entity = str(value["entity"])
+        return self._alter_configs(ResourceType.BROKER, "" if entity == "<default>" else entity, value)
+
+    def _alter_configs(self, kind: ResourceType, name: str, value: Mapping[str, Any]) -> OpResult:
         entries = [
             ConfigEntry(
-                name,
+                key,
                 None if setting is None else str(setting),
                 incremental_operation=AlterConfigOpType.DELETE if setting is None else AlterConfigOpType.SET,
             )
-            for name, setting in value["config"].items()
+            for key, setting in value["config"].items()
         ]
-        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
+        resource = ConfigResource(kind, name, incremental_configs=entries)
         started = _now_ms()
         try:
             futures = self._admin_client().incremental_alter_configs(

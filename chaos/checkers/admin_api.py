@@ -250,9 +250,12 @@ def _plain(held: Sequence[Sequence[Sequence[int]]]) -> list[list[list[int]]]:
 def unclean_allowance(run: RunInputs) -> Callable[[StateWritten], str | None]:
     """Why a controller's state write may elect a leader from outside the previous ISR, or None:
     an unclean ElectLeaders naming the partition that may have applied then (``ok`` within its
-    window, ``info`` from its start on), or ``unclean.leader.election.enable=true`` in the topic's
-    config at any point since the partition's previous state write (the controller reads the
-    config when it elects, §6.11)."""
+    window, ``info`` from its start on), or ``unclean.leader.election.enable=true`` in force at any
+    point since the partition's previous state write (the controller reads the config when it
+    elects, §6.11): in the topic's config, or in the writing controller's dynamic broker config —
+    its own ``/config/brokers/<id>`` when that sets the key, else ``/config/brokers/<default>``
+    (DynamicBrokerConfig's order; a controller whose session registered no broker in the log is
+    given the benefit of any broker's)."""
     asks: dict[TopicPartition, list[tuple[float, float, int]]] = {}
     for q in pairs(run.history):
         if (
@@ -279,9 +282,46 @@ def unclean_allowance(run: RunInputs) -> Callable[[StateWritten], str | None]:
                 return f"unclean ElectLeaders op {index} asked for it"
         configs = timeline.topic_configs.get(w.topic, []) if timeline else []
         start = since.get(id(w), 0)
-        in_force = [c for z, c in configs if z <= start][-1:] + [c for z, c in configs if start < z <= w.zxid]
-        if any(c is not None and c.get(UNCLEAN_CONFIG) == "true" for c in in_force):
+        if any(c is not None and c.get(UNCLEAN_CONFIG) == "true" for c in _in_force(configs, start, w.zxid)):
             return f"{UNCLEAN_CONFIG}=true in /config/topics/{w.topic}"
+        if timeline is not None and timeline.broker_configs:
+            writer = timeline.broker_sessions.get(w.record.session_id)
+            layered = {int(e) for e in timeline.broker_configs if e.isdigit()}
+            anyone = [*sorted(timeline.registered_brokers | layered), None]
+            brokers: list[int | None] = [writer] if writer is not None else anyone
+            for broker in brokers:
+                if _dynamic_unclean(timeline.broker_configs, broker, start, w.zxid):
+                    return f"{UNCLEAN_CONFIG}=true in broker {broker}'s dynamic config"
         return None
 
     return allowed
+
+
+def _in_force(
+    writes: list[tuple[int, dict[str, str] | None]], start: int, end: int
+) -> list[dict[str, str] | None]:
+    """The config in force at ``start`` (the last write at or before it) and every one written
+    after it up to ``end``."""
+    return [c for z, c in writes if z <= start][-1:] + [c for z, c in writes if start < z <= end]
+
+
+def _dynamic_unclean(
+    layers: dict[str, list[tuple[int, dict[str, str] | None]]], broker: int | None, start: int, end: int
+) -> bool:
+    """Whether ``broker``'s effective dynamic ``unclean.leader.election.enable`` (its own layer when
+    it sets the key, else the cluster default's; None: the default's alone) was true at ``start``
+    or after any layer's write up to ``end``."""
+    own = layers.get(str(broker), []) if broker is not None else []
+    default = layers.get("<default>", [])
+    points = [start, *sorted({z for z, _ in own + default if start < z <= end})]
+
+    def at(writes: list[tuple[int, dict[str, str] | None]], zxid: int) -> str | None:
+        config = ([c for z, c in writes if z <= zxid][-1:] or [None])[0]
+        return None if config is None else config.get(UNCLEAN_CONFIG)
+
+    for point in points:
+        value = at(own, point)
+        value = at(default, point) if value is None else value
+        if value is not None and value.strip().lower() == "true":
+            return True
+    return False

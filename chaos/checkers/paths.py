@@ -15,6 +15,7 @@ path                                        kind                         names
 ``/brokers/topics/<t>/partitions/<p>``      ``partition``                topic, partition
 ``…/partitions/<p>/state``                  ``partition_state``          topic, partition
 ``/config/topics/<t>``                      ``topic_config``             topic
+``/config/brokers/<entity>``                ``broker_config``            (entity: the last part)
 ``/admin/reassign_partitions``              ``reassign_partitions``
 ``/admin/preferred_replica_election``       ``preferred_replica_election``
 ``/admin/delete_topics/<t>``                ``delete_topic_request``     topic
@@ -48,6 +49,7 @@ class Kind(StrEnum):
     PARTITION = "partition"
     PARTITION_STATE = "partition_state"
     TOPIC_CONFIG = "topic_config"
+    BROKER_CONFIG = "broker_config"
     REASSIGN_PARTITIONS = "reassign_partitions"
     PREFERRED_REPLICA_ELECTION = "preferred_replica_election"
     DELETE_TOPIC_REQUEST = "delete_topic_request"
@@ -70,6 +72,7 @@ PATTERNS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
         (Kind.PARTITION, rf"/brokers/topics/{_TOPIC}/partitions/(?P<partition>\d+)"),
         (Kind.PARTITION_STATE, rf"/brokers/topics/{_TOPIC}/partitions/(?P<partition>\d+)/state"),
         (Kind.TOPIC_CONFIG, f"/config/topics/{_TOPIC}"),
+        (Kind.BROKER_CONFIG, "/config/brokers/[^/]+"),
         (Kind.REASSIGN_PARTITIONS, "/admin/reassign_partitions"),
         (Kind.PREFERRED_REPLICA_ELECTION, "/admin/preferred_replica_election"),
         (Kind.DELETE_TOPIC_REQUEST, f"/admin/delete_topics/{_TOPIC}"),

@@ -106,6 +106,11 @@ class Timeline:
     #: topic → its ``/config/topics/<t>`` writes in zxid order: (zxid, config; None: deleted or
     #: malformed)
     topic_configs: dict[str, list[tuple[int, dict[str, str] | None]]] = field(default_factory=dict)
+    #: entity (``<default>`` or a broker id) → its ``/config/brokers/<entity>`` writes, as above
+    broker_configs: dict[str, list[tuple[int, dict[str, str] | None]]] = field(default_factory=dict)
+    #: ZooKeeper session → the broker that registered with it (a broker's controller writes with
+    #: the session it registered with: one ZooKeeper client per broker)
+    broker_sessions: dict[int, int] = field(default_factory=dict)
     #: records that applied nothing (a failed op or multi), in zxid order: only their header and
     #: error codes are logged, never the paths they tried
     failed: list[TxnRecord] = field(default_factory=list)
@@ -204,12 +209,15 @@ class Timeline:
         change: Change = "created" if created else "updated"
         if z.kind == Kind.TOPIC_CONFIG:
             self.topic_configs.setdefault(_topic(z), []).append((record.zxid, _config_or_none(data)))
+        elif z.kind == Kind.BROKER_CONFIG:
+            self.broker_configs.setdefault(_entity(z), []).append((record.zxid, _config_or_none(data)))
         match z.kind:
             case Kind.CONTROLLER_EPOCH:
                 self.epoch_owner[version] = record.session_id
                 self._add(Election(record, _int_or_none(data), version))
             case Kind.BROKER if created and z.broker is not None:
                 self.registered_brokers.add(z.broker)
+                self.broker_sessions[record.session_id] = z.broker
                 self._add(BrokerRegistered(record, z.broker))
             case Kind.TOPIC:
                 self._topic_written(record, z, data, created=created)
@@ -246,6 +254,8 @@ class Timeline:
             case Kind.TOPIC_CONFIG:
                 self.topic_configs.setdefault(_topic(z), []).append((record.zxid, None))
                 self._add(AdminZnode(record, z.kind, z.path, "deleted"))
+            case Kind.BROKER_CONFIG:
+                self.broker_configs.setdefault(_entity(z), []).append((record.zxid, None))
             case Kind.BROKER if z.broker is not None:
                 self._add(BrokerDeregistered(record, z.broker, session_closed=False))
             case k if k in _ADMIN:
@@ -388,8 +398,13 @@ def _state_or_none(path: str, data: bytes | None) -> PartitionStateZNode | None:
         return None
 
 
+def _entity(z: ZPath) -> str:
+    return z.path.rsplit("/", 1)[1]
+
+
 def _config_or_none(data: bytes | None) -> dict[str, str] | None:
-    """The ``config`` object of a ``/config/topics/<t>`` znode (None: malformed)."""
+    """The ``config`` object of a ``/config/topics/<t>`` or ``/config/brokers/<e>`` znode (None:
+    malformed)."""
     try:
         body = json.loads(data or b"")
     except ValueError:

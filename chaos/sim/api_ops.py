@@ -16,6 +16,8 @@ elect_leaders          ``ReplicaLeaderElection`` (admin-client trigger) on that 
 alter_topic_config     the IncrementalAlterConfigs handler's own logic (stored config, SET/DELETE,
                        validation, the config znode and its change notification) on a reachable
                        node drawn from the world's RNG (the client sends it to any broker)
+alter_broker_config    the same on a BROKER resource: ``<default>`` on any reachable node, a
+                       broker's own config on that broker only (else the client times out)
 =====================  ==========================================================================
 
 The request travels on the node's ``CLIENT_<id>`` link and the answer back on it (delays, FIFO, cut
@@ -46,7 +48,14 @@ from reference_controller.controller.events import (
     ListPartitionReassignments,
     ReplicaLeaderElection,
 )
-from reference_controller.node.apis_configs import DELETE, SET, TOPIC, Change, IncrementalAlterConfigs
+from reference_controller.node.apis_configs import (
+    BROKER,
+    DELETE,
+    SET,
+    TOPIC,
+    Change,
+    IncrementalAlterConfigs,
+)
 
 if TYPE_CHECKING:
     from chaos.sim.node import SimNode
@@ -316,6 +325,18 @@ class ApiOps:
 
     # ---- IncrementalAlterConfigs ----------------------------------------------------------------
     def _alter_topic_config(self, value: Mapping[str, Any], done: Done) -> None:
+        self._alter_configs((TOPIC, str(value["topic"])), value, done, None)
+
+    def _alter_broker_config(self, value: Mapping[str, Any], done: Done) -> None:
+        entity = str(value["entity"])
+        if entity == "<default>":
+            self._alter_configs((BROKER, ""), value, done, None)
+        else:  # a broker's own config goes to that broker (librdkafka routes it there)
+            self._alter_configs((BROKER, entity), value, done, int(entity))
+
+    def _alter_configs(
+        self, resource: tuple[int, str], value: Mapping[str, Any], done: Done, broker: int | None
+    ) -> None:
         reachable = [
             n
             for _, n in sorted(self.world.nodes.items())
@@ -323,13 +344,13 @@ class ApiOps:
             and not n.paused
             and n.context is not None
             and not self.world.link(f"CLIENT_{n.broker_id}").cut
+            and broker in (None, n.broker_id)
         ]
         if not reachable:
             done("info", None, "IncrementalAlterConfigs timed out: no broker reachable")
             return
-        node = self.world.rng.choice(reachable)
+        node = self.world.rng.choice(reachable) if broker is None else reachable[0]
         request = _Request(self.world, "IncrementalAlterConfigs", done)
-        topic = str(value["topic"])
         changes = [
             Change(str(name), None if setting is None else str(setting), DELETE if setting is None else SET)
             for name, setting in value["config"].items()
@@ -338,7 +359,7 @@ class ApiOps:
         def arrive(answer: Callable[[Callable[[], None]], None]) -> None:
             if node.context is None or not self.world.zk_connected(node):
                 return  # the handler blocks on ZooKeeper: the client times out
-            error = IncrementalAlterConfigs(node.context).alter_resource((TOPIC, topic), changes, False)
+            error = IncrementalAlterConfigs(node.context).alter_resource(resource, changes, False)
             answer(lambda: answered(error))
 
         def answered(error: ApiError) -> None:

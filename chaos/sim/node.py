@@ -20,14 +20,21 @@ from __future__ import annotations
 import logging
 import random
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from types import SimpleNamespace
+from typing import Any, Protocol, cast
+
+from kazoo.exceptions import NoNodeError
 
 from chaos.sim.storage import MemoryStorage
 from kafkawire.states import LiveLeader, TopicPartition
 from reference_controller import zkdata
 from reference_controller.config import KafkaConfig
 from reference_controller.controller.core import KafkaController
+from reference_controller.controller.driver.config_watcher import ConfigWatcher, initialize_dynamic_config
+from reference_controller.controller.driver.dynamic_broker_config import DynamicBrokerConfig
 from reference_controller.controller.effects import (
     AddBroker,
     BecameController,
@@ -47,6 +54,7 @@ from reference_controller.controller.events import (
     Startup,
     ZkReconnected,
 )
+from reference_controller.controller.ports import ChildHandler
 from reference_controller.node.apis import KafkaApis
 from reference_controller.node.context import NodeContext
 from reference_controller.node.isr import IsrManager
@@ -58,9 +66,9 @@ from reference_controller.node.registration import RegistrationError, register_b
 from reference_controller.node.replica_manager import ReplicaManager
 from reference_controller.node.zk_port import NodeZkError, SessionState, create_if_absent
 from reference_controller.testing.memory_zk import MemoryZkClient
-from reference_controller.zkdata import BrokerInfo, EndPoint
+from reference_controller.zkdata import CONFIG_CHANGES, BrokerInfo, EndPoint
 
-__all__ = ["Host", "SimNode", "run_coroutine"]
+__all__ = ["ConfigChanges", "Host", "SimNode", "run_coroutine"]
 
 log = logging.getLogger("chaos.sim.node")
 
@@ -116,6 +124,38 @@ def run_coroutine(coro: Any) -> Any:
     raise RuntimeError("a simulated handler suspended: it needs a real event loop")
 
 
+@dataclass(frozen=True)
+class ConfigChanges:
+    """The children of ``/config/changes`` changed (or the node started or reconnected): the node's
+    config-change listener reads the new notifications. Queued with the controller's events, so
+    a paused node reads them when it runs again; Kafka's listener has a thread of its own, so in a
+    real node this may run beside a controller event instead of after it."""
+
+
+class _KazooView:
+    """The kazoo calls :class:`ConfigWatcher` makes, over a node's in-memory session: ``get`` and
+    ``get_children`` raise ``NoNodeError``; a notification's ``ctime`` is now (a simulated run is
+    far shorter than the 15 minutes after which notifications are purged)."""
+
+    def __init__(self, zk: MemoryZkClient, now_ms: Callable[[], int]) -> None:
+        self.zk, self.now_ms = zk, now_ms
+
+    def get(self, path: str) -> tuple[bytes | None, Any]:
+        found = self.zk.get(path)
+        if found.stat is None:
+            raise NoNodeError(path)
+        return found.data, SimpleNamespace(ctime=self.now_ms())
+
+    def get_children(self, path: str, watch: Any = None) -> list[str]:
+        children = self.zk.get_children(path)  # arms the child watch: its handler is registered
+        if children is None:
+            raise NoNodeError(path)
+        return children
+
+    def delete(self, path: str, recursive: bool = False) -> None:
+        self.zk.delete(path)
+
+
 class SimNode:
     """One broker with its controller component (module docstring)."""
 
@@ -136,6 +176,7 @@ class SimNode:
         self.controller: KafkaController | None = None
         self.apis: KafkaApis | None = None
         self.context: NodeContext | None = None
+        self.config_watcher: ConfigWatcher | None = None
         self.queue: deque[ControllerEvent] = deque()
         self.active = False
         self.registered = False
@@ -166,8 +207,19 @@ class SimNode:
         zk.add_session_listener(self._on_session)
         self.controller = KafkaController(self.config, zk, self, -1)
         self.controller.channel_now = self._channel_now
+        # dynamic broker configs and the config-change listener, as the node's controller service
+        # sets them up: the layers read before the controller starts, every notification after
+        view = _KazooView(zk, self.host.now_ms)
+        dynamic = DynamicBrokerConfig(self.broker_id, self.config.unclean_leader_election_enable)
+        initialize_dynamic_config(view, dynamic)
+        self.controller.dynamic_config = dynamic
+        self.config_watcher = ConfigWatcher(
+            view, self.put, lambda: self.active, clock_ms=self._now, dynamic_config=dynamic
+        )
+        zk.register_child_handler(ChildHandler(CONFIG_CHANGES, cast("ControllerEvent", ConfigChanges())))
         self.try_register()
         self.put(Startup())
+        self.put(cast("ControllerEvent", ConfigChanges()))
 
     def _now(self) -> float:
         return float(self.host.now_ms())
@@ -211,8 +263,10 @@ class SimNode:
         elif state == SessionState.CONNECTED and self.session_lost:
             self.session_lost = False
             self.registered = False  # the world registers again on the new session
+            self.put(cast("ControllerEvent", ConfigChanges()))  # its child watch went with the session
         elif state == SessionState.CONNECTED:
             self.put(ZkReconnected())
+            self.put(cast("ControllerEvent", ConfigChanges()))  # a reconnect dropped the child watch
 
     def reregister(self) -> bool:
         """After a new session: register (new broker epoch), then RegisterBrokerAndReelect."""
@@ -246,6 +300,13 @@ class SimNode:
 
     def _process(self, event: ControllerEvent) -> None:
         assert self.controller is not None
+        if isinstance(event, ConfigChanges):
+            if self.config_watcher is not None:
+                try:
+                    self.config_watcher.process_once()
+                except NodeZkError:
+                    log.debug("reading %s failed: the session is gone", CONFIG_CHANGES)
+            return
         try:
             effects = self.controller.process(event)
         except Exception:

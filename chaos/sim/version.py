@@ -15,7 +15,9 @@ __all__ = ["SIM_FORMAT", "replay_command", "sim_version", "token"]
 # TopicDeletion no longer arms the watch before its event runs; 6: a terminate's start_fault
 # completes at the SIGTERM and its heal waits for the node's exit, as the real nemesis's; 7: a
 # CreateTopics is decided by the controller node's own handler logic over its metadata cache and
-# seeded placement, and a quarter of them ask for the broker's default partitions or replication)
+# seeded placement, and a quarter of them ask for the broker's default partitions or replication;
+# every node runs the config-change listener (topic unclean enables, dynamic broker configs), and
+# the admin-API clients draw alter_broker_config)
 SIM_FORMAT = 7
 
 

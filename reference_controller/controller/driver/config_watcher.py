@@ -181,6 +181,11 @@ class ConfigWatcher:
         if event.type != EventType.NONE:
             self._wake.set()
 
+    def process_once(self) -> None:
+        """One pass of the worker on the caller's thread: the deterministic simulator drives the
+        listener so, from its own watch events, with no thread started."""
+        self._process_notifications()
+
     # ---- worker ------------------------------------------------------------------------------------
     def _run(self) -> None:
         while True:

@@ -323,6 +323,58 @@ def test_an_unclean_leader_the_topic_config_allowed_is_valid_and_one_it_forbade_
     assert partition_states_valid([], unclean_log(config_at=300).records, None).validity == "invalid"
 
 
+def dynamic_unclean_log(layers: Mapping[str, str], *, registered: bool = True) -> Log:
+    """:func:`unclean_log`'s election, written by the controller of ``SESSION_A`` — broker 1
+    (registered with that session unless ``registered`` is false) — with dynamic broker configs
+    set before it: entity (``<default>`` or an id) → ``unclean.leader.election.enable``."""
+    log = Log()
+    if registered:
+        log.write(SESSION_A, create("/brokers/ids/1", b'{"version":4}', ephemeral=True))
+    log.elect(SESSION_A, 1)
+    log.create_topic(ADMIN, "t", {0: [1, 2, 3]})
+    log.set_state(SESSION_A, "t", 0, state_data(1, 0, [1]))
+    log.time_ms = T0 + 50
+    for entity, value in layers.items():
+        config = f'{{"version":1,"config":{{"unclean.leader.election.enable":"{value}"}}}}'.encode()
+        log.write(ADMIN, create(f"/config/brokers/{entity}", config))
+    log.time_ms = T0 + 100
+    log.set_state(SESSION_A, "t", 0, state_data(3, 1, [3]))
+    return log
+
+
+@pytest.mark.parametrize(
+    ("layers", "validity"),
+    [
+        ({"<default>": "true"}, "valid"),
+        ({"1": "true"}, "valid"),
+        ({"1": "true", "<default>": "false"}, "valid"),  # the broker's own layer wins
+        ({"1": "false", "<default>": "true"}, "invalid"),  # ... either way
+        ({"2": "true"}, "invalid"),  # another broker's own layer is not the controller's
+        ({"<default>": "false"}, "invalid"),
+    ],
+    ids=[
+        "default",
+        "own",
+        "own-over-default-false",
+        "own-false-over-default",
+        "other-broker",
+        "default-false",
+    ],
+)
+def test_an_unclean_leader_is_allowed_by_the_writing_controllers_dynamic_config_in_kafkas_order(
+    layers: Mapping[str, str], validity: str
+) -> None:
+    v = partition_states_valid([], dynamic_unclean_log(layers).records, None)
+    assert v.validity == validity, v.message
+
+
+def test_a_controller_whose_session_registered_no_broker_gets_any_brokers_dynamic_config() -> None:
+    log = dynamic_unclean_log({"2": "true"}, registered=False)
+    assert partition_states_valid([], log.records, None).validity == "valid"
+    log = dynamic_unclean_log({"2": "false"}, registered=False)
+    assert partition_states_valid([], log.records, None).validity == "invalid"
+
+
 def test_an_unclean_leader_written_outside_a_controllers_fenced_multi_is_invalid_even_when_asked() -> None:
     log = Log()
     log.elect(SESSION_A, 1)

@@ -1,5 +1,6 @@
-"""Real chaos runs of the ``admin-api`` scenario against the reference: every admin-API op is
-issued under faults, answered by the cluster, recorded with Kafka's answer, and judged valid."""
+"""Real chaos runs of the ``admin-api`` scenario against the reference: every admin-API op (the
+dynamic broker configs included) is issued under faults, answered by the cluster, recorded with
+Kafka's answer, and judged valid."""
 
 from __future__ import annotations
 
@@ -56,8 +57,9 @@ def test_every_admin_api_op_is_issued_and_answered(campaign: tuple[Path, int, st
     assert any(op.f == "reassign_api" and op.type == "ok" for op in completions), log
     assert any(op.f == "list_reassignments" and op.type == "ok" for op in completions), log
     assert any(op.f == "alter_topic_config" and op.type == "ok" for op in completions), log
+    assert any(op.f == "alter_broker_config" and op.type == "ok" for op in completions), log
     for op in completions:
-        if op.type == "ok" and op.f != "alter_topic_config":  # Kafka's answer is in the history
+        if op.type == "ok" and op.f not in ("alter_topic_config", "alter_broker_config"):  # Kafka's answer
             assert ("reassigning" if op.f == "list_reassignments" else "results") in op.value, op
             assert op.value["started_ms"] <= op.value["ended_ms"], op
         if "results" in op.value:

@@ -83,8 +83,19 @@ def test_api_op_values_have_the_documented_shapes() -> None:
             ((name, setting),) = value["config"].items()  # type: ignore[attr-defined]
             assert name in names
             seen.add("delete" if setting is None else "set")
-    # grows, shrinks and moves (1..3 replicas), both listing forms, both elections, SET and DELETE
-    assert seen >= {"size 1", "size 2", "size 3", "all", "named", "PREFERRED", "UNCLEAN", "delete", "set"}
+        elif f == "alter_broker_config":
+            ((name, setting),) = value["config"].items()  # type: ignore[attr-defined]
+            assert name == "unclean.leader.election.enable"
+            assert setting in ("true", "false", None)
+            entity = str(value["entity"])
+            assert entity == "<default>" or int(entity) in ids
+            seen.add("default layer" if entity == "<default>" else "own layer")
+    # grows, shrinks and moves (1..3 replicas), both listing forms, both elections, SET and DELETE,
+    # both dynamic broker config layers
+    assert seen >= {
+        "size 1", "size 2", "size 3", "all", "named", "PREFERRED", "UNCLEAN", "delete", "set",
+        "default layer", "own layer",
+    }  # fmt: skip
 
 
 def test_a_cancellation_mostly_names_the_latest_api_reassignment_drawn() -> None:

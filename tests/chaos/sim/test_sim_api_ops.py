@@ -182,3 +182,72 @@ def test_create_topics_is_decided_by_the_controllers_handler_with_the_broker_def
     assert done[3]["error"].startswith("CreateTopics: error 38:"), done[3]
     assert not _writes(records, "/brokers/topics/d4")
     assert done[4]["error"] == "CreateTopics: error 36: Topic 't0' already exists.", done[4]
+
+
+def _controller_of_seed_1(tmp_path: Path) -> int:
+    """The first controller the simulated world of seed 1 elects (the tests below place their
+    partition away from it)."""
+    _, _, records = _play((), tmp_path / "probe")
+    return int(next(data for _, data in _writes(records, "/controller"))["brokerid"])
+
+
+def _offline_with_live_replica_outside_isr(c: int, then: tuple[Step, ...]) -> tuple[Step, ...]:
+    """t9-0 on the two brokers that are not the controller ``c``: the follower paused until the
+    leader drops it from the ISR, the leader killed (no ISR member left alive), the follower
+    resumed — alive, outside the ISR — then ``then``, then the leader restarted."""
+    a, b = (x for x in (1, 2, 3) if x != c)
+    return (
+        Step(0.1, "client-0", "create_topic", {"topic": "t9", "assignment": {"0": [a, b]}}),
+        Step(0.5, "nemesis", "start_fault", {"id": "pause-0", "fault": "pause", "node": b}),
+        Step(3.5, "nemesis", "start_fault", {"id": "kill-1", "fault": "kill", "node": a}),
+        Step(4.0, "nemesis", "stop_fault", {"id": "pause-0", "fault": "pause"}),
+        *then,
+        Step(7.0, "nemesis", "stop_fault", {"id": "kill-1", "fault": "kill"}),
+    )
+
+
+def _t9_leaders(records: list[TxnRecord]) -> list[tuple[int, list[int]]]:
+    return [(d["leader"], d["isr"]) for _, d in _writes(records, "/brokers/topics/t9/partitions/0/state")]
+
+
+def test_a_dynamic_default_enabling_unclean_election_elects_the_live_replica_and_is_allowed(
+    tmp_path: Path,
+) -> None:
+    """Kafka 2.5.1: with the cluster-wide dynamic default of unclean.leader.election.enable true,
+    the controller elects a live replica from outside the ISR when the ISR's last member dies
+    (DynamicBrokerConfig feeds the controller's config, spec §13.4.4); the safety checker allows
+    it because that config was in force, not because it ignores such writes."""
+    c = _controller_of_seed_1(tmp_path)
+    a, b = (x for x in (1, 2, 3) if x != c)  # t9-0's leader and follower
+    config = {"entity": "<default>", "config": {"unclean.leader.election.enable": "true"}}
+    steps = _offline_with_live_replica_outside_isr(c, (Step(4.5, "api-0", "alter_broker_config", config),))
+    verdict, history, records = _play(steps, tmp_path / "run")
+    assert _done(history, "alter_broker_config")["type"] == "ok"
+    assert _writes(records, "/config/brokers/<default>")[-1][1] == {
+        "version": 1,
+        "config": {"unclean.leader.election.enable": "true"},
+    }
+    leaders = _t9_leaders(records)
+    assert (b, [b]) in leaders, leaders  # elected from outside the ISR
+    assert leaders.index((b, [b])) > leaders.index((a, [a])), leaders  # b had left the ISR
+    assert verdict == "valid"
+
+
+def test_each_brokers_own_dynamic_config_wins_over_the_default(tmp_path: Path) -> None:
+    """Every broker's own layer says false, the default says true: nobody elects uncleanly."""
+    c = _controller_of_seed_1(tmp_path)
+    a, _ = (x for x in (1, 2, 3) if x != c)
+    key = "unclean.leader.election.enable"
+    own = tuple(
+        Step(4.2 + 0.05 * k, "api-0", "alter_broker_config", {"entity": str(k), "config": {key: "false"}})
+        for k in (1, 2, 3)
+    )
+    default = Step(4.5, "api-0", "alter_broker_config", {"entity": "<default>", "config": {key: "true"}})
+    steps = _offline_with_live_replica_outside_isr(c, (*own, default))
+    verdict, history, records = _play(steps, tmp_path / "run")
+    done = [e for e in history if e["f"] == "alter_broker_config" and e["type"] != "invoke"]
+    # the killed broker's own config cannot be sent (it is down): the client times out
+    assert [e["type"] for e in done] == ["info" if k == a else "ok" for k in (1, 2, 3)] + ["ok"], done
+    leaders = _t9_leaders(records)
+    assert all(leader in (-1, a) for leader, _ in leaders), leaders
+    assert verdict == "valid"

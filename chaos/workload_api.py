@@ -14,7 +14,8 @@ cancel_reassignment    the same request with ``Replicas`` null for each partitio
 list_reassignments     ListPartitionReassignments v0 (kio), named partitions or null (all)
 elect_leaders          confluent-kafka ``elect_leaders`` (ElectLeaders), PREFERRED or UNCLEAN
 alter_topic_config     confluent-kafka ``incremental_alter_configs`` (SET, or DELETE for null)
-alter_broker_config    the same on a BROKER resource: ``<default>`` (the empty name) or a broker id
+alter_broker_config    IncrementalAlterConfigs v1 (kio) of a BROKER resource: ``<default>`` (the
+                       empty name, which confluent-kafka refuses) or a broker id, sent to that broker
 =====================  ==========================================================================
 
 Outcomes: ``ok`` when every partition (or the resource) answered 0; ``fail`` when the request
@@ -203,10 +204,33 @@ class AdminApiOps:
         return self._alter_configs(ResourceType.TOPIC, str(value["topic"]), value)
 
     def _alter_broker_config(self, value: Mapping[str, Any]) -> OpResult:
-        """A dynamic broker config: the cluster-wide default (the empty resource name, any broker
-        takes it) or one broker's own (librdkafka sends it to that broker, as Kafka requires)."""
+        """A dynamic broker config (IncrementalAlterConfigs v1 through kio): the cluster-wide
+        default (the empty resource name) to the first registered broker, or one broker's own
+        config to that broker, as Kafka requires."""
         entity = str(value["entity"])
-        return self._alter_configs(ResourceType.BROKER, "" if entity == "<default>" else entity, value)
+        if entity == "<default>":
+            registered = [b for b in self.cluster.broker_ids if self.cluster.zk.exists(f"/brokers/ids/{b}")]
+            if not registered:
+                return "fail", None, "no broker registered: nothing to send the request to"
+            target, name = registered[0], ""
+        else:
+            target, name = int(entity), entity
+        started = _now_ms()
+        try:
+            address = self.cluster.endpoint(target)
+            code, message = admin_api.incremental_alter_broker_config(
+                address, name, list(value["config"].items()), timeout_s=self.op_timeout_s
+            )
+        except RuntimeError as exc:  # the broker is not registered: nothing was sent
+            return "fail", None, f"not sent: {exc}"
+        except ConnectionRefusedError as exc:
+            return "fail", None, f"not sent: {exc}"
+        except OSError as exc:
+            return "info", None, f"{type(exc).__name__}: {exc}"
+        if code:
+            kind = "fail" if code in NOT_DONE_CODES else "info"
+            return kind, None, f"IncrementalAlterConfigs: error {code}: {message}"
+        return "ok", {**value, "broker": target, "started_ms": started, "ended_ms": _now_ms()}, None
 
     def _alter_configs(self, kind: ResourceType, name: str, value: Mapping[str, Any]) -> OpResult:
         entries = [

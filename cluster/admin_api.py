@@ -1,5 +1,5 @@
-"""KIP-455 reassignment requests as ``kafka-reassign-partitions.sh --bootstrap-server`` sends them
-(ring: cluster, drivers).
+"""KIP-455 reassignment requests as ``kafka-reassign-partitions.sh --bootstrap-server`` sends them,
+and IncrementalAlterConfigs of a broker resource (ring: cluster, drivers).
 
 confluent-kafka (and librdkafka) have no AlterPartitionReassignments (45) or
 ListPartitionReassignments (46) call, so these are built with kio 0.5.0's schemas at the only
@@ -9,6 +9,11 @@ NOT_CONTROLLER (41) at the top level and writes nothing, so :func:`to_controller
 ``/controller`` names and asks again when the answer is NOT_CONTROLLER, as Kafka's AdminClient
 does. Answers are plain values: per-partition ``(error code, message)`` and listings as
 ``(replicas, adding, removing)``.
+
+:func:`incremental_alter_broker_config` is IncrementalAlterConfigs v1 (kio) of one BROKER
+resource: confluent-kafka's ``ConfigResource`` refuses the empty name that means the cluster-wide
+default (``kafka-configs --entity-default``), so the request is built here as Kafka's own admin
+client builds it.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from kio.schema.alter_partition_reassignments.v0 import request as apr0
+from kio.schema.incremental_alter_configs.v1 import request as iac1
 from kio.schema.list_partition_reassignments.v0 import request as lpr0
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i32, i32Timedelta
+from kio.static.primitive import i8, i32, i32Timedelta
 
 from cluster.cluster import Cluster
 from probes.request_proxy import send_request
@@ -34,6 +40,7 @@ __all__ = [
     "NoController",
     "Outcome",
     "alter_partition_reassignments",
+    "incremental_alter_broker_config",
     "list_partition_reassignments",
     "to_controller",
 ]
@@ -138,6 +145,33 @@ def list_partition_reassignments(
         for p in t.partitions
     }
     return (int(resp.error_code), resp.error_message), listed
+
+
+BROKER_RESOURCE, SET, DELETE = 4, 0, 1  # ConfigResource.Type.BROKER; AlterConfigOp.OpType
+
+
+def incremental_alter_broker_config(
+    address: Address, name: str, changes: Iterable[tuple[str, str | None]], *, timeout_s: float
+) -> Outcome:
+    """IncrementalAlterConfigs v1 of the BROKER resource ``name`` ("" is the cluster-wide default,
+    else a broker id, which only that broker accepts): each change SETs its value, or DELETEs the
+    key when the value is None. The resource's (error code, message)."""
+    request = iac1.IncrementalAlterConfigsRequest(
+        resources=(
+            iac1.AlterConfigsResource(
+                resource_type=i8(BROKER_RESOURCE),
+                resource_name=name,
+                configs=tuple(
+                    iac1.AlterableConfig(name=k, config_operation=i8(DELETE if v is None else SET), value=v)
+                    for k, v in changes
+                ),
+            ),
+        ),
+        validate_only=False,
+    )
+    resp = send_request(*address, request, timeout_s=timeout_s)
+    (result,) = resp.responses
+    return int(result.error_code), result.error_message
 
 
 def to_controller(

@@ -17,7 +17,8 @@ alter_topic_config     the IncrementalAlterConfigs handler's own logic (stored c
                        validation, the config znode and its change notification) on a reachable
                        node drawn from the world's RNG (the client sends it to any broker)
 alter_broker_config    the same on a BROKER resource: ``<default>`` on any reachable node, a
-                       broker's own config on that broker only (else the client times out)
+                       broker's own config on that broker only (``fail`` when it is not running,
+                       as a refused connection; ``info`` when it is paused or cut off)
 =====================  ==========================================================================
 
 The request travels on the node's ``CLIENT_<id>`` link and the answer back on it (delays, FIFO, cut
@@ -346,6 +347,10 @@ class ApiOps:
             and not self.world.link(f"CLIENT_{n.broker_id}").cut
             and broker in (None, n.broker_id)
         ]
+        target = self.world.nodes.get(broker) if broker is not None else None
+        if broker is not None and (target is None or not target.running):
+            done("fail", None, f"not sent: broker {broker} is not running (connection refused)")
+            return
         if not reachable:
             done("info", None, "IncrementalAlterConfigs timed out: no broker reachable")
             return

@@ -41,6 +41,7 @@ __all__ = [
     "Outcome",
     "alter_partition_reassignments",
     "incremental_alter_broker_config",
+    "incremental_alter_configs_request",
     "list_partition_reassignments",
     "to_controller",
 ]
@@ -150,25 +151,32 @@ def list_partition_reassignments(
 BROKER_RESOURCE, SET, DELETE = 4, 0, 1  # ConfigResource.Type.BROKER; AlterConfigOp.OpType
 
 
+def incremental_alter_configs_request(
+    resource_type: int, name: str, ops: Iterable[tuple[str, int, str | None]], *, validate_only: bool = False
+) -> iac1.IncrementalAlterConfigsRequest:
+    """IncrementalAlterConfigs v1 of one resource; ``ops`` are (key, operation, value)."""
+    return iac1.IncrementalAlterConfigsRequest(
+        resources=(
+            iac1.AlterConfigsResource(
+                resource_type=i8(resource_type),
+                resource_name=name,
+                configs=tuple(
+                    iac1.AlterableConfig(name=k, config_operation=i8(op), value=v) for k, op, v in ops
+                ),
+            ),
+        ),
+        validate_only=validate_only,
+    )
+
+
 def incremental_alter_broker_config(
     address: Address, name: str, changes: Iterable[tuple[str, str | None]], *, timeout_s: float
 ) -> Outcome:
     """IncrementalAlterConfigs v1 of the BROKER resource ``name`` ("" is the cluster-wide default,
     else a broker id, which only that broker accepts): each change SETs its value, or DELETEs the
     key when the value is None. The resource's (error code, message)."""
-    request = iac1.IncrementalAlterConfigsRequest(
-        resources=(
-            iac1.AlterConfigsResource(
-                resource_type=i8(BROKER_RESOURCE),
-                resource_name=name,
-                configs=tuple(
-                    iac1.AlterableConfig(name=k, config_operation=i8(DELETE if v is None else SET), value=v)
-                    for k, v in changes
-                ),
-            ),
-        ),
-        validate_only=False,
-    )
+    ops = [(k, DELETE if v is None else SET, v) for k, v in changes]
+    request = incremental_alter_configs_request(BROKER_RESOURCE, name, ops)
     resp = send_request(*address, request, timeout_s=timeout_s)
     (result,) = resp.responses
     return int(result.error_code), result.error_message

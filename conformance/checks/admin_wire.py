@@ -22,7 +22,6 @@ from kio.schema.describe_configs.v2 import request as dc2
 from kio.schema.elect_leaders.v0 import request as el0
 from kio.schema.elect_leaders.v1 import request as el1
 from kio.schema.elect_leaders.v2 import request as el2
-from kio.schema.incremental_alter_configs.v1 import request as iac1
 from kio.schema.metadata.v9 import request as md9
 from kio.schema.types import TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
@@ -140,17 +139,8 @@ def incremental_alter_configs(
     validate_only: bool = False,
 ) -> Outcome:
     """IncrementalAlterConfigs v1 of one resource to ``bid``; ``ops`` are (name, operation, value)."""
-    request = iac1.IncrementalAlterConfigsRequest(
-        resources=(
-            iac1.AlterConfigsResource(
-                resource_type=i8(resource_type),
-                resource_name=name,
-                configs=tuple(
-                    iac1.AlterableConfig(name=k, config_operation=i8(op), value=v) for k, op, v in ops
-                ),
-            ),
-        ),
-        validate_only=validate_only,
+    request = admin_api.incremental_alter_configs_request(
+        resource_type, name, ops, validate_only=validate_only
     )
     resp = _send(cluster, bid, request)
     (r,) = resp.responses

@@ -9,10 +9,13 @@ reference `KafkaController` core over the same session (`MemoryZkClient` is both
 queue is this object's ``queue`` and the world decides when the next event runs, as the
 `ControllerEventManager` thread would: one at a time, FIFO, `Expire` pre-empting the queue.
 Effects are executed as the event manager and the service execute them: requests go to the
-world's channels, timers to the world's clock, channel changes at once inside the event.
+world's channels, timers to the world's clock, channel changes at once inside the event. The
+node's config-change listener is the reference's `ConfigWatcher`, one pass per
+:class:`ConfigChanges` event (its child watch on `/config/changes` fired, or the node started or
+reconnected), and its `DynamicBrokerConfig` is read at start as the node's service reads it.
 
-Not modelled: replication (no fetchers, so no ISR shrink/expand by brokers), dynamic broker
-config, the ISR-change and log-dir tasks.
+Not modelled here: replication (the world's :mod:`chaos.sim.replication` stands for the fetchers
+and the ISR tasks), the log-dir tasks.
 """
 
 from __future__ import annotations

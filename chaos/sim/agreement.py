@@ -131,14 +131,16 @@ def model_notes(schedule: Schedule) -> tuple[str, ...]:
     if api:
         notes.append(
             f"{len(api)} admin-API op(s) played without the wire protocol: each is the controller "
-            "event the node's handler puts (IncrementalAlterConfigs on a broker the seed draws, not "
-            "the client's least loaded one), the client's time-out in virtual time"
+            "event the node's handler puts (IncrementalAlterConfigs of a topic or the broker default "
+            "on a broker the seed draws, not the client's least loaded one or the first registered "
+            "one), the client's time-out in virtual time"
         )
     notes += [n for s in schedule.steps if s.f == "start_fault" for n in _fault_note(s)]
     if any(s.f == "create_topic_admin" for s in schedule.steps):
         notes.append(
-            "create_topic_admin written by the controller's node at once, no CreateTopics request (an "
-            "unreachable controller is a NOT_CONTROLLER at once, not a client time-out seconds later)"
+            "create_topic_admin decided and written by the controller's node at once, no CreateTopics "
+            "request (an unreachable controller is a NOT_CONTROLLER at once, not a client time-out "
+            "seconds later)"
         )
     starts = sorted({str(s.value["fault"]) for s in schedule.steps if s.f == "start_fault"} & _STARTS)
     starts += ["broker_bounce"] if any(s.f == "broker_bounce" for s in schedule.steps) else []

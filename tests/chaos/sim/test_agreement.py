@@ -97,8 +97,9 @@ def test_notes_say_what_of_a_schedule_the_simulator_plays_differently() -> None:
     notes = model_notes(Schedule("links", 9, (1, 2, 3), (CREATE, ELECT, *faults)))
     assert notes == (
         "1 admin-API op(s) played without the wire protocol: each is the controller event the node's "
-        "handler puts (IncrementalAlterConfigs on a broker the seed draws, not the client's least loaded "
-        "one), the client's time-out in virtual time",
+        "handler puts (IncrementalAlterConfigs of a topic or the broker default on a broker the seed "
+        "draws, not the client's least loaded one or the first registered one), the client's time-out "
+        "in virtual time",
         "latency at 0.5 s: 200 ms (jitter ±20 ms drawn once per fault) added to every message each way "
         "(ZooKeeper calls are not slowed, only watch notifications)",
         "bandwidth at 1.5 s: 8 KB/s modelled as 125 ms per message whatever its size",

@@ -12,8 +12,9 @@ shrinking of failures (ring: drivers).
 Run ``i`` has seed ``S + i`` and scenario ``i mod k`` of the ``k`` selected ones, as ``chaos run``.
 A failing seed prints its reason, the command that replays it and, unless ``--no-shrink``, its
 shrunk schedule (written to ``<run dir>/shrunk/``). A seed names a run only with the kit version
-it was found on: replaying one recorded by another version is refused (exit 2), never a silently
-different run. Exit status: 0 every run valid, 1 any invalid, 3 none invalid but some unknown,
+it was found on (its code digest included, :mod:`chaos.sim.version`): replaying one recorded by
+another version is refused (exit 2), never a silently different run; a ``sim.json`` needs the
+same simulator format. Exit status: 0 every run valid, 1 any invalid, 3 none invalid but some unknown,
 2 bad input.
 
 Python randomises ``str`` hashes per process, and set iteration order follows them; so that a seed
@@ -52,7 +53,7 @@ from chaos.shard import SIM_RUNS_PER_SHARD, WHOLE, Shard, ShardError, campaign_i
 from chaos.sim.pool import RecyclingPool
 from chaos.sim.run import SimResult, simulate
 from chaos.sim.shrink import shrink
-from chaos.sim.version import sim_version, token
+from chaos.sim.version import seed_version, sim_version, token
 from records.run_record import RunRecord, new_run_id, run_order_key, utc_now_iso
 
 __all__ = ["SIM_VERSION", "BadInput", "main", "parse_replay", "simulable_scenarios"]
@@ -198,7 +199,8 @@ def simulable_scenarios(raw: str, faults: str, density: int = 1) -> tuple[Scenar
 
 
 def parse_replay(text: str) -> Schedule:
-    """The schedule a replay names; :class:`BadInput` for a bad token or another version."""
+    """The schedule a replay names; :class:`BadInput` for a bad token or another version (a seed
+    token: another code digest; a ``sim.json``: another simulator format — :mod:`chaos.sim.version`)."""
     path = Path(text)
     if text.endswith(".json") or path.is_file():
         try:
@@ -206,6 +208,7 @@ def parse_replay(text: str) -> Schedule:
             version, schedule = str(body["kit_version"]), Schedule.from_json(body["schedule"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise BadInput(f"{text}: not a simulated run's sim.json ({type(exc).__name__}: {exc})") from None
+        this = SIM_VERSION
     else:
         scenario, sep, rest = text.partition(":")
         seed_text, at, version = rest.partition("@")
@@ -218,9 +221,10 @@ def parse_replay(text: str) -> Schedule:
             schedule = generate(scenario_named(scenario), int(seed_text))
         except NameError_ as exc:
             raise BadInput(str(exc)) from None
-    if version != SIM_VERSION:
+        this = seed_version()
+    if version != this:
         raise BadInput(
-            f"seed recorded by kit version {version}, this is {SIM_VERSION}: the same seed would be "
+            f"seed recorded by kit version {version}, this is {this}: the same seed would be "
             "a different run; replay it with the kit version that found it"
         )
     return schedule

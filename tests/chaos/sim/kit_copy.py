@@ -38,3 +38,16 @@ def run_chaos(
         timeout=900,
         check=False,
     )
+
+
+def seed_version_of(tree: Path) -> str:
+    """The seed version (``chaos.sim.version.seed_version``) of the kit at ``tree``."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from chaos.sim.version import seed_version; print(seed_version())"],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()

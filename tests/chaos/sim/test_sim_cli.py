@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from chaos.sim.version import sim_version
+from chaos.sim.version import seed_version
 from records.run_record import validate
-from tests.chaos.sim.kit_copy import copy_kit, run_chaos
+from tests.chaos.sim.kit_copy import copy_kit, run_chaos, seed_version_of
 
 pytestmark = pytest.mark.unit
 
@@ -49,7 +49,7 @@ def test_every_schedule_gets_one_valid_run_record_for_the_reports(tmp_path: Path
 
 
 def test_two_runs_of_one_seed_write_byte_identical_files(tmp_path: Path) -> None:
-    seed = f"composed:7@{sim_version()}"
+    seed = f"composed:7@{seed_version()}"
     first = _chaos("sim", "--replay", seed, "--out", str(tmp_path / "a"), hash_seed="1")
     second = _chaos("sim", "--replay", seed, "--out", str(tmp_path / "b"), hash_seed="2")
     assert (first.returncode, second.returncode) == (0, 0), first.stderr + second.stderr
@@ -72,8 +72,8 @@ def test_a_dense_campaign_has_many_more_faults_in_the_same_time_and_replays_byte
     plain = _chaos(*two_of_process, "--out", str(tmp_path / "p"))
     dense = _chaos(*two_of_process, "--density", "25", "--out", str(tmp_path / "d"))
     assert (plain.returncode, dense.returncode) == (0, 0), plain.stderr + dense.stderr
-    assert f"valid    process*25:3@{sim_version()}  (" in dense.stderr
-    assert f"valid    process:3@{sim_version()}  (" in plain.stderr
+    assert f"valid    process*25:3@{seed_version()}  (" in dense.stderr
+    assert f"valid    process:3@{seed_version()}  (" in plain.stderr
 
     def fault_times(run: Path) -> list[float]:
         steps = json.loads((run / "sim.json").read_text())["schedule"]["steps"]
@@ -84,7 +84,7 @@ def test_a_dense_campaign_has_many_more_faults_in_the_same_time_and_replays_byte
     assert len(packed) >= 40  # 50 rounds asked for; the last may not fit in the duration
     assert max(packed) < 5.0  # the scenario's duration: the same time, 25 times the faults
     assert max(b - a for a, b in itertools.pairwise(packed)) < 0.2  # plain: holds of 1-2.5 s
-    again = _chaos("sim", "--replay", f"process*25:3@{sim_version()}", "--out", str(tmp_path / "r"))
+    again = _chaos("sim", "--replay", f"process*25:3@{seed_version()}", "--out", str(tmp_path / "r"))
     assert again.returncode == 0, again.stderr
     assert _files(tmp_path / "r") == {
         k: v for k, v in _files(tmp_path / "d").items() if k.startswith("process*25-s3/")
@@ -107,6 +107,7 @@ def test_a_simulated_run_is_judged_again_unchanged_by_chaos_check(tmp_path: Path
     ("args", "message"),
     [
         (("--replay", "composed:7@0.0.0+sim1"), "seed recorded by kit version 0.0.0+sim1"),
+        (("--replay", f"composed:7@{seed_version()[:-8]}00000000"), "the same seed would be a different run"),
         (("--replay", "composed-7"), "is not a replay seed"),
         (("--scenario", "nope"), "unknown scenario 'nope'"),
         (("--scenario", "zk-ensemble"), "does not model"),
@@ -117,9 +118,9 @@ def test_a_simulated_run_is_judged_again_unchanged_by_chaos_check(tmp_path: Path
         (("--density", "0"), "give a whole number from 1 to 1000"),
         (("--density", "lots"), "give a whole number from 1 to 1000"),
         (("--density", "1001"), "give a whole number from 1 to 1000"),
-        (("--replay", f"composed*0:7@{sim_version()}"), "density 0 is out of range"),
-        (("--replay", f"composed*x:7@{sim_version()}"), "the density after '*' must be a whole number"),
-        (("--replay", f"meteor*5:7@{sim_version()}"), "unknown scenario 'meteor'"),
+        (("--replay", f"composed*0:7@{seed_version()}"), "density 0 is out of range"),
+        (("--replay", f"composed*x:7@{seed_version()}"), "the density after '*' must be a whole number"),
+        (("--replay", f"meteor*5:7@{seed_version()}"), "unknown scenario 'meteor'"),
     ],
 )
 def test_bad_input_is_a_clear_error_with_exit_2(args: tuple[str, ...], message: str, tmp_path: Path) -> None:
@@ -146,7 +147,13 @@ def test_a_mutant_of_the_reference_is_caught_replayed_and_shrunk(tmp_path: Path)
     )
     assert found.returncode == 1, found.stderr
     assert "controller_epoch_increases" in found.stderr
-    assert f"replay: python -m chaos sim --replay zk-session:1@{sim_version()}" in found.stderr
+    # the mutant's seed token carries its own code digest: this kit refuses to replay it
+    mutant_version = seed_version_of(tree)
+    assert mutant_version != seed_version()
+    assert f"replay: python -m chaos sim --replay zk-session:1@{mutant_version}" in found.stderr
+    refused = _chaos("sim", "--replay", f"zk-session:1@{mutant_version}", "--out", str(tmp_path / "no"))
+    assert refused.returncode == 2, refused.stderr
+    assert f"seed recorded by kit version {mutant_version}, this is {seed_version()}" in refused.stderr
     assert "shrunk in" in found.stderr
     shrunk = next((tmp_path / "out").rglob("shrunk/*/sim.json"))
     again = _chaos("sim", "--replay", str(shrunk), "--out", str(tmp_path / "again"), tree=tree)

@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.chaos.sim.kit_copy import REPO, copy_kit, run_chaos
+from tests.chaos.sim.kit_copy import REPO, copy_kit, run_chaos, seed_version_of
 
 pytestmark = pytest.mark.unit
 
@@ -111,14 +110,7 @@ def test_a_copy_whose_simulator_cannot_run_is_never_the_same(tmp_path: Path) -> 
 
 
 def _version() -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", "from chaos.sim.version import sim_version; print(sim_version())"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
+    return seed_version_of(REPO)
 
 
 @pytest.mark.parametrize(

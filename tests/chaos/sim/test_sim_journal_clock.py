@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.sim.version import sim_version
+from chaos.sim.version import seed_version
 
 pytestmark = pytest.mark.unit
 
@@ -34,7 +34,7 @@ def _replay(token: str, out: Path) -> Path:
 
 
 def test_every_journalled_request_lies_within_the_transaction_log(tmp_path: Path) -> None:
-    run = _replay(f"links:7100@{sim_version()}", tmp_path)
+    run = _replay(f"links:7100@{seed_version()}", tmp_path)
     times = [
         json.loads(line)["time_ms"] / 1000 for line in (run / "txn-records.jsonl").read_text().splitlines()
     ]
@@ -52,7 +52,7 @@ def test_a_deletion_halted_by_a_failed_stop_replica_is_excused_as_in_a_real_run(
     broker (1 here), killed and started again, answers a StopReplica(delete) for t0 sent with the
     broker epoch of its previous registration with STALE_BROKER_EPOCH (77), so Kafka 2.5.1 never
     resumes t0's deletion; judged against journals timed from the run's start it was a violation."""
-    run = _replay(f"composed:190@{sim_version()}", tmp_path)
+    run = _replay(f"composed:190@{seed_version()}", tmp_path)
     journals = json.loads((run / "final-state.json").read_text())["journals"]
     refused = [
         (broker, p["topic"])

@@ -70,10 +70,11 @@ def test_a_long_conclusion_does_not_hold_back_the_next_ones(
         concluding.begin(_played(tmp_path, i))
     began_all_s = time.monotonic() - start
     time.sleep(0.5)
-    assert [r["index"] for r in _results(out)] == [1, 2]  # written as they ended, run 0 still going
+    # written as they ended, run 0 still going (1 and 2 run side by side: either may end first)
+    assert sorted(r["index"] for r in _results(out)) == [1, 2]
     concluding.join()
-    assert [r["index"] for r in _results(out)] == [1, 2, 0]
-    assert [r["record"]["seed"] for r in _results(out)] == [11, 12, 10]
+    assert [r["index"] for r in _results(out)][2] == 0
+    assert {r["index"]: r["record"]["seed"] for r in _results(out)} == {0: 10, 1: 11, 2: 12}
     assert began_all_s < 0.5
     assert conclusions.most == 3
 

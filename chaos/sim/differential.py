@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     from chaos.generator import Schedule
@@ -60,7 +60,8 @@ SHRINK_AT_MOST = 3
 _PLAY_TIMEOUT_S = 300.0
 
 #: what each side's worker runs (with its own tree first on sys.path): the schedules of its part
-#: of the campaign, one JSON line each; with "detail", the named stream's items around an index.
+#: of the campaign, one JSON line each; or, serving, the schedules (or run indexes) sent on stdin,
+#: with "detail": the named stream's items around an index.
 _WORKER = r"""
 import hashlib, json, logging, sys
 logging.disable(logging.CRITICAL)
@@ -89,14 +90,21 @@ def play(i, schedule, detail):
         }
     print(json.dumps(line), flush=True)
 
-if job.get("serve"):  # one schedule per line on stdin (shrinking), until stdin closes
+def drawn(job, i):
+    chosen = simulable_scenarios(job["scenario"], job["faults"], job["density"])
+    return generate(chosen[i % len(chosen)], job["seed"] + i)
+
+if job.get("serve"):  # one request per stdin line until stdin closes: a schedule, or a run index
     for raw in sys.stdin:
         asked = json.loads(raw)
-        play(asked["i"], Schedule.from_json(asked["schedule"]), asked.get("detail"))
+        if "schedule" in asked:
+            schedule = Schedule.from_json(asked["schedule"])
+        else:
+            schedule = drawn(asked["campaign"], asked["index"])
+        play(asked["i"], schedule, asked.get("detail"))
 else:
-    chosen = simulable_scenarios(job["scenario"], job["faults"], job["density"])
     for i in job["indexes"]:
-        play(i, generate(chosen[i % len(chosen)], job["seed"] + i), job.get("detail"))
+        play(i, drawn(job, i), None)
 """
 
 #: the streams in the order a difference is explained (the controller's writes first)
@@ -174,18 +182,16 @@ def _first_differences(ref: dict[str, list[str]], tgt: dict[str, list[str]]) -> 
 
 
 def _detail(sides: tuple[_Side, _Side], job: dict[str, Any], i: int, stream: str, at: int) -> dict[str, Any]:
-    shown: dict[str, Any] = {}
-    for side in sides:
-        proc = _spawn(side, {**job, "indexes": [i], "detail": [stream, at]})
-        try:
-            out, _ = proc.communicate(timeout=600)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            out = ""
-        line: dict[str, Any] = next((json.loads(x) for x in out.splitlines() if x.startswith("{")), {})
-        shown[side.name] = {"items": line.get("items", {}), "length": line.get("length")}
-    return shown
+    """Run ``i``'s items of ``stream`` around ``at`` on both sides, each drawing the run with its own
+    generator as in the campaign (empty where a side could not play it)."""
+    servers = (_Server(sides[0]), _Server(sides[1]))
+    try:
+        return _shown(servers, {"campaign": job, "index": i}, stream, at)
+    except _Unplayable:
+        return {side.name: {"items": {}, "length": None} for side in sides}
+    finally:
+        for server in servers:
+            server.close()
 
 
 def run_diff_tree(args: argparse.Namespace, tree: Path, say: Callable[[str], None] | None = None) -> int:
@@ -329,6 +335,11 @@ def _around_first_difference(a: str, b: str, width: int = 160) -> dict[str, str]
     return {"reference": cut(a), "target": cut(b)}
 
 
+#: what a side is asked to play: a schedule, or ``{"campaign": job, "index": i}`` — a campaign's
+#: run, drawn by that side's own generator
+Asked: TypeAlias = "Schedule | dict[str, Any]"
+
+
 class _Unplayable(RuntimeError):
     """A side could not play a schedule sent to it while shrinking (died, hung, said why)."""
 
@@ -348,9 +359,10 @@ class _Server:
             self.lines.put(raw)
         self.lines.put(None)
 
-    def send(self, schedule: Schedule, detail: tuple[str, int] | None = None) -> None:
+    def send(self, asked: Asked, detail: tuple[str, int] | None = None) -> None:
+        request = {"schedule": asked.to_json()} if not isinstance(asked, dict) else asked
         try:
-            self.stdin.write(json.dumps({"i": 0, "schedule": schedule.to_json(), "detail": detail}) + "\n")
+            self.stdin.write(json.dumps({"i": 0, **request, "detail": detail}) + "\n")
             self.stdin.flush()
         except (BrokenPipeError, OSError):
             raise _Unplayable(self._why("its worker is gone")) from None
@@ -392,10 +404,10 @@ class _Server:
 
 
 def _play_both(
-    servers: tuple[_Server, _Server], schedule: Schedule, detail: tuple[str, int] | None = None
+    servers: tuple[_Server, _Server], asked: Asked, detail: tuple[str, int] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     for server in servers:  # both sides play at once
-        server.send(schedule, detail)
+        server.send(asked, detail)
     return servers[0].receive(), servers[1].receive()
 
 
@@ -417,8 +429,8 @@ def _campaign_schedule(job: dict[str, Any], i: int) -> Schedule:
     return generate(chosen[i % len(chosen)], job["seed"] + i)
 
 
-def _shown(servers: tuple[_Server, _Server], schedule: Schedule, stream: str, at: int) -> dict[str, Any]:
-    a, b = _play_both(servers, schedule, (stream, at))
+def _shown(servers: tuple[_Server, _Server], asked: Asked, stream: str, at: int) -> dict[str, Any]:
+    a, b = _play_both(servers, asked, (stream, at))
     return {
         name: {"items": x.get("items", {}), "length": x.get("length")}
         for name, x in (("reference", a), ("target", b))

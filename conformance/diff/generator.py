@@ -31,6 +31,21 @@ motif                       reaches
 ``single``                  any one step of the vocabulary, drawn by weight
 ==========================  ====================================================================
 
+Two more come from a stream of their own (``random.Random("<seed>:<index>:extensions")``), so a
+scenario's other draws are those it had before they existed; each is appended after the motifs:
+
+==========================  ====================================================================
+``imbalance``               one cluster in eight has auto rebalance on every node at one
+                            ``leader.imbalance.per.broker.percentage`` (10, 25 or 50): a broker
+                            that leads all but one of the 2–5 partitions it is preferred for (a
+                            reordering reassignment made it preferred where another replica
+                            leads) when the first rebalance check after a controller move runs
+``dynamic_unclean``         one scenario in ten: the controller's own dynamic
+                            ``unclean.leader.election.enable`` and the cluster-wide default set
+                            to opposite values (before or after) a partition whose only ISR
+                            member dies while a live replica is outside the ISR
+==========================  ====================================================================
+
 Each drawn step is checked against the model (:mod:`conformance.diff.model`) and applied to it;
 motifs that pause a node resume it before they end, so no pause outlives its motif (sessions
 never expire by accident). Steps that turn out to be no-ops on the real cluster are still valid.
@@ -62,7 +77,7 @@ from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 8
+GENERATOR_VERSION = 9
 
 
 # --- motifs -------------------------------------------------------------------------------------
@@ -312,6 +327,61 @@ MOTIFS: dict[str, tuple[float, Motif]] = {
 }
 
 
+# --- extensions: drawn from the scenario's own second stream, appended after the motifs ---------
+
+
+def _imbalance(rng: random.Random, model: Model) -> Iterator[Step]:
+    """A broker ``b`` preferred for k + 1 partitions of a new topic (k of them led by it, one led by
+    ``a`` after a reordering reassignment put ``b`` first), then a controller move: the check 5 s
+    after the failover compares b's misled share 1/(k+1) with the percentage (a double in Kafka:
+    ``imbalanceRatio > leaderImbalancePerBrokerPercentage.toDouble / 100``)."""
+    up = [x for x in model.up() if not model.nodes[x].poisoned]  # a poisoned one refuses the controller
+    if len(up) < 2 or model.state(model.controller) != "up":
+        return
+    b, a = rng.sample(up, 2)
+    k = rng.randint(1, 4)
+    others = [x for x in sorted(model.nodes) if x != b]
+    name = model.fresh_topic()
+    assignment = {str(p): [b, rng.choice(others)] for p in range(k)}
+    assignment[str(k)] = [a, b]
+    yield Step("create_topic_zk", {"topic": name, "assignment": assignment, "config": {}})
+    # (a reassignment still pending from earlier steps holds every rebalance back, as in Kafka)
+    yield Step("reassign", {"targets": {f"{name}-{k}": [b, a]}, "replace": model.reassign_znode})
+    yield Step("move_controller", {"successor": rng.choice(model.up())})
+
+
+def _dynamic_unclean(rng: random.Random, model: Model) -> Iterator[Step]:
+    """The controller's own dynamic ``unclean.leader.election.enable`` against the cluster-wide
+    default, set to opposite values, around a partition whose only ISR member dies while its other
+    replica lives outside the ISR (paused): the broker's own layer decides (DynamicBrokerConfig
+    overrides ``<default>``), either before the death or after it (the change itself then triggers
+    Kafka's unclean election of offline partitions when the effective value becomes true)."""
+    c = model.controller
+    candidates = [x for x in model.up() if x != c and not model.nodes[x].poisoned]
+    if len(candidates) < 2 or model.state(c) != "up":
+        return
+    leader, follower = rng.sample(candidates, 2)
+    name = model.fresh_topic()
+    yield Step("create_topic_zk", {"topic": name, "assignment": {"0": [leader, follower]}, "config": {}})
+    own = rng.choice(("true", "false"))
+    default = "false" if own == "true" else "true"
+    layers = [(str(c), own), ("<default>", default)]
+    if rng.random() < 0.5:
+        layers.reverse()
+    steps = [
+        Step("broker_config", {"entity": e, "config": {"unclean.leader.election.enable": v}})
+        for e, v in layers
+    ]
+    before = rng.random() < 0.5
+    if before:
+        yield from steps
+    yield Step("pause", {"node": follower})
+    yield Step("kill", {"node": leader, "successor": None})
+    if not before:
+        yield from steps
+    yield Step("resume", {"node": follower})
+
+
 def _accept(model: Model, step: Step) -> bool:
     validate_params(step.op, step.params, "generated step")
     kind = KINDS[step.op]
@@ -329,6 +399,14 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
     if rng.random() < 0.1:  # a cluster without topic deletion: markers stay, DeleteTopics is refused
         for conf in nodes.values():
             conf["delete.topic.enable"] = "false"
+    aux = random.Random(f"{seed}:{index}:extensions")  # the extensions' own stream (docstring)
+    rebalance = aux.random() < 0.125
+    if rebalance:
+        percentage = aux.choice(("10", "25", "50"))
+        for conf in nodes.values():
+            conf["auto.leader.rebalance.enable"] = "true"
+            conf["leader.imbalance.per.broker.percentage"] = percentage
+    dynamic_unclean = aux.random() < 0.1
     first = rng.choice(sorted(nodes))
     shell = Scenario(nodes, first, ())
     model = Model.of(shell)
@@ -342,6 +420,11 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
             break
         motif = _create_zk(rng, model) if not model.live_topics() else _draw(rng, model, motifs)
         for step in motif:
+            if _accept(model, step):
+                steps.append(step)
+    extensions = [m for m, on in ((_imbalance, rebalance), (_dynamic_unclean, dynamic_unclean)) if on]
+    for extension in extensions:
+        for step in extension(aux, model):
             if _accept(model, step):
                 steps.append(step)
     origin: dict[str, Any] = {"seed": seed, "index": index, "generator": GENERATOR_VERSION}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance.diff.generator import generate
-from conformance.diff.model import Model, replay
+from conformance.diff.model import Model, controllers, replay
 from conformance.diff.scenario import FORMAT, Scenario, ScenarioError, Step, load_scenario
 from conformance.diff.steps import KINDS
 
@@ -41,7 +42,8 @@ def test_generated_scenarios_hold_the_generator_invariants(seed: int, index: int
     model = replay(scenario)  # every precondition holds, step by step
     assert 3 <= len(scenario.nodes) <= 5
     assert scenario.first_controller in scenario.nodes
-    assert 1 <= len(scenario.steps) <= 9 + 5  # a motif (at most 6 steps) may finish past the goal
+    # a motif (at most 6 steps) may finish past the goal; the extensions add at most 3 + 6
+    assert 1 <= len(scenario.steps) <= 9 + 5 + 9
     assert not model.paused(), "no pause outlives its motif (sessions never expire by accident)"
     assert scenario.steps[0].op in ("create_topic_zk",), "a topic exists before anything acts on it"
     for step in scenario.steps:
@@ -167,6 +169,64 @@ def test_the_generator_reaches_the_states_example_checks_rarely_reach() -> None:
         assert reached[state] >= 3, (
             f"{state}: reached {reached[state]} times in 300 scenarios ({dict(reached)})"
         )
+
+
+def _steps_digest(s: Scenario) -> str:
+    text = json.dumps([st.to_json() for st in s.steps], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def test_the_extensions_leave_every_other_draw_of_a_seed_as_it_was() -> None:
+    # digests of seed 1's scenarios 1-3 as generator v8 drew them (before the extensions existed);
+    # none of the three draws an extension, so v9 must give the very same steps
+    assert [_steps_digest(generate(1, i)) for i in (1, 2, 3)] == [
+        "cb3785d3a4372a61",
+        "1845d5394b19936f",
+        "4ea96a0bb1f0e43d",
+    ]
+
+
+def test_the_extensions_reach_a_partial_imbalance_and_opposite_dynamic_layers() -> None:
+    imbalance = layers = 0
+    for i in range(300):
+        s = generate(2026, i)
+        confs = list(s.nodes.values())
+        percentages = {c.get("leader.imbalance.per.broker.percentage") for c in confs}
+        on = all(c.get("auto.leader.rebalance.enable") == "true" for c in confs)
+        created = {
+            st.params["topic"]: st.params["assignment"] for st in s.steps if st.op == "create_topic_zk"
+        }
+        for a, b in zip(s.steps, s.steps[1:], strict=False):
+            if a.op != "reassign" or b.op != "move_controller" or not on or len(percentages) != 1:
+                continue
+            for tp, target in a.params["targets"].items():
+                topic, p = tp.rsplit("-", 1)
+                before = created.get(topic, {}).get(p)
+                preferred_elsewhere = [
+                    q for q, r in created.get(topic, {}).items() if q != p and r[0] == target[0]
+                ]
+                if before and list(reversed(before)) == target and preferred_elsewhere:
+                    imbalance += 1  # target[0] preferred for several partitions, misled on this one
+        after = controllers(s)  # the controller after each step (index 0: at the start)
+        for i_step, step in enumerate(s.steps):
+            controller = after[i_step]
+            if step.op != "broker_config" or i_step + 1 >= len(s.steps):
+                continue
+            nxt = s.steps[i_step + 1]
+            if nxt.op != "broker_config":
+                continue
+            pair = {step.params["entity"]: step.params["config"], nxt.params["entity"]: nxt.params["config"]}
+            values = {e: c.get("unclean.leader.election.enable") for e, c in pair.items()}
+            rest = [x.op for x in s.steps[max(0, i_step - 3) : i_step + 5]]
+            if (
+                set(values) == {str(controller), "<default>"}
+                and len(set(values.values())) == 2
+                and "pause" in rest
+                and "kill" in rest
+            ):
+                layers += 1
+    assert imbalance >= 10, imbalance
+    assert layers >= 10, layers
 
 
 def test_every_operation_of_the_vocabulary_is_generated() -> None:

@@ -12,6 +12,11 @@ step, or what was sent to a paused broker:
   (Partition.scala@2.5.1 L679 maybeExpandIsr, ReplicaManager.scala@2.5.1 maybeShrinkIsr every
   replica.lag.time.max.ms / 2): the ISR writes of a partition it leads, whose leadership the step
   leaves as it was, are compared by their net effect, and the UpdateMetadata they cause not at all.
+- **a resumed broker's queued requests** (in :func:`relative_versions`): in the step that resumes a
+  paused broker, a request to it whose partition-state ``zk_version`` is not above the step's
+  start was built before the step (the controller builds a request when it acts and sends it when
+  the broker reads again): how many of a running leader's ISR writes the controller had read by
+  then is timing, so that value is compared only as :data:`BUILT_BEFORE_THE_STEP`.
 - **a departed controller's request to a resumed broker** (:func:`departed_controller_race`): a
   request of a controller gone while the broker was paused may be read before the current
   controller's: a LeaderAndIsr answer for the same leader epoch is 0 or 11.
@@ -26,6 +31,7 @@ from typing import Any
 from conformance.diff.normalise import STATE_PATH
 
 __all__ = [
+    "BUILT_BEFORE_THE_STEP",
     "departed_controller_race",
     "relative_versions",
     "resumed_leader_race",
@@ -47,8 +53,14 @@ def _start_version(before: Tree, path: str) -> int:
     return int(entry[1]) if isinstance(entry, list) and len(entry) > 1 else 0
 
 
-def relative_versions(segment: dict[str, Any], before: Tree) -> None:
-    """Every state znode version in ``segment`` as writes since the step began (in place)."""
+#: the zk_version of a request to a resumed broker built from a state no newer than the step's start
+BUILT_BEFORE_THE_STEP = "built before the step"
+
+
+def relative_versions(segment: dict[str, Any], before: Tree, resumed: int | None = None) -> None:
+    """Every state znode version in ``segment`` as writes since the step began (in place); in the
+    step that resumes broker ``resumed``, the versions of its requests that are not above the step's
+    start are :data:`BUILT_BEFORE_THE_STEP` (RULES "a resumed broker's queued requests")."""
     for path, history in segment["zk"]["writes"].items():
         if STATE_PATH.match(path):
             start = _start_version(before, path)
@@ -58,7 +70,7 @@ def relative_versions(segment: dict[str, Any], before: Tree) -> None:
     for path, entry in segment["tree"].items():
         if STATE_PATH.match(path) and isinstance(entry, list):
             entry[1] -= _start_version(before, path) if path in before else 0
-    for dest in segment["requests"].values():
+    for dest_id, dest in segment["requests"].items():
         for tp, entries in dest.get("partitions", {}).items():
             if "@" in tp:
                 continue
@@ -66,6 +78,8 @@ def relative_versions(segment: dict[str, Any], before: Tree) -> None:
             for e in entries:
                 if isinstance(e.get("zk_version"), int) and e.get("leader") != -2:
                     e["zk_version"] -= start
+                    if resumed is not None and int(dest_id) == resumed and e["zk_version"] <= 0:
+                        e["zk_version"] = BUILT_BEFORE_THE_STEP
 
 
 def _leadership(state: Any) -> tuple[Any, ...] | None:

@@ -153,6 +153,19 @@ RULES: tuple[Rule, ...] = (
         " Partition.scala@2.5.1 L679 maybeExpandIsr",
     ),
     Rule(
+        "a resumed broker's queued requests",
+        "in the step that resumes a paused broker, the partition-state zk_version of a request to that"
+        " broker that is not above the step's start (relative version 0 or less: built before the"
+        " step) is compared only as 'built before the step'",
+        "the controller builds a request from its cached state when it acts and the request waits for"
+        " the paused broker; the cache takes a running leader's ISR writes only as it processes their"
+        " ISR-change notifications, so how many of them a request built before the step had seen is"
+        " timing (its leader, leader epoch, ISR and answer are still compared)",
+        "ControllerChannelManager.scala@2.5.1 L369-386 (addLeaderAndIsrRequestForBrokers: the cached"
+        " zkVersion); KafkaController.scala@2.5.1 L1665-1677 (processIsrChangeNotification →"
+        " updateLeaderAndIsrCache)",
+    ),
+    Rule(
         "a departed controller's request to a resumed broker",
         "in the step that resumes a paused broker, the current controller's LeaderAndIsr answers for"
         " a partition to which a departed controller (or the same node's former incarnation) had"

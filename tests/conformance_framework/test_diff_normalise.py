@@ -408,6 +408,37 @@ def test_a_resumed_leaders_shrink_and_re_expand_is_not_compared_but_its_end_stat
     assert race["tree"] == quiet["tree"], "the end state stays compared"
 
 
+def test_a_resumed_brokers_request_built_before_the_step_is_compared_as_such() -> None:
+    """s1-38 of seed 1 (generator v8): the LeaderAndIsr a new controller had built for a paused
+    broker carried the state version from before one or two of a running leader's ISR writes."""
+    from conformance.diff.relative import BUILT_BEFORE_THE_STEP, relative_versions  # noqa: PLC0415
+
+    start = {STATE: [_pstate([1]), 7, None]}
+
+    def seg(queued: int, other: int, built_in_step: int) -> dict[str, Any]:
+        lai = {"api": "LeaderAndIsr", "leader": 1, "leader_epoch": 2}
+        requests = {
+            "3": {
+                "partitions": {"t-0": [{**lai, "zk_version": queued}, {**lai, "zk_version": built_in_step}]}
+            },
+            "2": {"partitions": {"t-0": [{**lai, "zk_version": other}]}},
+        }
+        return _seg({}, {STATE: [_pstate([1]), 7, None]}, requests, {})
+
+    one, two = seg(5, 5, 8), seg(6, 6, 8)
+    for s in (one, two):
+        relative_versions(s, start, resumed=3)
+    assert [e["zk_version"] for e in one["requests"]["3"]["partitions"]["t-0"]] == [BUILT_BEFORE_THE_STEP, 1]
+    assert one["requests"]["3"] == two["requests"]["3"], "the resumed broker's queued request"
+    assert one["requests"]["2"] != two["requests"]["2"], "another broker's requests keep their versions"
+    three = seg(5, 5, 9)
+    relative_versions(three, start, resumed=3)
+    assert three["requests"]["3"] != one["requests"]["3"], "a request built in the step is compared"
+    plain = seg(5, 5, 8)
+    relative_versions(plain, start)
+    assert plain["requests"]["3"]["partitions"]["t-0"][0]["zk_version"] == -2, "only in a resume step"
+
+
 def _pstate(isr: list[int], leader: int = 1, leader_epoch: int = 0) -> dict[str, Any]:
     return {"leader": leader, "leader_epoch": leader_epoch, "isr": isr, "controller_epoch": 1}
 

@@ -31,7 +31,7 @@ motif                       reaches
 ``single``                  any one step of the vocabulary, drawn by weight
 ==========================  ====================================================================
 
-Two more come from a stream of their own (``random.Random("<seed>:<index>:extensions")``), so a
+Four more come from a stream of their own (``random.Random("<seed>:<index>:extensions")``), so a
 scenario's other draws are those it had before they existed; each is appended after the motifs:
 
 ==========================  ====================================================================
@@ -44,6 +44,14 @@ scenario's other draws are those it had before they existed; each is appended af
                             ``unclean.leader.election.enable`` and the cluster-wide default set
                             to opposite values (before or after) a partition whose only ISR
                             member dies while a live replica is outside the ISR
+``failed_election``         one scenario in eight (since v10, drawn after the two above): an
+                            ElectLeaders (preferred or unclean) over partitions whose preferred
+                            replica died, whose preferred replica leads, and with no live
+                            replica, then the dead replica back and a preferred election that
+                            succeeds
+``reassigning_check``      (v10) half of the clusters with auto rebalance: a broker misled on all
+                            its partitions (killed and back) while a reassignment is pending on
+                            a paused target when the controller moves (the check moves nothing)
 ==========================  ====================================================================
 
 Each drawn step is checked against the model (:mod:`conformance.diff.model`) and applied to it;
@@ -77,7 +85,7 @@ from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 9
+GENERATOR_VERSION = 10
 
 
 # --- motifs -------------------------------------------------------------------------------------
@@ -382,6 +390,51 @@ def _dynamic_unclean(rng: random.Random, model: Model) -> Iterator[Step]:
     yield Step("resume", {"node": follower})
 
 
+def _failed_election(rng: random.Random, model: Model) -> Iterator[Step]:
+    """ElectLeaders that fail beside ones that are not needed: a new topic whose partition 0 is led
+    by its preferred replica ``p``, partition 1 by another replica with ``p`` second, and partition
+    2 on ``p`` alone; ``p`` dies, then ElectLeaders (preferred or unclean) for all three — the
+    preferred replica gone (partition 0), a live preferred leader (1), no live replica at all (2)
+    — and, once ``p`` is back, a preferred election that moves partition 0 back to it."""
+    c = model.controller
+    candidates = [x for x in model.up() if x != c and not model.nodes[x].poisoned]
+    if model.state(c) != "up" or not candidates:
+        return
+    p = rng.choice(candidates)
+    second = rng.choice([x for x in model.up() if x != p])
+    name = model.fresh_topic()
+    assignment = {"0": [p, second], "1": [second, p], "2": [p]}
+    yield Step("create_topic_zk", {"topic": name, "assignment": assignment, "config": {}})
+    yield Step("kill", {"node": p, "successor": None})
+    election = rng.choice(("preferred", "unclean"))
+    yield Step(
+        "elect_leaders", {"via": c, "partitions": [f"{name}-{i}" for i in range(3)], "election": election}
+    )
+    yield Step("restart", {"node": p})
+    yield Step("elect_leaders", {"via": c, "partitions": [f"{name}-0"], "election": "preferred"})
+
+
+def _reassigning_check(rng: random.Random, model: Model) -> Iterator[Step]:
+    """A broker that leads none of the partitions it is preferred for (killed and back: its
+    leaderships stayed with the others) and a reassignment kept pending by a paused target when
+    the controller moves: Kafka's check after the failover moves nothing while any partition is
+    being reassigned; the target resumes afterwards and the reassignment completes."""
+    c = model.controller
+    ok = [x for x in model.up() if x != c and not model.nodes[x].poisoned]
+    if model.state(c) != "up" or len(ok) < 2 or model.reassign_znode:
+        return
+    b, x = rng.sample(ok, 2)
+    rest = [y for y in model.up() if y not in (b, x)]
+    name = model.fresh_topic()
+    yield Step("create_topic_zk", {"topic": name, "assignment": {"0": [b, rng.choice(rest)]}, "config": {}})
+    yield Step("kill", {"node": b, "successor": None})
+    yield Step("restart", {"node": b})
+    yield Step("pause", {"node": x})
+    yield Step("reassign", {"targets": {f"{name}-0": [b, *rest[:1], x]}, "replace": False})
+    yield Step("move_controller", {"successor": rng.choice([y for y in model.up() if y != x])})
+    yield Step("resume", {"node": x})
+
+
 def _accept(model: Model, step: Step) -> bool:
     validate_params(step.op, step.params, "generated step")
     kind = KINDS[step.op]
@@ -424,6 +477,13 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
                 steps.append(step)
     extensions = [m for m, on in ((_imbalance, rebalance), (_dynamic_unclean, dynamic_unclean)) if on]
     for extension in extensions:
+        for step in extension(aux, model):
+            if _accept(model, step):
+                steps.append(step)
+    later = [m for m, on in ((_failed_election, aux.random() < 0.125),) if on]  # drawn after v9's two
+    if rebalance and aux.random() < 0.5:
+        later.append(_reassigning_check)
+    for extension in later:
         for step in extension(aux, model):
             if _accept(model, step):
                 steps.append(step)

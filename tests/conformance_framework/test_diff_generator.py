@@ -42,8 +42,8 @@ def test_generated_scenarios_hold_the_generator_invariants(seed: int, index: int
     model = replay(scenario)  # every precondition holds, step by step
     assert 3 <= len(scenario.nodes) <= 5
     assert scenario.first_controller in scenario.nodes
-    # a motif (at most 6 steps) may finish past the goal; the extensions add at most 3 + 6
-    assert 1 <= len(scenario.steps) <= 9 + 5 + 9
+    # a motif (at most 6 steps) may finish past the goal; the extensions add at most 3 + 6 + 5 + 7
+    assert 1 <= len(scenario.steps) <= 9 + 5 + 21
     assert not model.paused(), "no pause outlives its motif (sessions never expire by accident)"
     assert scenario.steps[0].op in ("create_topic_zk",), "a topic exists before anything acts on it"
     for step in scenario.steps:
@@ -227,6 +227,42 @@ def test_the_extensions_reach_a_partial_imbalance_and_opposite_dynamic_layers() 
                 layers += 1
     assert imbalance >= 10, imbalance
     assert layers >= 10, layers
+
+
+def test_the_extensions_reach_failing_elect_leaders_and_a_check_while_reassigning() -> None:
+    failing = while_reassigning = 0
+    for i in range(300):
+        s = generate(2026, i)
+        down: set[int] = set()
+        paused: set[int] = set()
+        replicas: dict[str, list[int]] = {}
+        pending = False
+        for step in s.steps:
+            p = step.params
+            if step.op == "create_topic_zk":
+                replicas.update({f"{p['topic']}-{k}": list(r) for k, r in p["assignment"].items()})
+            elif step.op in ("kill", "controlled_shutdown"):
+                down.add(p["node"])
+            elif step.op == "restart":
+                down.discard(p["node"])
+            elif step.op == "pause":
+                paused.add(p["node"])
+            elif step.op == "resume":
+                paused.discard(p["node"])
+            elif step.op == "reassign":
+                pending = any(b in paused | down for r in p["targets"].values() for b in r)
+            elif step.op == "elect_leaders" and any(
+                replicas.get(tp, [None])[0] in down for tp in p["partitions"]
+            ):
+                failing += 1  # a partition's preferred replica is dead: PREFERRED fails
+            elif (
+                step.op == "move_controller"
+                and pending
+                and all(c.get("auto.leader.rebalance.enable") == "true" for c in s.nodes.values())
+            ):
+                while_reassigning += 1
+    assert failing >= 10, failing
+    assert while_reassigning >= 5, while_reassigning
 
 
 def test_every_operation_of_the_vocabulary_is_generated() -> None:

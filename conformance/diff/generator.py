@@ -31,7 +31,7 @@ motif                       reaches
 ``single``                  any one step of the vocabulary, drawn by weight
 ==========================  ====================================================================
 
-Four more come from a stream of their own (``random.Random("<seed>:<index>:extensions")``), so a
+Five more come from streams of their own (``random.Random("<seed>:<index>:extensions")``), so a
 scenario's other draws are those it had before they existed; each is appended after the motifs:
 
 ==========================  ====================================================================
@@ -52,6 +52,10 @@ scenario's other draws are those it had before they existed; each is appended af
 ``reassigning_check``      (v10) half of the clusters with auto rebalance: a broker misled on all
                             its partitions (killed and back) while a reassignment is pending on
                             a paused target when the controller moves (the check moves nothing)
+``defaults``                (v10, a third stream ``"<seed>:<index>:defaults"``) one cluster in
+                            eight whose nodes set their own ``num.partitions`` and
+                            ``default.replication.factor``, ending with a CreateTopics that leaves
+                            one or both to the receiving broker (-1), every node up
 ==========================  ====================================================================
 
 Each drawn step is checked against the model (:mod:`conformance.diff.model`) and applied to it;
@@ -435,6 +439,22 @@ def _reassigning_check(rng: random.Random, model: Model) -> Iterator[Step]:
     yield Step("resume", {"node": x})
 
 
+def _defaults(rng: random.Random, model: Model) -> Iterator[Step]:
+    """CreateTopics leaving the partition count and/or the replication factor to the broker (-1,
+    KIP-464) in a cluster whose nodes set their own ``num.partitions`` / ``default.replication.factor``:
+    the receiving broker's values apply (AdminManager.createTopics), placed automatically."""
+    if model.paused() or model.controller_config("delete.topic.enable", "true") == "false":
+        return
+    for node in model.down():  # placement over every broker (as the single step draws it)
+        yield Step("restart", {"node": node})
+    counts = rng.choice(((-1, -1), (-1, rng.randint(1, 3)), (rng.randint(1, 4), -1)))
+    yield Step(
+        "create_topics_auto",
+        {"topic": model.fresh_topic(), "via": rng.choice(model.up()), "partitions": counts[0],
+         "replication_factor": min(counts[1], len(model.nodes))},
+    )  # fmt: skip
+
+
 def _accept(model: Model, step: Step) -> bool:
     validate_params(step.op, step.params, "generated step")
     kind = KINDS[step.op]
@@ -460,6 +480,13 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
             conf["auto.leader.rebalance.enable"] = "true"
             conf["leader.imbalance.per.broker.percentage"] = percentage
     dynamic_unclean = aux.random() < 0.1
+    defaults = random.Random(f"{seed}:{index}:defaults")  # since v10; its own stream again
+    broker_defaults = defaults.random() < 0.125
+    if broker_defaults:
+        for conf in nodes.values():
+            if defaults.random() < 0.6:
+                conf["num.partitions"] = str(defaults.randint(1, 3))
+                conf["default.replication.factor"] = str(defaults.randint(1, min(3, n)))
     first = rng.choice(sorted(nodes))
     shell = Scenario(nodes, first, ())
     model = Model.of(shell)
@@ -487,5 +514,8 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
         for step in extension(aux, model):
             if _accept(model, step):
                 steps.append(step)
+    for step in _defaults(defaults, model) if broker_defaults else ():
+        if _accept(model, step):
+            steps.append(step)
     origin: dict[str, Any] = {"seed": seed, "index": index, "generator": GENERATOR_VERSION}
     return Scenario(nodes, first, tuple(steps), origin)

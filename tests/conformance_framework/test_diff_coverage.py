@@ -105,16 +105,15 @@ def test_pick_keeps_going_after_everything_is_covered() -> None:
 
 
 def test_picked_scenarios_reach_the_rare_inputs_more_often_than_the_first_ones() -> None:
-    """Seed 1's first 40 scenarios (generator v10) reach 843 distinct inputs and never add partitions
-    while a reassignment is pending; the 40 picked from the first 4,000 must reach far more, that one
-    included. (On generator v8 the first 40 also lacked both dynamic layers; the v9 extensions
-    now put them in 6 of the first 40.)"""
+    """Seed 1's first 40 scenarios (generator v10) reach 897 distinct inputs; the 40 picked from the
+    first 4,000 must reach far more, most of them inputs the first 40 never reach (1,479, 812 of
+    them new, when this was written). (On generator v8 the first 40 also lacked both dynamic
+    layers; the extensions now put them in 6 of the first 40.)"""
     pool = [generate(1, i) for i in range(4000)]
 
     def reach(scenarios: list[Scenario]) -> set[str]:
         return set().union(*(features(s) for s in scenarios))
 
     first, picked = reach(pool[:40]), reach(pick(pool, 40))
-    assert "add_partitions|reassigning" not in first
-    assert "add_partitions|reassigning" in picked
-    assert len(picked) >= 1.3 * len(first), (len(picked), len(first))  # 1332 against 843
+    assert len(picked) >= 1.3 * len(first), (len(picked), len(first))
+    assert len(picked - first) >= 0.4 * len(picked), len(picked - first)

@@ -43,7 +43,8 @@ def test_generated_scenarios_hold_the_generator_invariants(seed: int, index: int
     assert 3 <= len(scenario.nodes) <= 5
     assert scenario.first_controller in scenario.nodes
     # a motif (at most 6 steps) may finish past the goal; the extensions add at most 3 + 6 + 5 + 7
-    assert 1 <= len(scenario.steps) <= 9 + 5 + 21
+    # and 4 restarts + 1
+    assert 1 <= len(scenario.steps) <= 9 + 5 + 21 + 5
     assert not model.paused(), "no pause outlives its motif (sessions never expire by accident)"
     assert scenario.steps[0].op in ("create_topic_zk",), "a topic exists before anything acts on it"
     for step in scenario.steps:
@@ -263,6 +264,23 @@ def test_the_extensions_reach_failing_elect_leaders_and_a_check_while_reassignin
                 while_reassigning += 1
     assert failing >= 10, failing
     assert while_reassigning >= 5, while_reassigning
+
+
+def test_the_defaults_extension_leaves_counts_to_brokers_with_defaults_of_their_own() -> None:
+    reached = 0
+    for i in range(300):
+        s = generate(2026, i)
+        own = {b for b, c in s.nodes.items() if "num.partitions" in c and "default.replication.factor" in c}
+        last = s.steps[-1]
+        if (
+            own
+            and last.op == "create_topics_auto"
+            and -1 in (last.params["partitions"], last.params["replication_factor"])
+        ):
+            reached += 1
+            assert Model.of(s).nodes.keys() >= own
+            assert not replay(s).down(), "every node is up when the brokers' defaults are used"
+    assert reached >= 10, reached
 
 
 def test_every_operation_of_the_vocabulary_is_generated() -> None:

@@ -423,7 +423,8 @@ def test_a_resumed_brokers_request_built_before_the_step_is_compared_as_such() -
             },
             "2": {"partitions": {"t-0": [{**lai, "zk_version": other}]}},
         }
-        return _seg({}, {STATE: [_pstate([1]), 7, None]}, requests, {})
+        out: dict[str, Any] = _seg({}, {STATE: [_pstate([1]), 7, None]}, requests, {})
+        return out
 
     one, two = seg(5, 5, 8), seg(6, 6, 8)
     for s in (one, two):

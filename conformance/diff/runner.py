@@ -192,8 +192,8 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
             shutting_down(segment, step.params["node"])
             if step.params.get("successor") is not None:  # the controller's own shutdown
                 successor_answers_open(segment, step.params["node"])
-        resumed = step.params["node"] if step is not None and step.op == "resume" else None
-        relative_versions(segment, tree_before, resumed)
+        resumed_node = int(step.params["node"]) if step is not None and step.op == "resume" else None
+        relative_versions(segment, tree_before, resumed_node)
         tree_before = absolute
         out.append(segment)
         before = s.end

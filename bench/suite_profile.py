@@ -77,6 +77,7 @@ class SuiteProfile:
     notes: list[str]
     clusters_made: int = 0
     clusters_shared: int = 0
+    clusters_refused: int = 0
     clusters_adopted: int = 0
     clusters_unused: int = 0
 
@@ -155,7 +156,8 @@ def profile(timings: Sequence[CheckTiming], certificate: Mapping[str, Any] | Non
         started_s=_epoch(started) if isinstance(started, str) else None,
         notes=notes,
         clusters_made=_count(spans, "cluster-make"),
-        clusters_shared=_count(spans, "cluster-adopt", how="shared"),
+        clusters_shared=_count(spans, "cluster-adopt", how="shared", as_found=True),
+        clusters_refused=_count(spans, "cluster-share-refused"),
         clusters_adopted=_count(spans, "cluster-adopt", how="pre-started"),
         clusters_unused=_count(spans, "cluster-discard", used=False),
     )
@@ -207,7 +209,8 @@ def _summary(p: SuiteProfile) -> list[str]:
         f"node starts: {p.node_starts} (process start mean {_mean(p.node_process_s)} s, node init mean"
         f" {_mean(p.node_init_s)} s, spawn→registered mean {_mean(p.node_total_s)} s)",
         f"clusters: {p.clusters_made} built, {p.clusters_adopted} started ahead and adopted,"
-        f" {p.clusters_unused} started ahead and unused, {p.clusters_shared} handed to a next check;"
+        f" {p.clusters_unused} started ahead and unused, {p.clusters_shared} lent again to a next check"
+        f" (conformance.sharing; {p.clusters_refused} not given back: changed or failed);"
         f" cluster start time spent ahead of its check: {p.ahead_s:.1f} s",
     ]
     if p.wall_s is not None:

@@ -23,6 +23,7 @@ from cluster.targets import KAFKA_DEFAULTS_SUFFIX, Target
 from conformance.ahead import AHEAD, AheadStarter, Started, cluster_on
 from conformance.evidence import CLUSTERS, add_evidence, cluster_evidence
 from conformance.plugin import (
+    check_passed,
     conformance_target,
     phase_metrics,
     pytest_addoption,
@@ -35,6 +36,8 @@ from conformance.plugin import (
     pytest_runtest_setup,
     pytest_runtest_teardown,
 )
+from conformance.scenarios import wait_cluster_known
+from conformance.sharing import SHARED, Lent, SharedClusters, declares_sharing
 from harness import timeline
 from harness.launcher import chosen_launcher_name
 from harness.zookeeper import ZooKeeperServer
@@ -108,6 +111,36 @@ def _ahead(
         ahead.close()
 
 
+@pytest.fixture(scope="session")
+def _shared(
+    request: pytest.FixtureRequest,
+    conformance_target: Target,
+    zk_server: Any,
+    _zk_admin_client: KazooClient,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[SharedClusters | None]:
+    """The worker's pool of one default cluster lent to checks marked ``leaves_cluster_as_found``
+    (:mod:`conformance.sharing`; ``None`` with ``--no-share-clusters``)."""
+    config = request.config
+    if config.getoption("--no-share-clusters"):
+        yield None
+        return
+    profile = str(config.getoption("--profile"))
+
+    def build(chroot: str, base_dir: Path) -> Cluster:
+        return cluster_on(conformance_target, zk_server, chroot, base_dir, profile=profile)
+
+    pool = SharedClusters(
+        build, _zk_admin_client, tmp_path_factory.mktemp("shared"), settle=lambda c: wait_cluster_known(c, 15)
+    )
+    config.stash[SHARED] = pool
+    try:
+        yield pool
+    finally:
+        del config.stash[SHARED]
+        pool.close()
+
+
 class _Factory:
     """What ``cluster_factory`` gives a check: ``factory(n=3, start=True, ...)`` builds (and
     starts) a cluster in the check's chroot; every cluster it made or adopted is closed at teardown."""
@@ -119,6 +152,7 @@ class _Factory:
         self._chroot, self._tmp = chroot, tmp_path
         self.made: list[Cluster] = []
         self.adopted: list[Started] = []
+        self.lent: Lent | None = None
 
     def _own(self, cluster: Cluster) -> None:
         node = self._request.node
@@ -162,11 +196,27 @@ class _Factory:
         assert started.cluster is not None
         return started.cluster
 
-    def close(self, ahead: AheadStarter | None) -> None:
+    def borrow(self, pool: SharedClusters, ahead: AheadStarter | None) -> Cluster:
+        """A settled default cluster lent by ``pool`` (:mod:`conformance.sharing`); given back,
+        or closed, at teardown."""
+        self.lent = lent = pool.lend(self._request.node.nodeid, ahead)
+        add_evidence(self._request.node, lent.evidence)
+        if lent.started.cluster is not None:
+            self._own(lent.started.cluster)
+        if lent.started.error is not None:
+            raise lent.started.error
+        assert lent.started.cluster is not None
+        return lent.started.cluster
+
+    def close(self, ahead: AheadStarter | None, pool: SharedClusters | None) -> None:
         adopted = {id(s.cluster) for s in self.adopted}
+        if self.lent is not None:
+            adopted.add(id(self.lent.started.cluster))
         for cluster in self.made:
             if id(cluster) not in adopted:
                 cluster.close()
+        if self.lent is not None and pool is not None:
+            pool.give_back(self.lent, passed=check_passed(self._request.node))
         for started in self.adopted:
             if ahead is not None:  # always so: only a starter hands out clusters to adopt
                 ahead.release(started)  # closes the cluster and deletes its chroot
@@ -180,18 +230,27 @@ def cluster_factory(
     zk_chroot: str,
     tmp_path: Path,
     _ahead: AheadStarter | None,
+    _shared: SharedClusters | None,
 ) -> Iterator[_Factory]:
     factory = _Factory(request, conformance_target, zk_server, zk_chroot, tmp_path)
     try:
         yield factory
     finally:
-        factory.close(_ahead)
+        factory.close(_ahead, _shared)
 
 
 @pytest.fixture
-def cluster(cluster_factory: _Factory, _ahead: AheadStarter | None) -> Cluster:
+def cluster(
+    request: pytest.FixtureRequest,
+    cluster_factory: _Factory,
+    _ahead: AheadStarter | None,
+    _shared: SharedClusters | None,
+) -> Cluster:
     """Three started nodes with the default profile (started while the check before ran, when
-    that check's worker could: :mod:`conformance.ahead`)."""
+    that check's worker could: :mod:`conformance.ahead`; lent by an earlier check that left it
+    as it found it, when this check too declares it will: :mod:`conformance.sharing`)."""
+    if _shared is not None and declares_sharing(request.node):
+        return cluster_factory.borrow(_shared, _ahead)
     started = _ahead.take() if _ahead is not None else None
     if started is None:
         return cluster_factory()

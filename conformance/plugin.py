@@ -37,6 +37,7 @@ from conformance.ahead import begin_for_next
 from conformance.evidence import EVIDENCE, attach, failure_line, target_error_of, write_evidence_file
 from conformance.order import expected_durations, longest_first
 from conformance.selection import Selection, SelectionError, resolve_selection
+from conformance.sharing import shared_cluster_coming
 from harness import timeline
 from records.run_record import PhaseMetric, RunRecord, new_run_id, run_order_key, utc_now_iso, write_record
 from records.timing import CheckTiming, write_timing
@@ -46,6 +47,7 @@ __all__ = [
     "Selection",
     "SelectionError",
     "behaviour_ids_of",
+    "check_passed",
     "conformance_target",
     "phase_metrics",
     "pytest_addoption",
@@ -83,6 +85,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="start each check's default cluster in its own set-up, not while the check before runs",
     )
+    group.addoption(
+        "--no-share-clusters",
+        action="store_true",
+        help="give every check a cluster of its own, also those marked leaves_cluster_as_found",
+    )
     group.addoption("--areas", default=None, help="comma list of areas to run (default: all)")
     group.addoption(
         "--ids",
@@ -103,6 +110,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "combined_only(why): the check needs the controller inside a broker (skipped on a split topology)",
     )
     config.addinivalue_line("markers", "allure_label: allure label (allure-pytest)")
+    config.addinivalue_line(
+        "markers",
+        "leaves_cluster_as_found: the check changes nothing in its default cluster, which may then be lent "
+        "to the next such check (verified, conformance.sharing)",
+    )
     config.stash[_SELECTION] = _config_selection(config)  # bad input stops the run before collection
     # Shared by xdist workers: they are spawned after configure and inherit the environment.
     os.environ.setdefault(_ENV_RUN_ID, new_run_id())
@@ -244,6 +256,12 @@ def conformance_target(pytestconfig: pytest.Config) -> Target:
     return target
 
 
+def check_passed(item: pytest.Item) -> bool:
+    """``item``'s set-up and call ran and passed (read in its teardown)."""
+    reports = item.stash.get(_REPORTS, {})
+    return all(when in reports and reports[when].passed for when in ("setup", "call"))
+
+
 def _outcome(reports: dict[str, pytest.TestReport], target_error: str | None) -> tuple[str, str | None]:
     for when in ("setup", "call", "teardown"):
         rep = reports.get(when)
@@ -294,8 +312,11 @@ def _timed(item: pytest.Item, phase: str) -> Generator[None, None, None]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     yield from _timed(item, "setup")
-    # set-up done (its cluster started): the next check's cluster may start now (conformance.ahead)
-    begin_for_next(item, item.stash.get(_NEXT, None))
+    # set-up done (its cluster started): the next check's cluster may start now (conformance.ahead),
+    # unless the next check will borrow a cluster that is already running (conformance.sharing)
+    nextitem = item.stash.get(_NEXT, None)
+    if not shared_cluster_coming(item.config, nextitem):
+        begin_for_next(item, nextitem)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -49,6 +49,7 @@ def _send_raw(port: int, payload: bytes, *, then_close: bool = False) -> bytes:
             return b""
 
 
+@pytest.mark.leaves_cluster_as_found
 @pytest.mark.behaviour("BADINPUT-3")
 def test_malformed_frames_do_not_stop_the_broker(cluster: Cluster) -> None:
     cluster.wait_controller()

@@ -32,6 +32,7 @@ def _move(cluster: Cluster, how: str, old: int) -> None:
         raise AssertionError(how)
 
 
+@pytest.mark.leaves_cluster_as_found
 @pytest.mark.behaviour("EPOCH-1")
 def test_first_election_sets_epoch_1_at_data_version_1(cluster: Cluster, phase_metrics: PhaseMetrics) -> None:
     cid = cluster.wait_controller()
@@ -55,6 +56,7 @@ def test_first_election_sets_epoch_1_at_data_version_1(cluster: Cluster, phase_m
     )
 
 
+@pytest.mark.leaves_cluster_as_found
 @pytest.mark.behaviour("EPOCH-2")
 def test_election_is_one_multi_and_losers_never_set_the_epoch(cluster: Cluster) -> None:
     cluster.wait_controller()
@@ -191,6 +193,7 @@ def test_epoch_persists_when_all_brokers_are_down(cluster_factory: ClusterFactor
     )
 
 
+@pytest.mark.leaves_cluster_as_found
 @pytest.mark.behaviour("EPOCH-5")
 def test_non_controllers_watch_controller(cluster: Cluster) -> None:
     """Every non-controller's session holds a watch on ``/controller``.

@@ -6,8 +6,10 @@ lent again. The fingerprint's comparison is also tested on its own with hand-mad
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -19,6 +21,7 @@ from conformance.scenarios import create_topic, wait_cluster_known
 from conformance.sharing import Fingerprint, SharedClusters, differences
 from harness.zookeeper import ZooKeeperServer
 from harness.zookeeper.observer import observer_client
+from tests.conformance_framework.test_gate import certificate, run_cli
 
 
 @pytest.fixture
@@ -202,3 +205,43 @@ def test_differences_name_every_kind_of_change() -> None:
     listed = differences(base, many, limit=5)
     assert len(listed) == 6
     assert listed[-1] == "... and 17 more"
+
+
+def _spans(results: Path) -> list[dict[str, Any]]:
+    spans: list[dict[str, Any]] = []
+    for path in sorted(results.glob("timings-*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            spans.extend(json.loads(line)["spans"])
+    return spans
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_checks_marked_as_leaving_their_cluster_as_found_do_so_on_the_reference(tmp_path: Path) -> None:
+    """The four marked checks on one worker: the first starts a cluster, the other three borrow it,
+    and none is refused — the marks hold for the reference, as the fingerprints judged them. With
+    ``--no-share-clusters`` each starts its own and the verdicts are the same."""
+    marked = "EPOCH-1,EPOCH-2,EPOCH-5,BADINPUT-3"
+    shared = tmp_path / "shared"
+    out = run_cli("--ids", marked, "-n", "1", "--diff-scenarios", "0", results=shared)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    spans = _spans(shared)
+    lent = [
+        s for s in spans if s["name"] == "cluster-adopt" and s["attrs"] == {"how": "shared", "as_found": True}
+    ]
+    refused = [s for s in spans if s["name"] == "cluster-share-refused"]
+    assert (len(lent), refused) == (3, []), (lent, refused)
+    own = tmp_path / "own"
+    out = run_cli(
+        "--ids", marked, "-n", "1", "--diff-scenarios", "0", "--", "--no-share-clusters", results=own
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert not [s for s in _spans(own) if s["name"] == "cluster-adopt" and s["attrs"].get("how") == "shared"]
+    starts = [sum(1 for s in _spans(d) if s["name"] == "node-start") for d in (shared, own)]
+    assert starts[0] == starts[1] - 9, starts  # three clusters of three nodes not started
+
+    def verdicts(results: Path) -> dict[str, str]:
+        return {bid: v["verdict"] for bid, v in certificate(results)["verdicts"].items()}
+
+    assert verdicts(shared) == verdicts(own)
+    assert set(verdicts(shared).values()) == {"pass"}

@@ -31,8 +31,9 @@ motif                       reaches
 ``single``                  any one step of the vocabulary, drawn by weight
 ==========================  ====================================================================
 
-Five more come from streams of their own (``random.Random("<seed>:<index>:extensions")``), so a
-scenario's other draws are those it had before they existed; each is appended after the motifs:
+Six more come from streams of their own (``random.Random("<seed>:<index>:extensions")``, then
+``…:defaults`` and ``…:listing``), so a scenario's other draws are those it had before they
+existed; each is appended after the motifs:
 
 ==========================  ====================================================================
 ``imbalance``               one cluster in eight has auto rebalance on every node at one
@@ -56,6 +57,10 @@ scenario's other draws are those it had before they existed; each is appended af
                             eight whose nodes set their own ``num.partitions`` and
                             ``default.replication.factor``, ending with a CreateTopics that leaves
                             one or both to the receiving broker (-1), every node up
+``listing``                 (v11, a fourth stream ``"<seed>:<index>:listing"``) one scenario in six:
+                            ListPartitionReassignments naming a partition reassigned onto a paused
+                            broker beside idle ones, a missing partition and a missing topic; a
+                            null list through another broker; the same list once it completed
 ==========================  ====================================================================
 
 Each drawn step is checked against the model (:mod:`conformance.diff.model`) and applied to it;
@@ -66,7 +71,7 @@ never expire by accident). Steps that turn out to be no-ops on the real cluster 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from conformance.diff.adminsteps import _via_node
@@ -89,7 +94,7 @@ from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 10
+GENERATOR_VERSION = 11
 
 
 # --- motifs -------------------------------------------------------------------------------------
@@ -455,6 +460,43 @@ def _defaults(rng: random.Random, model: Model) -> Iterator[Step]:
     )  # fmt: skip
 
 
+def _listing(rng: random.Random, model: Model) -> Iterator[Step]:
+    """ListPartitionReassignments naming more than what is being reassigned: a new three-partition
+    topic, partition 1 reassigned through the admin API onto a paused broker (pending), then a list
+    naming the pending partition, the two idle ones, a partition the topic does not have and a topic
+    that does not exist (Kafka answers only the pending one), a null list through another running
+    broker (NOT_CONTROLLER unless it is the controller), and once the target resumed and the
+    reassignment completed, a list naming that partition and an idle one (nothing pending)."""
+    c = model.controller
+    spares = [x for x in model.up() if x != c and not model.nodes[x].poisoned]
+    if model.state(c) != "up" or not spares:
+        return
+    spare = rng.choice(spares)
+    others = [x for x in model.up() if x != spare]
+    if len(others) < 2:
+        return
+    name = model.fresh_topic()
+    assignment = {str(i): rng.sample(others, 2) for i in range(3)}
+    yield Step("create_topic_zk", {"topic": name, "assignment": assignment, "config": {}})
+    yield Step("pause", {"node": spare})
+    pending = f"{name}-1"
+    yield Step("reassign_api", {"via": c, "targets": {pending: [*assignment["1"], spare]}})
+    named = [f"{name}-0", pending, f"{name}-2", f"{name}-7", "nosuch-0"]
+    rng.shuffle(named)
+    yield Step("list_reassignments", {"via": c, "partitions": named})
+    yield Step("list_reassignments", {"via": rng.choice(others), "partitions": []})
+    yield Step("resume", {"node": spare})
+    yield Step("list_reassignments", {"via": c, "partitions": [pending, f"{name}-0"]})
+
+
+def _take(model: Model, steps: list[Step], drawn: Iterable[Step]) -> None:
+    """Append each step of ``drawn`` the model accepts (a drawer reads the model as it yields, so
+    it sees the steps before it applied)."""
+    for step in drawn:
+        if _accept(model, step):
+            steps.append(step)
+
+
 def _accept(model: Model, step: Step) -> bool:
     validate_params(step.op, step.params, "generated step")
     kind = KINDS[step.op]
@@ -498,24 +540,20 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
     for _ in range(goal * 4):
         if len(steps) >= goal:
             break
-        motif = _create_zk(rng, model) if not model.live_topics() else _draw(rng, model, motifs)
-        for step in motif:
-            if _accept(model, step):
-                steps.append(step)
-    extensions = [m for m, on in ((_imbalance, rebalance), (_dynamic_unclean, dynamic_unclean)) if on]
-    for extension in extensions:
-        for step in extension(aux, model):
-            if _accept(model, step):
-                steps.append(step)
-    later = [m for m, on in ((_failed_election, aux.random() < 0.125),) if on]  # drawn after v9's two
-    if rebalance and aux.random() < 0.5:
-        later.append(_reassigning_check)
-    for extension in later:
-        for step in extension(aux, model):
-            if _accept(model, step):
-                steps.append(step)
-    for step in _defaults(defaults, model) if broker_defaults else ():
-        if _accept(model, step):
-            steps.append(step)
+        _take(model, steps, _create_zk(rng, model) if not model.live_topics() else _draw(rng, model, motifs))
+    for extension, on in ((_imbalance, rebalance), (_dynamic_unclean, dynamic_unclean)):
+        if on:
+            _take(model, steps, extension(aux, model))
+    # v10's two, decided from the same stream after v9's have drawn theirs, then drawn
+    failed_election = aux.random() < 0.125
+    reassigning_check = rebalance and aux.random() < 0.5
+    for extension, on in ((_failed_election, failed_election), (_reassigning_check, reassigning_check)):
+        if on:
+            _take(model, steps, extension(aux, model))
+    if broker_defaults:
+        _take(model, steps, _defaults(defaults, model))
+    listing = random.Random(f"{seed}:{index}:listing")  # since v11; a fourth stream
+    if listing.random() < 1 / 6:
+        _take(model, steps, _listing(listing, model))
     origin: dict[str, Any] = {"seed": seed, "index": index, "generator": GENERATOR_VERSION}
     return Scenario(nodes, first, tuple(steps), origin)

@@ -10,6 +10,7 @@ is attached when the check fails (in ``evidence/<check>.txt`` under the results 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from kazoo.client import KazooClient
 
 from cluster.cluster import Cluster, ClusterFactory
 from cluster.targets import KAFKA_DEFAULTS_SUFFIX, Target
-from conformance.ahead import AHEAD, AheadStarter, Started, cluster_on
+from conformance.ahead import AHEAD, AheadStarter, Build, Started, cluster_on
 from conformance.evidence import CLUSTERS, add_evidence, cluster_evidence
 from conformance.plugin import (
     check_passed,
@@ -83,6 +84,24 @@ def zk_server(request: pytest.FixtureRequest) -> Iterator[ZooKeeperServer]:
         server.close()
 
 
+@contextlib.contextmanager
+def _stashed(config: pytest.Config, key: pytest.StashKey[Any], worker_part: Any) -> Iterator[None]:
+    """``worker_part`` (the starter, the pool) is in ``config.stash`` for the hooks until the block
+    ends, then closed."""
+    config.stash[key] = worker_part
+    try:
+        yield
+    finally:
+        del config.stash[key]
+        worker_part.close()
+
+
+def _default_cluster(config: pytest.Config, target: Target, zk_server: Any) -> Build:
+    """How the ``cluster`` fixture's clusters are built (three nodes, the run's profile)."""
+    profile = str(config.getoption("--profile"))
+    return lambda chroot, base_dir: cluster_on(target, zk_server, chroot, base_dir, profile=profile)
+
+
 @pytest.fixture(scope="session")
 def _ahead(
     request: pytest.FixtureRequest,
@@ -97,18 +116,10 @@ def _ahead(
     if config.getoption("--no-start-ahead") or chosen_launcher_name() != "process":
         yield None
         return
-    profile = str(config.getoption("--profile"))
-
-    def build(chroot: str, base_dir: Path) -> Cluster:
-        return cluster_on(conformance_target, zk_server, chroot, base_dir, profile=profile)
-
+    build = _default_cluster(config, conformance_target, zk_server)
     ahead = AheadStarter(build, _zk_admin_client, tmp_path_factory.mktemp("ahead"))
-    config.stash[AHEAD] = ahead
-    try:
+    with _stashed(config, AHEAD, ahead):
         yield ahead
-    finally:
-        del config.stash[AHEAD]
-        ahead.close()
 
 
 @pytest.fixture(scope="session")
@@ -125,20 +136,14 @@ def _shared(
     if config.getoption("--no-share-clusters"):
         yield None
         return
-    profile = str(config.getoption("--profile"))
-
-    def build(chroot: str, base_dir: Path) -> Cluster:
-        return cluster_on(conformance_target, zk_server, chroot, base_dir, profile=profile)
-
     pool = SharedClusters(
-        build, _zk_admin_client, tmp_path_factory.mktemp("shared"), settle=lambda c: wait_cluster_known(c, 15)
+        _default_cluster(config, conformance_target, zk_server),
+        _zk_admin_client,
+        tmp_path_factory.mktemp("shared"),
+        settle=lambda c: wait_cluster_known(c, 15),
     )
-    config.stash[SHARED] = pool
-    try:
+    with _stashed(config, SHARED, pool):
         yield pool
-    finally:
-        del config.stash[SHARED]
-        pool.close()
 
 
 class _Factory:

@@ -20,18 +20,9 @@ from conformance.ahead import AheadStarter, cluster_on
 from conformance.scenarios import create_topic, wait_cluster_known
 from conformance.sharing import Fingerprint, SharedClusters, differences
 from harness.zookeeper import ZooKeeperServer
-from harness.zookeeper.observer import observer_client
+from tests.conformance_framework.live_nodes import alive
+from tests.conformance_framework.live_nodes import pids as pids_of
 from tests.conformance_framework.test_gate import certificate, run_cli
-
-
-@pytest.fixture
-def admin(zk_server: ZooKeeperServer) -> Iterator[KazooClient]:
-    """A client of the whole server (no chroot): sees every chroot, like the suite's own."""
-    client = observer_client(zk_server.connect_string, timeout_s=10.0)
-    client.start(timeout=15.0)
-    yield client
-    client.stop()
-    client.close()
 
 
 @pytest.fixture
@@ -46,20 +37,8 @@ def pool(zk_server: ZooKeeperServer, admin: KazooClient, tmp_path: Path) -> Iter
     shared.close()
 
 
-def _pids(cluster: Cluster) -> list[int]:
-    return [n.proc.pid for n in cluster.nodes.values() if n.proc is not None and n.proc.pid is not None]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _closed(admin: KazooClient, cluster: Cluster, pids: list[int]) -> bool:
-    return not any(_alive(p) for p in pids) and admin.exists(cluster.chroot) is None
+    return not any(alive(p) for p in pids) and admin.exists(cluster.chroot) is None
 
 
 @pytest.mark.integration
@@ -73,7 +52,7 @@ def test_a_check_that_only_reads_hands_the_same_running_cluster_to_the_next(
     assert first.baseline is not None, "a healthy reference cluster settles"
     assert cluster.chroot.startswith("/t/shared-")
     assert sorted(admin.get_children(f"{cluster.chroot}/brokers/ids")) == ["1", "2", "3"]
-    pids = _pids(cluster)
+    pids = pids_of(cluster)
     # what a read-only check does: reads znodes, the transaction log, the watches
     cluster.wait_controller()
     cluster.history()
@@ -83,8 +62,8 @@ def test_a_check_that_only_reads_hands_the_same_running_cluster_to_the_next(
     second = pool.lend("check-b", None)
     assert second.started.cluster is cluster
     assert second.used_by == ["check-a", "check-b"]
-    assert _pids(cluster) == pids
-    assert all(_alive(p) for p in pids)
+    assert pids_of(cluster) == pids
+    assert all(alive(p) for p in pids)
     assert "check-a" in second.evidence()["cluster sharing"]
     pool.give_back(second, passed=True)
     pool.close()
@@ -99,7 +78,7 @@ def test_a_check_that_writes_or_fails_or_stops_a_node_closes_the_cluster(
     lent = pool.lend("writes-a-znode", None)
     cluster = lent.started.cluster
     assert cluster is not None
-    pids = _pids(cluster)
+    pids = pids_of(cluster)
     admin.create(f"{cluster.chroot}/scribble", b"x")
     pool.give_back(lent, passed=True)
     assert not pool.will_have_one
@@ -109,7 +88,7 @@ def test_a_check_that_writes_or_fails_or_stops_a_node_closes_the_cluster(
     lent = pool.lend("creates-a-topic", None)
     cluster = lent.started.cluster
     assert cluster is not None
-    pids = _pids(cluster)
+    pids = pids_of(cluster)
     create_topic(cluster, "t", {0: [1, 2]})
     cluster.wait_controller()
     pool.give_back(lent, passed=True)
@@ -121,7 +100,7 @@ def test_a_check_that_writes_or_fails_or_stops_a_node_closes_the_cluster(
     assert cluster is not None
     cluster.stop(2)
     cluster.start([2])
-    pids = _pids(cluster)
+    pids = pids_of(cluster)
     pool.give_back(lent, passed=True)
     assert _closed(admin, cluster, pids)
 
@@ -129,7 +108,7 @@ def test_a_check_that_writes_or_fails_or_stops_a_node_closes_the_cluster(
     lent = pool.lend("failed", None)
     cluster = lent.started.cluster
     assert cluster is not None
-    pids = _pids(cluster)
+    pids = pids_of(cluster)
     pool.give_back(lent, passed=False)
     assert not pool.will_have_one
     assert _closed(admin, cluster, pids)
@@ -140,7 +119,7 @@ def test_a_change_while_idle_is_caught_when_lent_again(pool: SharedClusters, adm
     lent = pool.lend("reads", None)
     cluster = lent.started.cluster
     assert cluster is not None
-    pids = _pids(cluster)
+    pids = pids_of(cluster)
     pool.give_back(lent, passed=True)
     cluster.kill(3)  # while it sat in the pool
     again = pool.lend("next", None)
@@ -162,7 +141,7 @@ def test_a_cluster_started_ahead_is_lent_and_released_into_the_pool(
     cluster = lent.started.cluster
     assert cluster is not None
     assert cluster.chroot.startswith("/t/ahead-")
-    pids = _pids(cluster)
+    pids = pids_of(cluster)
     pool.give_back(lent, passed=True)
     pool.close()
     assert _closed(admin, cluster, pids)

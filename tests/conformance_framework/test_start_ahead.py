@@ -5,7 +5,7 @@ start raised comes back to whoever takes it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,34 +16,13 @@ from cluster.startup import TargetNodeError
 from cluster.targets import load_target
 from conformance.ahead import AheadStarter, cluster_on
 from harness.zookeeper import ZooKeeperServer
-from harness.zookeeper.observer import observer_client
-
-
-@pytest.fixture
-def admin(zk_server: ZooKeeperServer) -> Iterator[KazooClient]:
-    """A client of the whole server (no chroot): sees every chroot, like the suite's own."""
-    client = observer_client(zk_server.connect_string, timeout_s=10.0)
-    client.start(timeout=15.0)
-    yield client
-    client.stop()
-    client.close()
+from tests.conformance_framework.live_nodes import alive
+from tests.conformance_framework.live_nodes import pids as pids_of
 
 
 def _builder(zk_server: ZooKeeperServer, target_name: str = "reference") -> Callable[[str, Path], Cluster]:
     target = load_target(target_name)
     return lambda chroot, base_dir: cluster_on(target, zk_server, chroot, base_dir)
-
-
-def _pids(cluster: Cluster) -> list[int]:
-    return [n.proc.pid for n in cluster.nodes.values() if n.proc is not None and n.proc.pid is not None]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.integration
@@ -70,7 +49,7 @@ def test_a_taken_cluster_is_up_in_its_own_chroot_and_release_removes_it(
     for bid in cluster.broker_ids:
         journal = cluster.zk_journal(bid)
         assert any(r.path == "/controller" for r in journal.requests()), journal.dump()
-    pids = _pids(cluster)
+    pids = pids_of(cluster)
     assert len(pids) == 3
     # a second cluster gets a chroot of its own
     ahead.begin()
@@ -80,7 +59,7 @@ def test_a_taken_cluster_is_up_in_its_own_chroot_and_release_removes_it(
     assert second.chroot != started.chroot
     ahead.release(started)
     ahead.release(second)
-    assert not any(_alive(p) for p in pids + _pids(second.cluster))
+    assert not any(alive(p) for p in pids + pids_of(second.cluster))
     assert admin.exists(started.chroot) is None
     assert admin.exists(second.chroot) is None
 

@@ -3,10 +3,13 @@ drivers — a simulated one).
 
 The reference node runs these as asyncio tasks and worker threads (`IsrManager`); here the same
 steps run synchronously from the world's heap, through the reference's own pieces:
-`ReplicaManager.record_follower_fetch` / `out_of_sync_replicas` decide, `isr.conditional_update`
-writes the partition state (the cached zkVersion checked), `isr.propagate_isr_changes` writes
-`/isr_change_notification` when `isr_change_propagation_due` says so. What the glue does is what
-`IsrManager.maybe_expand_isr` / `maybe_shrink_isr` / `_update_isr` do, minus the threads.
+`ReplicaManager.record_follower_fetch` tells a caught-up fetch, the node's own `IsrManager`
+decides (`shrunk_isr`, `expanded_isr`), says what to write (`isr_write`) and what follows the write
+(`isr_written`: the new ISR and zkVersion taken, the change recorded) and when to propagate
+(`isr_changes_due`, `isr_changes_propagated`); `isr.conditional_update` and
+`isr.propagate_isr_changes` do the ZooKeeper I/O. Only the threads and the asyncio tasks of
+`maybe_shrink_isr` / `maybe_expand_isr` / `_update_isr` are left out, so a bug in any of those
+decisions is a bug of the simulated node too.
 
 A follower fetches every ``FETCH_MS`` over its ``FROM_<follower>_<leader>`` link; with empty logs
 every fetch is caught up, so a follower that can reach its leader joins the ISR, and one that
@@ -18,11 +21,9 @@ from __future__ import annotations
 from chaos.sim.node import SimNode
 from chaos.sim.world import World
 from kafkawire.states import TopicPartition
-from reference_controller import zkdata
 from reference_controller.node.isr import (
     ISR_CHANGE_PROPAGATION_CHECK_MS,
     conditional_update,
-    isr_change_propagation_due,
     propagate_isr_changes,
 )
 from reference_controller.node.partition import Partition
@@ -81,33 +82,29 @@ class Replication:
             if not self._up(leader):
                 continue
             assert leader.context is not None
-            rm = leader.context.replica_manager
-            for p in sorted(rm.leader_partitions(), key=lambda q: q.tp):
-                out = rm.out_of_sync_replicas(p, LAG_MS)
-                new_isr = tuple(r for r in p.isr if r not in out)
-                if out and new_isr:
+            isr = leader.context.isr_manager
+            for p in sorted(leader.context.replica_manager.leader_partitions(), key=lambda q: q.tp):
+                new_isr = isr.shrunk_isr(p)
+                if new_isr is not None:
                     self._update_isr(leader, p, new_isr)
         self.world.at(LAG_MS // 2, self._shrink_tick)
 
     def _expand(self, leader: SimNode, tp: TopicPartition, follower: int) -> None:
         assert leader.context is not None
-        p = leader.context.replica_manager.partitions.get(tp)
-        if p is None or not p.is_leader or follower in p.isr or follower not in p.replicas:
-            return
-        self._update_isr(leader, p, (*p.isr, follower))
+        expanded = leader.context.isr_manager.expanded_isr(tp, follower)
+        if expanded is not None:
+            self._update_isr(leader, *expanded)
 
     def _update_isr(self, leader: SimNode, p: Partition, new_isr: tuple[int, ...]) -> None:
         if not self.world.zk_connected(leader) or leader.zk is None or leader.context is None:
             return  # kazoo would hold the write until reconnected; the next tick tries again
-        state = zkdata.LeaderAndIsr(leader.broker_id, p.leader_epoch, new_isr, p.zk_version)
+        isr = leader.context.isr_manager
+        state, controller_epoch = isr.isr_write(p, new_isr)
         try:
-            version = conditional_update(leader.zk, p.tp, state, p.controller_epoch, _no_resend)
+            version = conditional_update(leader.zk, p.tp, state, controller_epoch, _no_resend)
         except (_Disconnected, NodeZkError):
             return
-        if version is None:
-            return  # "Cached zkVersion … not equal to that in zookeeper, skip updating ISR"
-        p.isr, p.zk_version = new_isr, version
-        leader.context.isr_manager.record_isr_change(p.tp)
+        isr.isr_written(p, new_isr, version, p.leader_epoch)  # nothing can move it meanwhile here
 
     def _propagate_tick(self) -> None:
         for node in self.world.nodes.values():
@@ -116,21 +113,12 @@ class Replication:
             assert node.context is not None
             isr = node.context.isr_manager
             now = float(self.world.now)
-            due = isr_change_propagation_due(
-                pending=bool(isr.isr_change_set),
-                now_ms=now,
-                last_change_ms=isr.last_isr_change_ms,
-                last_propagation_ms=isr.last_isr_propagation_ms,
-                blackout_ms=isr.blackout_ms,
-                interval_ms=isr.interval_ms,
-            )
-            if not due:
+            changes = isr.isr_changes_due(now)
+            if changes is None:
                 continue
-            changes = sorted(isr.isr_change_set)
             try:
                 propagate_isr_changes(node.zk, changes, _no_resend)
             except (_Disconnected, NodeZkError):
                 continue
-            isr.isr_change_set.difference_update(changes)
-            isr.last_isr_propagation_ms = now
+            isr.isr_changes_propagated(changes, now)
         self.world.at(ISR_CHANGE_PROPAGATION_CHECK_MS, self._propagate_tick)

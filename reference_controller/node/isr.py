@@ -91,55 +91,60 @@ class IsrManager:
     # -- shrink / expand ------------------------------------------------------------------------
     async def maybe_shrink_isr(self, p: Partition) -> None:
         async with self._lock:
-            out = self.rm.out_of_sync_replicas(p, self.lag_ms)
-            if not out or not p.is_leader:
-                return
-            new_isr = tuple(r for r in p.isr if r not in out)
-            if not new_isr:  # Kafka asserts the ISR never becomes empty here
-                return
-            log.info(
-                f"[Partition {p.tp[0]}-{p.tp[1]} broker={self.rm.broker_id}] Shrinking ISR from "
-                f"{','.join(map(str, p.isr))} to {','.join(map(str, new_isr))}. Leader: (highWatermark: 0, "
-                f"endOffset: 0). Out of sync replicas: "
-                + " ".join(
-                    f"(brokerId: {r}, endOffset: {p.followers[r].log_end_offset})" for r in sorted(out)
-                )
-                + "."
-            )
-            await self._update_isr(p, new_isr)
+            new_isr = self.shrunk_isr(p)
+            if new_isr is not None:
+                await self._update_isr(p, new_isr)
 
     async def maybe_expand_isr(self, tp: TopicPartition, follower: int) -> None:
         async with self._lock:
-            p = self.rm.partitions.get(tp)
-            if p is None or not p.is_leader or follower in p.isr or follower not in p.replicas:
-                return
-            new_isr = (*p.isr, follower)
-            log.info(
-                f"[Partition {tp[0]}-{tp[1]} broker={self.rm.broker_id}] Expanding ISR from "
-                f"{','.join(map(str, p.isr))} to {','.join(map(str, new_isr))}"
-            )
-            await self._update_isr(p, new_isr)
+            expanded = self.expanded_isr(tp, follower)
+            if expanded is not None:
+                await self._update_isr(*expanded)
 
-    async def wait_for_isr_writes(self, partitions: Iterable[TopicPartition]) -> None:
-        """Return once none of ``partitions`` has an ISR write in flight (the request handlers'
-        side of Kafka's per-partition `leaderIsrUpdateLock`). The caller must apply its changes
-        without awaiting anything in between, so that no new write can start meanwhile."""
-        wanted = set(partitions)
-        while pending := [f for tp, f in self._in_flight.items() if tp in wanted]:
-            await asyncio.wait(pending)
+    # The decisions and what follows a write, synchronous so that a driver without threads (the
+    # simulator, chaos/sim/replication.py) runs exactly these; only the ZooKeeper I/O differs.
+    def shrunk_isr(self, p: Partition) -> tuple[int, ...] | None:
+        """`maybeShrinkIsr`'s decision: the ISR without the followers that have not caught up for
+        the lag time, or ``None`` when nothing is to be written."""
+        out = self.rm.out_of_sync_replicas(p, self.lag_ms)
+        if not out or not p.is_leader:
+            return None
+        new_isr = tuple(r for r in p.isr if r not in out)
+        if not new_isr:  # Kafka asserts the ISR never becomes empty here
+            return None
+        log.info(
+            f"[Partition {p.tp[0]}-{p.tp[1]} broker={self.rm.broker_id}] Shrinking ISR from "
+            f"{','.join(map(str, p.isr))} to {','.join(map(str, new_isr))}. Leader: (highWatermark: 0, "
+            f"endOffset: 0). Out of sync replicas: "
+            + " ".join(f"(brokerId: {r}, endOffset: {p.followers[r].log_end_offset})" for r in sorted(out))
+            + "."
+        )
+        return new_isr
 
-    async def _update_isr(self, p: Partition, new_isr: tuple[int, ...]) -> None:
-        leader_and_isr = zkdata.LeaderAndIsr(self.rm.broker_id, p.leader_epoch, new_isr, p.zk_version)
-        epoch_at_start = p.leader_epoch
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._in_flight[p.tp] = done
-        try:
-            version = await asyncio.to_thread(
-                conditional_update, self.zk, p.tp, leader_and_isr, p.controller_epoch, _pause
-            )
-        finally:
-            del self._in_flight[p.tp]
-            done.set_result(None)
+    def expanded_isr(self, tp: TopicPartition, follower: int) -> tuple[Partition, tuple[int, ...]] | None:
+        """`maybeExpandIsr`'s decision after a caught-up fetch: the partition and its ISR with
+        ``follower`` added, or ``None``."""
+        p = self.rm.partitions.get(tp)
+        if p is None or not p.is_leader or follower in p.isr or follower not in p.replicas:
+            return None
+        new_isr = (*p.isr, follower)
+        log.info(
+            f"[Partition {tp[0]}-{tp[1]} broker={self.rm.broker_id}] Expanding ISR from "
+            f"{','.join(map(str, p.isr))} to {','.join(map(str, new_isr))}"
+        )
+        return p, new_isr
+
+    def isr_write(self, p: Partition, new_isr: tuple[int, ...]) -> tuple[zkdata.LeaderAndIsr, int]:
+        """What the leader writes (`ReplicationUtils.updateLeaderAndIsr`): its leader epoch and
+        cached zkVersion, and the controller epoch of the LeaderAndIsr that made it leader."""
+        state = zkdata.LeaderAndIsr(self.rm.broker_id, p.leader_epoch, new_isr, p.zk_version)
+        return state, p.controller_epoch
+
+    def isr_written(
+        self, p: Partition, new_isr: tuple[int, ...], version: int | None, epoch_at_start: int
+    ) -> None:
+        """The write of ``new_isr`` returned ``version`` (``None``: not done): take the new ISR and
+        zkVersion and record the change for propagation, unless the partition moved meanwhile."""
         if p.leader_epoch != epoch_at_start or not p.is_leader:
             return  # a LeaderAndIsr arrived meanwhile; it is the newer truth
         if version is None:
@@ -155,6 +160,28 @@ class IsrManager:
         )
         self.record_isr_change(p.tp)
 
+    async def wait_for_isr_writes(self, partitions: Iterable[TopicPartition]) -> None:
+        """Return once none of ``partitions`` has an ISR write in flight (the request handlers'
+        side of Kafka's per-partition `leaderIsrUpdateLock`). The caller must apply its changes
+        without awaiting anything in between, so that no new write can start meanwhile."""
+        wanted = set(partitions)
+        while pending := [f for tp, f in self._in_flight.items() if tp in wanted]:
+            await asyncio.wait(pending)
+
+    async def _update_isr(self, p: Partition, new_isr: tuple[int, ...]) -> None:
+        leader_and_isr, controller_epoch = self.isr_write(p, new_isr)
+        epoch_at_start = p.leader_epoch
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._in_flight[p.tp] = done
+        try:
+            version = await asyncio.to_thread(
+                conditional_update, self.zk, p.tp, leader_and_isr, controller_epoch, _pause
+            )
+        finally:
+            del self._in_flight[p.tp]
+            done.set_result(None)
+        self.isr_written(p, new_isr, version, epoch_at_start)
+
     # -- propagation ----------------------------------------------------------------------------
     def record_isr_change(self, tp: TopicPartition) -> None:
         self.isr_change_set.add(tp)
@@ -162,6 +189,13 @@ class IsrManager:
 
     async def maybe_propagate_isr_changes(self) -> None:
         now = self.wall_clock_ms()
+        changes = self.isr_changes_due(now)
+        if changes is not None:
+            await asyncio.to_thread(propagate_isr_changes, self.zk, changes, _pause)
+            self.isr_changes_propagated(changes, now)
+
+    def isr_changes_due(self, now: float) -> list[TopicPartition] | None:
+        """The changes to propagate now (`maybePropagateIsrChanges`), or ``None``."""
         if isr_change_propagation_due(
             pending=bool(self.isr_change_set),
             now_ms=now,
@@ -170,10 +204,13 @@ class IsrManager:
             blackout_ms=self.blackout_ms,
             interval_ms=self.interval_ms,
         ):
-            changes = sorted(self.isr_change_set)
-            await asyncio.to_thread(propagate_isr_changes, self.zk, changes, _pause)
-            self.isr_change_set.difference_update(changes)  # Kafka clears the set after the write
-            self.last_isr_propagation_ms = now
+            return sorted(self.isr_change_set)
+        return None
+
+    def isr_changes_propagated(self, changes: list[TopicPartition], now: float) -> None:
+        """``changes`` were written as one notification at ``now``."""
+        self.isr_change_set.difference_update(changes)  # Kafka clears the set after the write
+        self.last_isr_propagation_ms = now
 
 
 def isr_change_propagation_due(

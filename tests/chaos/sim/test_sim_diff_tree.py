@@ -130,3 +130,26 @@ def test_bad_input_is_exit_2(args: tuple[str, ...], message: str, tmp_path: Path
     assert message in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "o" / "sim-diff-report.json").exists()
+
+
+@pytest.mark.slow
+def test_a_bug_in_the_leaders_isr_bookkeeping_reaches_the_simulated_nodes(tmp_path: Path) -> None:
+    """The simulated leaders run the node's own ``IsrManager`` around an ISR write: a leader that
+    stamps its ISR change with the latest controller epoch it saw (not the one that made it leader)
+    writes a different partition state. Before the simulator used the node's code there, no bug in
+    that code could show in a simulated run."""
+    patch = REPO / "conformance/mutants/isr-write-uses-latest-controller-epoch.patch"
+    tree = copy_kit(tmp_path / "mutant", patch)
+    out = tmp_path / "o"
+    args = ["--runs", "10", "--seed", "1", "--diff-tree", str(tree), "--stop-at-first", "--no-shrink"]
+    done = _sim(*args, "--out", str(out))
+    assert done.returncode == 1, done.stderr
+    first = _report(out)["differences"][0]
+    stream = first["first_differences"][0]
+    assert stream["stream"] == "zk", first
+    at = str(stream["item"])
+    ref_item = first["shown"]["reference"]["items"].get(at, "")
+    tgt_item = first["shown"]["target"]["items"].get(at, "")
+    assert "/partitions/" in ref_item, first  # a partition state write
+    assert '"controller_epoch":' in ref_item, ref_item
+    assert ref_item != tgt_item

@@ -266,8 +266,8 @@ class SharedClusters:
             return ["a node died"]
         try:
             return differences(baseline, fingerprint(cluster))
-        except KazooException as exc:
-            return [f"could not read the tree: {exc!r}"]
+        except Exception as exc:  # whatever stops the reading, the cluster is not known as found
+            return [f"could not read the cluster: {exc!r}"]
 
     def give_back(self, lent: Lent, *, passed: bool) -> None:
         """The check that borrowed ``lent`` is over: keep the cluster when it passed and the

@@ -95,7 +95,7 @@ def test_show_prints_the_scenario_of_a_seed_and_index(tmp_path: Path) -> None:
     )
     assert first.returncode == 0
     assert first.stdout == again.stdout
-    assert json.loads(first.stdout)["origin"] == {"seed": 4, "index": 2, "generator": 10}
+    assert json.loads(first.stdout)["origin"] == {"seed": 4, "index": 2, "generator": 11}
 
 
 def test_the_gate_is_not_conformant_when_the_differential_part_fails() -> None:

@@ -194,6 +194,11 @@ class _Factory:
         """A default cluster started ahead (:mod:`conformance.ahead`); what its start raised is
         raised here, as the check's own start would have."""
         self.adopted.append(started)
+        return self._take(started)
+
+    def _take(self, started: Started) -> Cluster:
+        """A cluster started elsewhere becomes this check's (evidence, target errors); what its
+        start raised is raised here."""
         if started.cluster is not None:
             self._own(started.cluster)
         if started.error is not None:
@@ -206,12 +211,7 @@ class _Factory:
         or closed, at teardown."""
         self.lent = lent = pool.lend(self._request.node.nodeid, ahead)
         add_evidence(self._request.node, lent.evidence)
-        if lent.started.cluster is not None:
-            self._own(lent.started.cluster)
-        if lent.started.error is not None:
-            raise lent.started.error
-        assert lent.started.cluster is not None
-        return lent.started.cluster
+        return self._take(lent.started)
 
     def close(self, ahead: AheadStarter | None, pool: SharedClusters | None) -> None:
         adopted = {id(s.cluster) for s in self.adopted}

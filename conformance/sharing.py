@@ -273,11 +273,8 @@ class SharedClusters:
         """The check that borrowed ``lent`` is over: keep the cluster when it passed and the
         cluster is as it was lent, else close it; never raises."""
         self._out = None
-        if lent.started.cluster is None or lent.started.error is not None:
-            self._release(lent)
-            return
-        if lent.baseline is None:
-            self._release(lent)
+        if lent.started.cluster is None or lent.started.error is not None or lent.baseline is None:
+            self._release(lent)  # it never started, or never settled: never shared
             return
         if not passed:
             self._refuse(lent, "the check did not pass", [])

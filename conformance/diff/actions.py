@@ -137,6 +137,30 @@ def move_controller(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
     )
 
 
+def move_controller_backlog(dc: DiffCluster, p: Params, q: Quiesce) -> Outcome:
+    """Admin work that waits for the next controller: with every running node's link held (none
+    sees a watch event), /controller is deleted and the backlog written; then only the successor is
+    let through, so its failover reads every znode of the backlog (KafkaController.onControllerFailover:
+    pending preferred elections, deletions, reassignments) instead of a watch handing them over one
+    by one. The others see everything once the successor holds /controller."""
+    successor, before = p["successor"], dc.controller_stat()
+    held = dc.hold(dc.up())
+    try:
+        out: Outcome = {"delete": _write(lambda: dc.cluster.zk.delete("/controller"))}
+        if p["preferred"]:
+            out["preferred"] = preferred_election(dc, {"partitions": p["preferred"]}, q)["created"]
+        if p["deletions"]:
+            out["deletions"] = delete_topics(dc, {"topics": p["deletions"]}, q)["markers"]
+        if p["reassign"]:
+            out["reassign"] = reassign(dc, {"targets": p["reassign"], "replace": False}, q)["created"]
+        dc.release([successor])
+        out["elected"] = dc.wait_controller(successor, before[1] if before else None)
+    finally:
+        dc.release(held)
+    dc.expected_controller = successor
+    return out
+
+
 def bounce(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
     """Killed and restarted while the controller's link is held: it sees one BrokerChange. Before
     the restart the leaders have dropped the node from their ISRs (it stopped fetching), so their
@@ -271,6 +295,7 @@ EXECUTORS: dict[str, Callable[[DiffCluster, Params, Quiesce], Outcome]] = {
     "resume": resume,
     "expire_session": expire_session,
     "move_controller": move_controller,
+    "move_controller_backlog": move_controller_backlog,
     "bounce": bounce,
     "probe": brokerprobe.probe,
     **ADMIN_EXECUTORS,

@@ -143,7 +143,11 @@ def _value(model: Model, kind: str, value: Any) -> set[str]:
             out = {"deleted" if value in model.deleted else "live"}
             return out | {f"{k}={v}" for k, v in t.config.items()}
         return _partition(model, value) if "-" in str(value) else {"unknown"}
-    if kind == "topics":
+    if kind == "names" and not value:
+        return {"none"}
+    if kind == "targets?" and not value:
+        return {"none"}
+    if kind in ("topics", "names"):
         out = {f"n{min(len(value), 2)}"}
         for name in value:
             out.add("deleted" if name in model.deleted else "live" if name in model.topics else "unknown")
@@ -161,7 +165,7 @@ def _value(model: Model, kind: str, value: Any) -> set[str]:
                 out.add("duplicates")
             out |= {f"replica-{s}" for s in _replica_roles(model, reps)}
         return out
-    if kind == "targets":
+    if kind in ("targets", "targets?"):
         out = {f"n{min(len(value), 2)}"}
         for name, target in value.items():
             out |= _target(model, name, target)

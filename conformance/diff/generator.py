@@ -31,8 +31,8 @@ motif                       reaches
 ``single``                  any one step of the vocabulary, drawn by weight
 ==========================  ====================================================================
 
-Six more come from streams of their own (``random.Random("<seed>:<index>:extensions")``, then
-``…:defaults`` and ``…:listing``), so a scenario's other draws are those it had before they
+Eight more come from streams of their own (``random.Random("<seed>:<index>:extensions")``, then
+``…:defaults``, ``…:listing`` and ``…:edges``), so a scenario's other draws are those it had before they
 existed; each is appended after the motifs:
 
 ==========================  ====================================================================
@@ -61,6 +61,11 @@ existed; each is appended after the motifs:
                             ListPartitionReassignments naming a partition reassigned onto a paused
                             broker beside idle ones, a missing partition and a missing topic; a
                             null list through another broker; the same list once it completed
+``backlog``                 (v12, a fifth stream ``"<seed>:<index>:edges"``, one scenario in six)
+                            admin work written while no node sees ZooKeeper, then read by the next
+                            controller's failover (:mod:`conformance.diff.edges`)
+``edges``                   (v12, the same stream, one in five) requests naming what the cluster
+                            lacks, and requests sent twice, as retries are
 ==========================  ====================================================================
 
 Each drawn step is checked against the model (:mod:`conformance.diff.model`) and applied to it;
@@ -88,13 +93,14 @@ from conformance.diff.draws import (
     _probes,
     shutdown_request_of,
 )
+from conformance.diff.edges import backlog, edges
 from conformance.diff.model import Model, TopicModel
 from conformance.diff.scenario import Scenario, Step
 from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 11
+GENERATOR_VERSION = 12
 
 
 # --- motifs -------------------------------------------------------------------------------------
@@ -555,5 +561,10 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
     listing = random.Random(f"{seed}:{index}:listing")  # since v11; a fourth stream
     if listing.random() < 1 / 6:
         _take(model, steps, _listing(listing, model))
+    tail = random.Random(f"{seed}:{index}:edges")  # since v12; a fifth stream (conformance.diff.edges)
+    if tail.random() < 1 / 6:
+        _take(model, steps, backlog(tail, model))
+    if tail.random() < 1 / 5:
+        _take(model, steps, edges(tail, model))
     origin: dict[str, Any] = {"seed": seed, "index": index, "generator": GENERATOR_VERSION}
     return Scenario(nodes, first, tuple(steps), origin)

@@ -75,6 +75,9 @@ def _without_node(s: Scenario, b: int) -> Json:
     for step in data["steps"]:
         if _mentions_node(step, b):
             continue
+        if "reassign" in step:  # a backlog's reassignment may end empty (then none is written)
+            step["reassign"] = {k: [r for r in v if r != b] for k, v in step["reassign"].items()}
+            step["reassign"] = {k: v for k, v in step["reassign"].items() if v}
         for key in ("assignment", "targets"):
             if key in step:
                 step[key] = {k: [r for r in v if r != b] for k, v in step[key].items()}
@@ -112,9 +115,20 @@ def _without_topic(s: Scenario, topic: str) -> Json:
                 continue
         if "partitions" in step and isinstance(step["partitions"], list):
             step["partitions"] = [tp for tp in step["partitions"] if _topic_of(tp) != topic]
+        _backlog_without(step, lambda tp: _topic_of(tp) == topic, topic)
         steps.append(step)
     data["steps"] = steps
     return data
+
+
+def _backlog_without(step: Json, gone: Any, topic: str | None) -> None:
+    """A controller move's backlog (its lists may end empty: that part is then not written)."""
+    if "preferred" in step:
+        step["preferred"] = [tp for tp in step["preferred"] if not gone(tp)]
+    if "reassign" in step:
+        step["reassign"] = {tp: r for tp, r in step["reassign"].items() if not gone(tp)}
+    if topic is not None and "deletions" in step:
+        step["deletions"] = [t for t in step["deletions"] if t != topic]
 
 
 def _without_last_partition(s: Scenario, topic: str) -> Json | None:
@@ -131,6 +145,7 @@ def _without_last_partition(s: Scenario, topic: str) -> Json | None:
             step["targets"].pop(gone, None)
         if isinstance(step.get("partitions"), list):
             step["partitions"] = [tp for tp in step["partitions"] if tp != gone]
+        _backlog_without(step, lambda tp: tp == gone, None)
     data["steps"] = [st for st in data["steps"] if st.get("partition") != gone and st.get("targets", True)]
     return data
 

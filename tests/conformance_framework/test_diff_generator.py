@@ -180,7 +180,8 @@ def _steps_digest(s: Scenario, first: int | None = None) -> str:
 def test_the_extensions_leave_every_other_draw_of_a_seed_as_it_was() -> None:
     # digests of seed 1's scenarios 1-3 as generator v8 drew them (8, 5 and 9 steps, before the
     # extensions existed): none of the three draws a v9 or v10 extension, so their steps must be
-    # v8's; v11 appends its listing to scenario 2 (a tail: the first five steps stay v8's)
+    # v8's; v11 appends its listing to scenario 2 (a tail: the first five steps stay v8's); v12's
+    # backlog and edges reach none of the three
     assert [_steps_digest(generate(1, i)) for i in (1, 3)] == ["cb3785d3a4372a61", "4ea96a0bb1f0e43d"]
     second = generate(1, 2)
     assert _steps_digest(second, 5) == "1845d5394b19936f"
@@ -307,6 +308,20 @@ def test_every_operation_of_the_vocabulary_is_generated() -> None:
         ),
         (lambda d: d.update(extra=1), "unknown keys ['extra']"),
         (
+            lambda d: d["steps"].append(
+                {"op": "move_controller_backlog", "successor": 1, "preferred": [], "deletions": []}
+                | {"reassign": {}}
+            ),
+            "the successor must be another node than the controller",
+        ),
+        (
+            lambda d: d["steps"].append(
+                {"op": "move_controller_backlog", "successor": 2, "preferred": [], "deletions": "t"}
+                | {"reassign": {}}
+            ),
+            "move_controller_backlog.deletions must be a list of topic names",
+        ),
+        (
             lambda d: d["steps"].extend(
                 [
                     {"op": "pause", "node": 2},
@@ -383,3 +398,85 @@ def test_the_listing_names_pending_idle_and_unknown_partitions_while_one_is_pend
             assert {tp, f"{topic}-0", f"{topic}-2", f"{topic}-7"} <= named, named
             reached += 1
     assert 30 <= reached <= 70, reached  # about one scenario in six (fewer: no spare broker)
+
+
+def test_the_backlog_is_written_for_another_node_to_find_at_its_failover() -> None:
+    reached = misled = 0
+    for i in range(300):
+        scenario = generate(2026, i)
+        model = Model.of(scenario)
+        for k, step in enumerate(scenario.steps):
+            if step.op == "move_controller_backlog":
+                p = step.params
+                assert p["successor"] != model.controller
+                assert model.state(p["successor"]) == "up"
+                assert p["preferred"] or p["deletions"] or p["reassign"] or not model.live_topics()
+                assert not set(p["deletions"]) & {tp.rsplit("-", 1)[0] for tp in p["reassign"]}
+                before = [x.op for x in scenario.steps[max(0, k - 3) : k]]
+                if before == ["create_topic_zk", "kill", "restart"]:
+                    created = scenario.steps[k - 3].params
+                    assert created["assignment"]["0"][0] == scenario.steps[k - 2].params["node"]
+                    misled += 1
+                reached += 1
+            KINDS[step.op].apply(model, step.params)
+    assert 30 <= reached <= 70, reached  # about one scenario in six
+    assert misled >= reached // 4, (misled, reached)
+
+
+def test_the_edges_name_what_is_absent_and_send_requests_again() -> None:
+    absent: Counter[str] = Counter()
+    for i in range(400):
+        scenario = generate(1, i)
+        model = Model.of(scenario)
+        steps = scenario.steps
+        for k, step in enumerate(steps):
+            p = step.params
+            live = {t.name: t for t in model.live_topics()}
+            if step.op == "alter_configs_api" and p["topic"] not in live:
+                absent["config of a missing or deleted topic"] += 1
+            if step.op in ("elect_leaders", "cancel_reassign_api"):
+                for tp in p["partitions"]:
+                    topic, part = tp.rsplit("-", 1)
+                    if topic in live and int(part) not in live[topic].assignment:
+                        absent[f"{step.op} of a partition the topic lacks"] += 1
+            if step.op == "create_topics_api" and p["topic"] in live:
+                absent["creation of an existing topic"] += 1
+            if step.op == "delete_topics_api" and p["topic"] not in model.topics:
+                absent["deletion of a topic never created"] += 1
+            if k and step == steps[k - 1]:
+                absent[f"{step.op} twice"] += 1
+            if (
+                step.op == "shutdown_request"
+                and [x.op for x in steps[max(0, k - 3) : k]] == ["pause", "shutdown_request", "resume"]
+                and steps[k - 2] == step
+            ):
+                absent["ControlledShutdown retried after the follower caught up"] += 1
+            KINDS[step.op].apply(model, p)
+    wanted = [
+        "config of a missing or deleted topic", "elect_leaders of a partition the topic lacks",
+        "cancel_reassign_api of a partition the topic lacks", "creation of an existing topic",
+        "deletion of a topic never created", "shutdown_request twice", "elect_leaders twice",
+        "reassign_api twice", "preferred_election twice", "delete_topics_api twice",
+        "ControlledShutdown retried after the follower caught up",
+    ]  # fmt: skip
+    assert all(absent[w] >= 2 for w in wanted), absent
+
+
+def test_shrinking_a_topic_away_keeps_the_rest_of_a_backlog() -> None:
+    from conformance.diff.shrink import _without_topic  # noqa: PLC0415
+
+    scenario = Scenario(
+        {1: {}, 2: {}, 3: {}},
+        1,
+        (
+            Step("create_topic_zk", {"topic": "a", "assignment": {"0": [2, 3]}, "config": {}}),
+            Step("create_topic_zk", {"topic": "b", "assignment": {"0": [3, 2]}, "config": {}}),
+            Step(
+                "move_controller_backlog",
+                {"successor": 2, "preferred": ["a-0", "b-0"], "deletions": ["a"]}
+                | {"reassign": {"a-0": [3, 2]}},
+            ),
+        ),
+    )
+    smaller = Scenario.from_json(_without_topic(scenario, "a"))
+    assert smaller.steps[-1].params == {"successor": 2, "preferred": ["b-0"], "deletions": [], "reassign": {}}

@@ -216,3 +216,54 @@ def test_a_target_whose_nodes_do_not_start_is_a_target_error(cache_dir: Path, tm
     assert "exited with 3" in result["reason"], result["reason"]
     assert "TARGET-ERROR" in run.stdout
     assert "Traceback" not in run.stdout
+
+
+#: admin work written while no controller runs (generator v12's ``backlog``): the successor's
+#: failover finds a preferred election naming a partition led by another replica (t0-0, preferred
+#: 2 came back after its kill) and one led by its preferred replica (t0-1), a deletion marker for t1
+#: and a reordering reassignment of t2-0
+BACKLOG = Scenario(
+    {1: {}, 2: {}, 3: {}},
+    1,
+    (
+        Step("create_topic_zk", {"topic": "t0", "assignment": {"0": [2, 3], "1": [3, 2]}, "config": {}}),
+        Step("create_topic_zk", {"topic": "t1", "assignment": {"0": [3, 1]}, "config": {}}),
+        Step("create_topic_zk", {"topic": "t2", "assignment": {"0": [1, 2]}, "config": {}}),
+        Step("kill", {"node": 2, "successor": None}),
+        Step("restart", {"node": 2}),
+        Step(
+            "move_controller_backlog",
+            {"successor": 3, "preferred": ["t0-0", "t0-1"], "deletions": ["t1"]}
+            | {"reassign": {"t2-0": [2, 1]}},
+        ),
+    ),
+)
+
+
+def _state(tree: dict[str, Any], tp: str) -> dict[str, Any]:
+    topic, p = tp.rsplit("-", 1)
+    state: dict[str, Any] = tree[f"/brokers/topics/{topic}/partitions/{p}/state"][0]
+    return state
+
+
+def test_a_failover_reads_the_backlog_written_unseen(cache_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run = _diff(cache_dir, "--replay", str(_write(tmp_path / "b.json", BACKLOG)), "--target", "reference",
+                "--no-cache", "-n", "1", "--out", str(out))  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (trace_file,) = list(cache_dir.rglob(f"{BACKLOG.key()}.json"))
+    segments = json.loads(trace_file.read_text())["segments"]
+    before, after = segments[-2]["tree"], segments[-1]["tree"]
+    assert segments[-1]["op"] == "move_controller_backlog"
+    assert segments[-1]["action"]["elected"] is True, segments[-1]["action"]
+    assert after["/controller"][0]["brokerid"] == 3
+    # the election moved t0-0 back to its preferred replica; t0-1, already led by its preferred
+    # replica, was left alone (fetchPendingPreferredReplicaElections drops it): same leader epoch
+    assert (_state(before, "t0-0")["leader"], _state(after, "t0-0")["leader"]) == (3, 2)
+    assert _state(after, "t0-0")["leader_epoch"] == _state(before, "t0-0")["leader_epoch"] + 1
+    assert _state(after, "t0-1") == _state(before, "t0-1")
+    # every znode of the backlog was acted on and removed
+    for gone in ("/admin/preferred_replica_election", "/admin/delete_topics/t1", "/brokers/topics/t1",
+                 "/config/topics/t1", "/admin/reassign_partitions"):  # fmt: skip
+        assert gone not in after, gone
+    assert after["/brokers/topics/t2"][0]["partitions"] == {"0": [2, 1]}

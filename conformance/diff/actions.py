@@ -280,6 +280,7 @@ EXECUTORS: dict[str, Callable[[DiffCluster, Params, Quiesce], Outcome]] = {
     "create_topic_zk": create_topic_zk,
     "create_topics_api": api.create_topics_api,
     "create_topics_auto": api.create_topics_auto,
+    "create_partitions_api": api.create_partitions_api,
     "add_partitions": add_partitions,
     "delete_topics": delete_topics,
     "delete_topics_api": api.delete_topics_api,

@@ -1,9 +1,9 @@
-"""Client-API steps: CreateTopics (explicit and automatic placement) and DeleteTopics (conformance ring).
+"""Client-API steps: CreateTopics (explicit or automatic), CreatePartitions, DeleteTopics (conformance ring).
 
 Requests go to the ``CLIENT`` listener of the step's ``via`` node as a Kafka client sends them
-(CreateTopics v4, DeleteTopics v4); the answer — per-topic error code and message — is part of the
-step's segment. A non-controller answers NOT_CONTROLLER (41); the controller answers once the
-topic is visible in its metadata or the request's timeout passed.
+(CreateTopics v4, CreatePartitions v2, DeleteTopics v4); the answer — per-topic error code and
+message — is part of the step's segment. A non-controller answers NOT_CONTROLLER (41); the
+controller answers once the topic is visible in its metadata or the request's timeout passed.
 
 Automatic placement (:func:`create_topics_auto`): the assignment the controller's node chose is
 read back and checked against Kafka's rack-unaware rule (:func:`~conformance.diff.views.placement_problem`),
@@ -27,9 +27,15 @@ from conformance.diff.views import placement_problem
 from kafkawire.framing import build
 from probes.request_proxy import send_request
 
-__all__ = ["create_topics_api", "create_topics_auto", "delete_topics_api", "shutdown_request"]
+__all__ = [
+    "create_partitions_api",
+    "create_topics_api",
+    "create_topics_auto",
+    "delete_topics_api",
+    "shutdown_request",
+]
 
-CREATE_TOPICS, DELETE_TOPICS, CONTROLLED_SHUTDOWN = 19, 20, 7
+CREATE_TOPICS, DELETE_TOPICS, CONTROLLED_SHUTDOWN, CREATE_PARTITIONS = 19, 20, 7, 37
 TIMEOUT_MS = 8000
 Params = Mapping[str, Any]
 
@@ -115,6 +121,26 @@ def create_topics_auto(dc: DiffCluster, p: Params, quiesce: Callable[[], Any]) -
     except KazooException as exc:
         out["deletion"] = type(exc).__name__
     return out
+
+
+def create_partitions_api(dc: DiffCluster, p: Params, _q: Callable[[], Any]) -> dict[str, Any]:
+    """CreatePartitions v2 (KafkaApis.handleCreatePartitionsRequest: the controller only). Automatic
+    placement is Kafka's rack-unaware rule from a fixed start (AdminZkClient.addPartitions: the
+    first broker whose id is at least partition 0's first replica), so the written assignment is
+    compared as it is, like an explicit one."""
+    schema = load_request_schema(CREATE_PARTITIONS, 2)
+    assignments = None
+    if p["assignment"]:
+        assignment = _nested(schema, "CreatePartitionsAssignment")
+        assignments = tuple(
+            build(assignment, broker_ids=tuple(r))
+            for _, r in sorted(p["assignment"].items(), key=lambda kv: int(kv[0]))
+        )
+    topic = build(
+        _nested(schema, "CreatePartitionsTopic"), name=p["topic"], count=p["count"], assignments=assignments
+    )
+    request = build(schema, topics=(topic,), timeout=TIMEOUT_MS, validate_only=False)
+    return _answer(dc, p["via"], request, "results")
 
 
 def delete_topics_api(dc: DiffCluster, p: Params, _q: Callable[[], Any]) -> dict[str, Any]:

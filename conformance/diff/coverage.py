@@ -157,7 +157,9 @@ def _value(model: Model, kind: str, value: Any) -> set[str]:
         for name in value:
             out |= _partition(model, name)
         return out
-    if kind == "assignment":
+    if kind == "assignment?" and not value:
+        return {"automatic"}
+    if kind in ("assignment", "assignment?"):
         out = {f"partitions{min(len(value), 3)}"}
         for reps in value.values():
             out.add(f"rf{len(reps)}")

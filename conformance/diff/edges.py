@@ -27,6 +27,15 @@ preferred one (its preferred replica killed and back), beside one led by its pre
 
 These are input classes, not answers to known bugs: every admin request is also sent naming what
 the cluster lacks, and every request a client or a broker retries is also sent twice.
+
+``grow`` (generator v13, a sixth stream ``"<seed>:<index>:grow"``, one scenario in five) —
+CreatePartitions, the one controller-routed admin request v12 never sent (partitions were only
+added by rewriting the topic znode): one to three requests growing a topic by automatic placement
+(Kafka's rule from a fixed start: the first broker whose id is at least partition 0's first
+replica) or by an explicit assignment, and now and then one Kafka refuses — a count not above the
+current one, an assignment of the wrong size, replication factor or with an unregistered broker,
+a topic that does not exist, a topic queued for deletion or being reassigned, a broker that is not
+the controller. Written after the fourth fresh set showed the gap.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ from collections.abc import Callable, Iterator
 from conformance.diff.model import Model, TopicModel
 from conformance.diff.scenario import Step
 
-__all__ = ["backlog", "edges"]
+__all__ = ["backlog", "edges", "grow"]
 
 Family = Callable[[random.Random, Model], Iterator[Step]]
 
@@ -239,3 +248,57 @@ def edges(rng: random.Random, model: Model) -> Iterator[Step]:
         if not model.up():
             return
         yield from family(rng, model)
+
+
+# --- grow: CreatePartitions ----------------------------------------------------------------------
+
+
+def _grow_one(rng: random.Random, model: Model) -> Iterator[Step]:
+    live = [t for t in model.live_topics() if 0 in t.assignment]
+    up = model.up()
+    if not up:
+        return
+    if not live or rng.random() < 0.25:  # a topic of its own, so nothing pending holds it back
+        rf = rng.randint(1, min(3, len(up)))
+        name = model.fresh_topic()
+        assignment = {str(p): rng.sample(up, rf) for p in range(rng.randint(1, 2))}
+        yield Step("create_topic_zk", {"topic": name, "assignment": assignment, "config": {}})
+        live = [model.topics[name]]
+    t = rng.choice(live)
+    old, rf = len(t.assignment), len(t.assignment[0])
+    registered = [b for b in sorted(model.nodes) if model.state(b) != "down"]
+    via = model.controller if model.state(model.controller) == "up" else rng.choice(up)
+    count, assignment = old + rng.randint(1, 3), {}
+    kind = rng.choices(("auto", "explicit", "refused"), weights=(5, 3, 2))[0]
+    if kind == "explicit" and len(registered) >= rf:
+        assignment = {str(p): rng.sample(registered, rf) for p in range(old, count)}
+    elif kind == "refused":
+        wrong = rng.choice(("same", "fewer", "size", "rf", "unknown", "missing", "not-controller"))
+        if wrong == "same":
+            count = old
+        elif wrong == "fewer" and old > 1:
+            count = old - 1
+        elif wrong == "size":
+            assignment = {
+                str(p): rng.sample(registered, min(rf, len(registered))) for p in range(old, count + 1)
+            }
+        elif wrong == "rf" and len(registered) > rf:
+            assignment = {str(p): rng.sample(registered, rf + 1) for p in range(old, count)}
+        elif wrong == "unknown":
+            assignment = {str(p): [max(model.nodes) + 1 + i for i in range(rf)] for p in range(old, count)}
+        elif wrong == "missing":
+            yield Step(
+                "create_partitions_api",
+                {"via": via, "topic": model.fresh_topic(), "count": 2, "assignment": {}},
+            )
+            return
+        elif wrong == "not-controller" and len(up) > 1:
+            via = rng.choice([b for b in up if b != model.controller])
+    yield Step(
+        "create_partitions_api", {"via": via, "topic": t.name, "count": count, "assignment": assignment}
+    )
+
+
+def grow(rng: random.Random, model: Model) -> Iterator[Step]:
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        yield from _grow_one(rng, model)

@@ -31,9 +31,9 @@ motif                       reaches
 ``single``                  any one step of the vocabulary, drawn by weight
 ==========================  ====================================================================
 
-Eight more come from streams of their own (``random.Random("<seed>:<index>:extensions")``, then
-``…:defaults``, ``…:listing`` and ``…:edges``), so a scenario's other draws are those it had before they
-existed; each is appended after the motifs:
+Nine more come from streams of their own (``random.Random("<seed>:<index>:extensions")``, then
+``…:defaults``, ``…:listing``, ``…:edges`` and ``…:grow``), so a scenario's other draws are
+those it had before they existed; each is appended after the motifs:
 
 ==========================  ====================================================================
 ``imbalance``               one cluster in eight has auto rebalance on every node at one
@@ -66,6 +66,8 @@ existed; each is appended after the motifs:
                             controller's failover (:mod:`conformance.diff.edges`)
 ``edges``                   (v12, the same stream, one in five) requests naming what the cluster
                             lacks, and requests sent twice, as retries are
+``grow``                    (v13, a sixth stream ``"<seed>:<index>:grow"``, one in five)
+                            CreatePartitions: automatic or explicit placement, or refused
 ==========================  ====================================================================
 
 Each drawn step is checked against the model (:mod:`conformance.diff.model`) and applied to it;
@@ -93,14 +95,14 @@ from conformance.diff.draws import (
     _probes,
     shutdown_request_of,
 )
-from conformance.diff.edges import backlog, edges
+from conformance.diff.edges import backlog, edges, grow
 from conformance.diff.model import Model, TopicModel
 from conformance.diff.scenario import Scenario, Step
 from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 12
+GENERATOR_VERSION = 13
 
 
 # --- motifs -------------------------------------------------------------------------------------
@@ -566,5 +568,8 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
         _take(model, steps, backlog(tail, model))
     if tail.random() < 1 / 5:
         _take(model, steps, edges(tail, model))
+    growing = random.Random(f"{seed}:{index}:grow")  # since v13; a sixth stream
+    if growing.random() < 1 / 5:
+        _take(model, steps, grow(growing, model))
     origin: dict[str, Any] = {"seed": seed, "index": index, "generator": GENERATOR_VERSION}
     return Scenario(nodes, first, tuple(steps), origin)

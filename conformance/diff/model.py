@@ -53,6 +53,9 @@ class Model:
     deleted: set[str] = field(default_factory=set)
     #: /admin/reassign_partitions is believed to exist (a pending reassignment keeps it)
     reassign_znode: bool = False
+    #: topics a znode reassignment that may still be pending names (their topic znode may hold
+    #: adding/removing replicas)
+    reassigning: set[str] = field(default_factory=set)
     #: names ever used, so the generator never reuses one
     names_used: set[str] = field(default_factory=set)
     #: "<topic>-<partition>" → its replicas before an admin-API reassignment that is still pending

@@ -79,7 +79,7 @@ def _without_node(s: Scenario, b: int) -> Json:
             step["reassign"] = {k: [r for r in v if r != b] for k, v in step["reassign"].items()}
             step["reassign"] = {k: v for k, v in step["reassign"].items() if v}
         for key in ("assignment", "targets"):
-            if key in step:
+            if step.get(key):  # an empty one (automatic placement) stays empty
                 step[key] = {k: [r for r in v if r != b] for k, v in step[key].items()}
                 step[key] = {k: v for k, v in step[key].items() if v}
                 if not step[key]:

@@ -10,7 +10,7 @@ and one weight.
 Parameter types: ``node`` (a broker id of the scenario), ``node?`` (or null), ``nodes``,
 ``topic``/``topics`` (names; ``names``: a list that may be empty), ``assignment``
 (``{"<partition>": [broker ids]}``), ``targets`` (``{"<topic>-<partition>": [broker ids]}``;
-``targets?`` may be empty), ``partitions`` (``["<topic>-<partition>"]``),
+``targets?`` and ``assignment?`` may be empty), ``partitions`` (``["<topic>-<partition>"]``),
 ``config`` (``{key: value}`` strings), ``int``, ``bool`` and ``a|b|c`` (one of the words).
 """
 
@@ -25,7 +25,7 @@ from conformance.diff.model import Model
 from conformance.diff.scenario import ScenarioError
 from conformance.diff.stepkind import _TP, StepKind, split_tp
 
-__all__ = ["KINDS", "StepKind", "split_tp", "validate_params"]
+__all__ = ["KINDS", "StepKind", "create_partitions_outcome", "rack_unaware", "split_tp", "validate_params"]
 
 Params = Mapping[str, Any]
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,60}$")
@@ -71,6 +71,9 @@ def _type_problem(kind: str, raw: Any) -> str | None:
     if kind == "targets?":
         ok = isinstance(raw, dict) and all(_TP.match(str(tp)) and _ids(r) for tp, r in raw.items())
         return None if ok else 'must be {"<topic>-<partition>": [broker ids]} (it may be empty)'
+    if kind == "assignment?":
+        ok = isinstance(raw, dict) and all(str(p).isdigit() and _ids(r) for p, r in raw.items())
+        return None if ok else 'must be {"<partition>": [broker ids]} (it may be empty)'
     if kind == "partitions":
         ok = isinstance(raw, list) and all(isinstance(tp, str) and _TP.match(tp) for tp in raw)
         return None if ok else 'must be ["<topic>-<partition>", ...]'
@@ -178,6 +181,63 @@ def _add_partitions(model: Model, p: Params) -> None:
         topic.assignment = assignment_of(p["assignment"])
 
 
+def rack_unaware(
+    brokers: list[int], count: int, rf: int, start: int, first_id: int
+) -> dict[int, tuple[int, ...]]:
+    """Kafka's rack-unaware placement with a fixed start (AdminUtils.assignReplicasToBrokersRackUnaware
+    with ``fixedStartIndex`` ≥ 0: both the first replica's index and the followers' shift start
+    there), for partitions ``first_id`` .. ``first_id + count - 1`` over the sorted broker ids."""
+    n, shift, out = len(brokers), start, {}
+    for pid in range(first_id, first_id + count):
+        if pid > 0 and pid % n == 0:
+            shift += 1
+        first = (pid + start) % n
+        replicas = [brokers[first]]
+        for j in range(rf - 1):
+            replicas.append(brokers[(first + 1 + (shift + j) % (n - 1)) % n])
+        out[pid] = tuple(replicas)
+    return out
+
+
+def create_partitions_outcome(model: Model, p: Params) -> dict[int, tuple[int, ...]] | None:
+    """The partitions a CreatePartitions adds as Kafka 2.5.1 answers it (AdminManager.createPartitions,
+    AdminZkClient.addPartitions), or None when it is refused: sent to a broker that is not the
+    controller, a topic that does not exist or is queued for deletion, a reassignment possibly in
+    progress (a znode reassignment of the topic that may not have completed, or a pending one
+    through the admin API), a count not above the current one, or an explicit assignment naming an
+    unregistered broker, the wrong number of partitions, a broker twice or another replication
+    factor. The automatic placement starts at the first broker whose id is at least partition 0's
+    first replica."""
+    t = model.topics.get(p["topic"])
+    if p["via"] != model.controller or t is None or t.name in model.deleted or 0 not in t.assignment:
+        return None
+    if t.name in model.reassigning or any(tp in model.api_original for tp in t.partitions()):
+        return None
+    old, count, rf = len(t.assignment), p["count"], len(t.assignment[0])
+    registered = sorted(b for b in model.nodes if model.state(b) != "down")
+    if count <= old or max(t.assignment) != old - 1:
+        return None
+    if p["assignment"]:
+        new = {
+            old + i: tuple(r)
+            for i, (_, r) in enumerate(sorted(p["assignment"].items(), key=lambda kv: int(kv[0])))
+        }
+        ok = len(new) == count - old and all(
+            len(r) == rf and len(set(r)) == rf and set(r) <= set(registered) for r in new.values()
+        )
+        return new if ok else None
+    if rf > len(registered) or not registered:
+        return None
+    start = next((i for i, b in enumerate(registered) if b >= t.assignment[0][0]), 0)
+    return rack_unaware(registered, count - old, rf, start, old)
+
+
+def _create_partitions(model: Model, p: Params) -> None:
+    new = create_partitions_outcome(model, p)
+    if new is not None:
+        model.topics[p["topic"]].assignment.update(new)
+
+
 def _delete(model: Model, p: Params) -> None:
     if model.controller_config("delete.topic.enable", "true") == "false":
         return
@@ -198,7 +258,10 @@ def _reassign(model: Model, p: Params) -> None:
         if t is None or topic in model.deleted or partition not in t.assignment:
             continue
         t.assignment[partition] = tuple(replicas)
-        pending |= any(b not in model.nodes or model.state(b) != "up" for b in replicas)
+        late = any(b not in model.nodes or model.state(b) != "up" for b in replicas)
+        if late:
+            model.reassigning.add(topic)
+        pending |= late
     model.reassign_znode = pending or (model.reassign_znode and not p["replace"])
 
 
@@ -330,6 +393,15 @@ KINDS: dict[str, StepKind] = {
             ("TOPIC-5",),
             lambda m, p: _replicas_known(m, list(p["assignment"].values())),
             _add_partitions,
+        ),
+        StepKind(
+            "create_partitions_api",
+            "CreatePartitions v2 growing `topic` to `count` partitions, to broker `via`: `assignment`"
+            " names the new partitions' replicas (empty: Kafka's automatic placement); answer recorded",
+            {"via": "node", "topic": "topic", "count": "int", "assignment": "assignment?"},
+            ("TOPIC-5", "TOPIC-6"),
+            lambda m, p: _via(m, p) or _replicas_known(m, list(p["assignment"].values())),
+            _create_partitions,
         ),
         StepKind(
             "delete_topics",

@@ -179,15 +179,19 @@ def _steps_digest(s: Scenario, first: int | None = None) -> str:
 
 def test_the_extensions_leave_every_other_draw_of_a_seed_as_it_was() -> None:
     # digests of seed 1's scenarios 1-3 as generator v8 drew them (8, 5 and 9 steps, before the
-    # extensions existed): none of the three draws a v9 or v10 extension, so their steps must be
-    # v8's; v11 appends its listing to scenario 2 (a tail: the first five steps stay v8's); v12's
-    # backlog and edges reach none of the three
-    assert [_steps_digest(generate(1, i)) for i in (1, 3)] == ["cb3785d3a4372a61", "4ea96a0bb1f0e43d"]
-    second = generate(1, 2)
+    # extensions existed): scenario 1 draws none, so its steps must be v8's; the later versions
+    # only append tails — v11 its listing and v13 a CreatePartitions to scenario 2, v13 three
+    # CreatePartitions to scenario 3 — so their first steps stay v8's
+    assert _steps_digest(generate(1, 1)) == "cb3785d3a4372a61"
+    second, third = generate(1, 2), generate(1, 3)
     assert _steps_digest(second, 5) == "1845d5394b19936f"
     assert [st.op for st in second.steps[5:]] == [
         "create_topic_zk", "pause", "reassign_api", "list_reassignments", "list_reassignments", "resume",
-        "list_reassignments",
+        "list_reassignments", "create_partitions_api",
+    ]  # fmt: skip
+    assert _steps_digest(third, 9) == "4ea96a0bb1f0e43d"
+    assert [st.op for st in third.steps[9:]] == [
+        "create_partitions_api", "create_topic_zk", "create_partitions_api", "create_partitions_api"
     ]  # fmt: skip
 
 
@@ -480,3 +484,37 @@ def test_shrinking_a_topic_away_keeps_the_rest_of_a_backlog() -> None:
     )
     smaller = Scenario.from_json(_without_topic(scenario, "a"))
     assert smaller.steps[-1].params == {"successor": 2, "preferred": ["b-0"], "deletions": [], "reassign": {}}
+
+
+def test_the_model_places_added_partitions_by_kafkas_rack_unaware_rule() -> None:
+    from conformance.diff.steps import rack_unaware  # noqa: PLC0415
+
+    # AdminUtilsTest.testReplicaAssignment (Kafka 2.5.1): brokers 0-4, 10 partitions, RF 3, start 0
+    kafka = {
+        0: (0, 1, 2), 1: (1, 2, 3), 2: (2, 3, 4), 3: (3, 4, 0), 4: (4, 0, 1),
+        5: (0, 2, 3), 6: (1, 3, 4), 7: (2, 4, 0), 8: (3, 0, 1), 9: (4, 1, 2),
+    }  # fmt: skip
+    assert rack_unaware([0, 1, 2, 3, 4], 10, 3, 0, 0) == kafka
+    assert rack_unaware([1, 2, 3], 2, 2, 1, 1) == {1: (3, 2), 2: (1, 3)}  # by hand, see test_diff_smoke
+
+
+def test_the_model_refuses_the_create_partitions_kafka_refuses() -> None:
+    from conformance.diff.steps import create_partitions_outcome  # noqa: PLC0415
+
+    scenario = Scenario(
+        {1: {}, 2: {}, 3: {}},
+        1,
+        (Step("create_topic_zk", {"topic": "t", "assignment": {"0": [2, 3]}, "config": {}}),),
+    )
+    model = replay(scenario)
+
+    def outcome(**p: object) -> object:
+        return create_partitions_outcome(model, {"via": 1, "topic": "t", "count": 2, "assignment": {}} | p)
+
+    assert outcome() == {1: (3, 2)}
+    assert outcome(assignment={"1": [1, 3]}) == {1: (1, 3)}
+    for refused in (
+        {"count": 1}, {"via": 2}, {"topic": "nosuch"}, {"assignment": {"1": [1, 9]}},
+        {"assignment": {"1": [1]}}, {"assignment": {"1": [1, 1]}}, {"assignment": {"1": [1, 2], "2": [2, 3]}},
+    ):  # fmt: skip
+        assert outcome(**refused) is None, refused

@@ -267,3 +267,41 @@ def test_a_failover_reads_the_backlog_written_unseen(cache_dir: Path, tmp_path: 
                  "/config/topics/t1", "/admin/reassign_partitions"):  # fmt: skip
         assert gone not in after, gone
     assert after["/brokers/topics/t2"][0]["partitions"] == {"0": [2, 1]}
+
+
+#: CreatePartitions (generator v13's ``grow``): automatic placement from Kafka's fixed start, an
+#: explicit assignment, a count that is not above the current one, a broker that is not the controller
+GROW = Scenario(
+    {1: {}, 2: {}, 3: {}},
+    1,
+    (
+        Step("create_topic_zk", {"topic": "t0", "assignment": {"0": [2, 3]}, "config": {}}),
+        Step("create_partitions_api", {"via": 1, "topic": "t0", "count": 3, "assignment": {}}),
+        Step("create_partitions_api", {"via": 1, "topic": "t0", "count": 4, "assignment": {"3": [1, 2]}}),
+        Step("create_partitions_api", {"via": 1, "topic": "t0", "count": 4, "assignment": {}}),
+        Step("create_partitions_api", {"via": 2, "topic": "t0", "count": 5, "assignment": {}}),
+    ),
+)
+
+
+def test_create_partitions_places_as_kafka_and_refuses_as_kafka(cache_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run = _diff(cache_dir, "--replay", str(_write(tmp_path / "g.json", GROW)), "--target", "reference",
+                "--no-cache", "-n", "1", "--out", str(out))  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (trace_file,) = list(cache_dir.rglob(f"{GROW.key()}.json"))
+    segments = json.loads(trace_file.read_text())["segments"]
+    answers = [seg["action"]["answer"] for seg in segments[2:]]
+    partitions = [seg["tree"]["/brokers/topics/t0"][0]["partitions"] for seg in segments[2:]]
+    # AdminZkClient.addPartitions over brokers [1, 2, 3]: start index 1 (broker 2, the first id
+    # >= partition 0's first replica), partition 1 at (1 + 1) % 3 -> broker 3 then 2, partition 2
+    # at (2 + 1) % 3 -> broker 1 then 3 (worked by hand from AdminUtils.assignReplicasToBrokers)
+    assert partitions[0] == {"0": [2, 3], "1": [3, 2], "2": [1, 3]}
+    assert answers[0] == [{"topic": "t0", "error": 0, "message": None}]
+    assert partitions[1] == {**partitions[0], "3": [1, 2]}
+    assert answers[2] == [{"topic": "t0", "error": 37, "message": "Topic already has 4 partitions."}]
+    assert answers[3][0]["error"] == 41  # NOT_CONTROLLER
+    assert partitions[3] == partitions[1]
+    # each new partition got its state from the controller
+    tree = segments[-1]["tree"]
+    assert all(f"/brokers/topics/t0/partitions/{p}/state" in tree for p in range(4))

@@ -22,10 +22,11 @@ from typing import Any
 
 from conformance.diff.adminsteps import ADMIN_KINDS
 from conformance.diff.model import Model
+from conformance.diff.placement import rack_unaware
 from conformance.diff.scenario import ScenarioError
 from conformance.diff.stepkind import _TP, StepKind, split_tp
 
-__all__ = ["KINDS", "StepKind", "create_partitions_outcome", "rack_unaware", "split_tp", "validate_params"]
+__all__ = ["KINDS", "StepKind", "create_partitions_outcome", "split_tp", "validate_params"]
 
 Params = Mapping[str, Any]
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,60}$")
@@ -181,24 +182,6 @@ def _add_partitions(model: Model, p: Params) -> None:
         topic.assignment = assignment_of(p["assignment"])
 
 
-def rack_unaware(
-    brokers: list[int], count: int, rf: int, start: int, first_id: int
-) -> dict[int, tuple[int, ...]]:
-    """Kafka's rack-unaware placement with a fixed start (AdminUtils.assignReplicasToBrokersRackUnaware
-    with ``fixedStartIndex`` ≥ 0: both the first replica's index and the followers' shift start
-    there), for partitions ``first_id`` .. ``first_id + count - 1`` over the sorted broker ids."""
-    n, shift, out = len(brokers), start, {}
-    for pid in range(first_id, first_id + count):
-        if pid > 0 and pid % n == 0:
-            shift += 1
-        first = (pid + start) % n
-        replicas = [brokers[first]]
-        for j in range(rf - 1):
-            replicas.append(brokers[(first + 1 + (shift + j) % (n - 1)) % n])
-        out[pid] = tuple(replicas)
-    return out
-
-
 def create_partitions_outcome(model: Model, p: Params) -> dict[int, tuple[int, ...]] | None:
     """The partitions a CreatePartitions adds as Kafka 2.5.1 answers it (AdminManager.createPartitions,
     AdminZkClient.addPartitions), or None when it is refused: sent to a broker that is not the
@@ -229,7 +212,7 @@ def create_partitions_outcome(model: Model, p: Params) -> dict[int, tuple[int, .
     if rf > len(registered) or not registered:
         return None
     start = next((i for i, b in enumerate(registered) if b >= t.assignment[0][0]), 0)
-    return rack_unaware(registered, count - old, rf, start, old)
+    return rack_unaware(registered, count - old, rf, start=start, shift=start, first_id=old)
 
 
 def _create_partitions(model: Model, p: Params) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from conformance.diff.normalise import ISR_CHANGE, Actors, mask_data
+from conformance.diff.placement import rack_unaware
 
 __all__ = ["metadata_view", "placement_problem", "relabel_topic", "tree_view"]
 
@@ -68,23 +69,6 @@ def metadata_view(response: Any) -> dict[str, Any]:
 # --- automatic placement -------------------------------------------------------------------------
 
 
-def _rack_unaware(
-    brokers: Sequence[int], partitions: int, rf: int, start: int, shift: int
-) -> dict[int, list[int]]:
-    """AdminUtils.assignReplicasToBrokersRackUnaware@2.5.1 with a fixed start index and shift."""
-    n = len(brokers)
-    out: dict[int, list[int]] = {}
-    for p in range(partitions):
-        if p > 0 and p % n == 0:
-            shift += 1
-        first = (p + start) % n
-        replicas = [brokers[first]]
-        for j in range(rf - 1):
-            replicas.append(brokers[(first + 1 + (shift + j) % (n - 1)) % n])
-        out[p] = replicas
-    return out
-
-
 def placement_problem(assignment: Mapping[int, Sequence[int]], brokers: Sequence[int], rf: int) -> str | None:
     """None when Kafka's rack-unaware rule yields ``assignment`` for some order of the live brokers
     (Kafka takes them in its metadata cache's LongMap iteration order) and some replica shift."""
@@ -98,7 +82,8 @@ def placement_problem(assignment: Mapping[int, Sequence[int]], brokers: Sequence
         return None if all(r == live for r in wanted.values()) else f"{wanted} is not all on broker {live[0]}"
     for order in itertools.permutations(live):
         for shift in range(len(live)):
-            if _rack_unaware(order, len(wanted), rf, 0, shift) == wanted:
+            placed = rack_unaware(order, len(wanted), rf, start=0, shift=shift)
+            if {p: list(r) for p, r in placed.items()} == wanted:
                 return None
     return f"no broker order and replica shift of Kafka's rack-unaware placement over {live} gives {wanted}"
 

@@ -487,15 +487,16 @@ def test_shrinking_a_topic_away_keeps_the_rest_of_a_backlog() -> None:
 
 
 def test_the_model_places_added_partitions_by_kafkas_rack_unaware_rule() -> None:
-    from conformance.diff.steps import rack_unaware  # noqa: PLC0415
+    from conformance.diff.placement import rack_unaware  # noqa: PLC0415
 
     # AdminUtilsTest.testReplicaAssignment (Kafka 2.5.1): brokers 0-4, 10 partitions, RF 3, start 0
     kafka = {
         0: (0, 1, 2), 1: (1, 2, 3), 2: (2, 3, 4), 3: (3, 4, 0), 4: (4, 0, 1),
         5: (0, 2, 3), 6: (1, 3, 4), 7: (2, 4, 0), 8: (3, 0, 1), 9: (4, 1, 2),
     }  # fmt: skip
-    assert rack_unaware([0, 1, 2, 3, 4], 10, 3, 0, 0) == kafka
-    assert rack_unaware([1, 2, 3], 2, 2, 1, 1) == {1: (3, 2), 2: (1, 3)}  # by hand, see test_diff_smoke
+    assert rack_unaware([0, 1, 2, 3, 4], 10, 3, start=0, shift=0) == kafka
+    # by hand (see test_diff_smoke): CreatePartitions fixes start and shift, numbers from the count
+    assert rack_unaware([1, 2, 3], 2, 2, start=1, shift=1, first_id=1) == {1: (3, 2), 2: (1, 3)}
 
 
 def test_the_model_refuses_the_create_partitions_kafka_refuses() -> None:

@@ -246,13 +246,18 @@ def _state(tree: dict[str, Any], tp: str) -> dict[str, Any]:
     return state
 
 
-def test_a_failover_reads_the_backlog_written_unseen(cache_dir: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    run = _diff(cache_dir, "--replay", str(_write(tmp_path / "b.json", BACKLOG)), "--target", "reference",
-                "--no-cache", "-n", "1", "--out", str(out))  # fmt: skip
+def _reference_segments(cache: Path, tmp_path: Path, scenario: Scenario) -> list[dict[str, Any]]:
+    """Run ``scenario`` on the reference as a user would; its trace's segments, from the cache."""
+    run = _diff(cache, "--replay", str(_write(tmp_path / "s.json", scenario)), "--target", "reference",
+                "--no-cache", "-n", "1", "--out", str(tmp_path / "out"))  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    (trace_file,) = list(cache_dir.rglob(f"{BACKLOG.key()}.json"))
-    segments = json.loads(trace_file.read_text())["segments"]
+    (trace_file,) = list(cache.rglob(f"{scenario.key()}.json"))
+    segments: list[dict[str, Any]] = json.loads(trace_file.read_text())["segments"]
+    return segments
+
+
+def test_a_failover_reads_the_backlog_written_unseen(cache_dir: Path, tmp_path: Path) -> None:
+    segments = _reference_segments(cache_dir, tmp_path, BACKLOG)
     before, after = segments[-2]["tree"], segments[-1]["tree"]
     assert segments[-1]["op"] == "move_controller_backlog"
     assert segments[-1]["action"]["elected"] is True, segments[-1]["action"]
@@ -285,12 +290,7 @@ GROW = Scenario(
 
 
 def test_create_partitions_places_as_kafka_and_refuses_as_kafka(cache_dir: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    run = _diff(cache_dir, "--replay", str(_write(tmp_path / "g.json", GROW)), "--target", "reference",
-                "--no-cache", "-n", "1", "--out", str(out))  # fmt: skip
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    (trace_file,) = list(cache_dir.rglob(f"{GROW.key()}.json"))
-    segments = json.loads(trace_file.read_text())["segments"]
+    segments = _reference_segments(cache_dir, tmp_path, GROW)
     answers = [seg["action"]["answer"] for seg in segments[2:]]
     partitions = [seg["tree"]["/brokers/topics/t0"][0]["partitions"] for seg in segments[2:]]
     # AdminZkClient.addPartitions over brokers [1, 2, 3]: start index 1 (broker 2, the first id

@@ -48,12 +48,17 @@ def _write(fn: Callable[[], Any], dc: DiffCluster | None = None, trigger: str = 
     return "ok"
 
 
-def handover(dc: DiffCluster, successor: int, act: Callable[[], Outcome], leaving: int | None) -> Outcome:
-    """Run ``act`` while only ``successor`` sees ZooKeeper, until it holds a new ``/controller``."""
+def handover(
+    dc: DiffCluster, successor: int, act: Callable[[], Outcome], leaving: int | None, *, unseen: bool = False
+) -> Outcome:
+    """Run ``act`` while only ``successor`` sees ZooKeeper, until it holds a new ``/controller``
+    (``unseen``: the successor too sees nothing of what ``act`` does until it is over)."""
     before = dc.controller_stat()
-    held = dc.hold(b for b in dc.up() if b not in (successor, leaving))
+    held = dc.hold(b for b in dc.up() if b != leaving and (unseen or b != successor))
     try:
         out = act()
+        if unseen:
+            dc.release([successor])
         out["elected"] = dc.wait_controller(successor, before[1] if before else None)
     finally:
         dc.release(held)
@@ -143,9 +148,8 @@ def move_controller_backlog(dc: DiffCluster, p: Params, q: Quiesce) -> Outcome:
     let through, so its failover reads every znode of the backlog (KafkaController.onControllerFailover:
     pending preferred elections, deletions, reassignments) instead of a watch handing them over one
     by one. The others see everything once the successor holds /controller."""
-    successor, before = p["successor"], dc.controller_stat()
-    held = dc.hold(dc.up())
-    try:
+
+    def write() -> Outcome:
         out: Outcome = {"delete": _write(lambda: dc.cluster.zk.delete("/controller"))}
         if p["preferred"]:
             out["preferred"] = preferred_election(dc, {"partitions": p["preferred"]}, q)["created"]
@@ -153,12 +157,9 @@ def move_controller_backlog(dc: DiffCluster, p: Params, q: Quiesce) -> Outcome:
             out["deletions"] = delete_topics(dc, {"topics": p["deletions"]}, q)["markers"]
         if p["reassign"]:
             out["reassign"] = reassign(dc, {"targets": p["reassign"], "replace": False}, q)["created"]
-        dc.release([successor])
-        out["elected"] = dc.wait_controller(successor, before[1] if before else None)
-    finally:
-        dc.release(held)
-    dc.expected_controller = successor
-    return out
+        return out
+
+    return handover(dc, p["successor"], write, None, unseen=True)
 
 
 def bounce(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 
+from conformance.diff.adminsteps import _via_node
 from conformance.diff.model import Model, TopicModel
 from conformance.diff.scenario import Step
 
@@ -58,11 +59,6 @@ def _steady(model: Model) -> list[int]:
 
 def _all_up(model: Model, replicas: tuple[int, ...] | list[int]) -> bool:
     return all(b in model.nodes and model.state(b) == "up" for b in replicas)
-
-
-def _via(rng: random.Random, model: Model) -> int:
-    c = model.controller
-    return c if model.state(c) == "up" and rng.random() < 0.85 else rng.choice(model.up())
 
 
 def _missing_partition(t: TopicModel, rng: random.Random) -> str:
@@ -134,7 +130,7 @@ def _absent_election(rng: random.Random, model: Model) -> Iterator[Step]:
         named.append(f"{model.fresh_topic()}-0")
     rng.shuffle(named)
     election = rng.choice(("preferred", "preferred", "unclean"))
-    yield Step("elect_leaders", {"via": _via(rng, model), "partitions": named, "election": election})
+    yield Step("elect_leaders", {"via": _via_node(rng, model), "partitions": named, "election": election})
 
 
 def _absent_reassign(rng: random.Random, model: Model) -> Iterator[Step]:
@@ -149,7 +145,7 @@ def _absent_reassign(rng: random.Random, model: Model) -> Iterator[Step]:
         current = list(t.assignment[part])
         if len(current) > 1 and _all_up(model, current):
             targets[f"{t.name}-{part}"] = current[1:] + current[:1]
-    yield Step("reassign_api", {"via": _via(rng, model), "targets": targets})
+    yield Step("reassign_api", {"via": _via_node(rng, model), "targets": targets})
 
 
 def _idle_cancel(rng: random.Random, model: Model) -> Iterator[Step]:
@@ -160,7 +156,7 @@ def _idle_cancel(rng: random.Random, model: Model) -> Iterator[Step]:
     named = [rng.choice(idle)]
     if rng.random() < 0.5:
         named.append(_missing_partition(rng.choice(live), rng))
-    yield Step("cancel_reassign_api", {"via": _via(rng, model), "partitions": named})
+    yield Step("cancel_reassign_api", {"via": _via_node(rng, model), "partitions": named})
 
 
 def _existing_create(rng: random.Random, model: Model) -> Iterator[Step]:
@@ -209,14 +205,14 @@ def _repeated(rng: random.Random, model: Model) -> Iterator[Step]:
     if kind == "elect":
         step = Step(
             "elect_leaders",
-            {"via": _via(rng, model), "partitions": t.partitions()[:3], "election": "preferred"},
+            {"via": _via_node(rng, model), "partitions": t.partitions()[:3], "election": "preferred"},
         )
     elif kind == "reassign":
         part = rng.choice(sorted(t.assignment))
         current = list(t.assignment[part])
         spare = [b for b in model.up() if b not in current]
         target = [*current[:-1], rng.choice(spare)] if spare else current[::-1]
-        step = Step("reassign_api", {"via": _via(rng, model), "targets": {f"{t.name}-{part}": target}})
+        step = Step("reassign_api", {"via": _via_node(rng, model), "targets": {f"{t.name}-{part}": target}})
     elif kind == "znode":
         step = Step("preferred_election", {"partitions": t.partitions()[:3]})
     else:

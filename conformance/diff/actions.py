@@ -121,13 +121,19 @@ def resume(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
 
 
 def expire_session(dc: DiffCluster, p: Params, quiesce: Quiesce) -> Outcome:
-    """Paused, its session closed; once the cluster has reacted, resumed (it re-registers)."""
+    """Paused, its session closed; once the cluster has reacted, resumed (it re-registers).
+
+    While its session is closed the node is ``expired``: the barrier expects it unregistered (its
+    ephemeral znodes went with the session), as it expects a down node, and not running."""
     b = p["node"]
     dc.cluster.pause(b)
     dc.state[b] = "paused"
 
     def expire() -> Outcome:
-        return {"session_closed": dc.close_session_of(b)}
+        closed = dc.close_session_of(b)
+        if closed:
+            dc.state[b] = "expired"
+        return {"session_closed": closed}
 
     out = _leave(dc, p, lambda _dc, _b: expire())
     out["while_expired"] = quiesce()

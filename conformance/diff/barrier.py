@@ -7,7 +7,8 @@ Never a bare sleep. A step is over when, on evidence:
    loaded), and then every outcome below holds on a fresh read;
 2. **answered** — every controller request to a running node from a running node has its answer;
 3. **controller** — ``/controller`` names the controller the step's choreography elected and every
-   running node is registered (down nodes are not);
+   running or paused node is registered (down nodes are not, nor a paused node whose session the
+   step closed: ``expired``);
 4. **notifications** — while that controller runs: no ``/admin/preferred_replica_election``, no
    ``/isr_change_notification`` child, and every ISR change a running leader wrote has been put in
    a notification (Kafka propagates every change, ReplicaManager.maybePropagateIsrChanges);
@@ -112,14 +113,15 @@ def _controller(dc: DiffCluster) -> list[str]:
         problems.append(f"/controller is {stat and stat[0]}, expected {dc.expected_controller}")
     for b, state in dc.state.items():
         registered = dc.cluster.zk.exists(f"/brokers/ids/{b}") is not None
-        if registered != (state != "down"):
+        if registered != (state not in ("down", "expired")):
             problems.append(f"broker {b} is {state} but {'' if registered else 'not '}registered")
     return problems
 
 
 def _pending_isr_writes(records: Iterable[TxnRecord], dc: DiffCluster) -> set[str]:
     """Partitions a running node wrote an ISR for and has not notified yet (per live session)."""
-    live = {s for b, g in dc.gates.items() if dc.state[b] != "down" for s, _ in g.sessions[-1:]}
+    gone = ("down", "expired")  # no session of theirs lives
+    live = {s for b, g in dc.gates.items() if dc.state[b] not in gone for s, _ in g.sessions[-1:]}
     pending: dict[int, set[str]] = {}
     for r in records:
         ops = [o for o in (r.ops if r.op == "multi" else (r.txn,)) if o.path]

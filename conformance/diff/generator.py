@@ -31,8 +31,8 @@ motif                       reaches
 ``single``                  any one step of the vocabulary, drawn by weight
 ==========================  ====================================================================
 
-Nine more come from streams of their own (``random.Random("<seed>:<index>:extensions")``, then
-``…:defaults``, ``…:listing``, ``…:edges`` and ``…:grow``), so a scenario's other draws are
+Ten more come from streams of their own (``random.Random("<seed>:<index>:extensions")``, then
+``…:defaults``, ``…:listing``, ``…:edges``, ``…:grow`` and ``…:overlap``), so a scenario's other draws are
 those it had before they existed; each is appended after the motifs:
 
 ==========================  ====================================================================
@@ -68,6 +68,10 @@ those it had before they existed; each is appended after the motifs:
                             lacks, and requests sent twice, as retries are
 ``grow``                    (v13, a sixth stream ``"<seed>:<index>:grow"``, one in five)
                             CreatePartitions: automatic or explicit placement, or refused
+``overlap``                 (v14, a seventh stream ``"<seed>:<index>:overlap"``, one in five) a
+                            deletion while the topic's reassignment waits, requests naming a topic
+                            whose deletion waits, stale broker epochs just after a re-registration
+                            (:mod:`conformance.diff.overlap`)
 ==========================  ====================================================================
 
 Each drawn step is checked against the model (:mod:`conformance.diff.model`) and applied to it;
@@ -97,12 +101,13 @@ from conformance.diff.draws import (
 )
 from conformance.diff.edges import backlog, edges, grow
 from conformance.diff.model import Model, TopicModel
+from conformance.diff.overlap import overlap
 from conformance.diff.scenario import Scenario, Step
 from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 13
+GENERATOR_VERSION = 14
 
 
 # --- motifs -------------------------------------------------------------------------------------
@@ -571,5 +576,8 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
     growing = random.Random(f"{seed}:{index}:grow")  # since v13; a sixth stream
     if growing.random() < 1 / 5:
         _take(model, steps, grow(growing, model))
+    overlapping = random.Random(f"{seed}:{index}:overlap")  # since v14; a seventh stream
+    if overlapping.random() < 1 / 5:
+        _take(model, steps, overlap(overlapping, model))
     origin: dict[str, Any] = {"seed": seed, "index": index, "generator": GENERATOR_VERSION}
     return Scenario(nodes, first, tuple(steps), origin)

@@ -3,7 +3,7 @@
 :class:`DiffCluster` wraps :class:`cluster.cluster.Cluster` (real nodes of a target, request and
 ZooKeeper journals, the chroot's transaction log) for one scenario: every node's ZooKeeper link
 goes through a :class:`~conformance.diff.zklink.LinkGate`, the harness keeps the state of every
-node process (up, down, paused — it is the one that changes it), and the controller every
+node process (up, down, paused, expired — it is the one that changes it), and the controller every
 choreographed move was meant to elect. :meth:`DiffCluster.start` brings the shape up with the
 scenario's first controller as the only node that sees ZooKeeper until it has won.
 
@@ -47,7 +47,8 @@ DIFF_PROFILE: dict[str, str] = {
     # leader, without a leader-epoch bump, or the controller, with one) is a race Kafka leaves open
     "replica.lag.time.max.ms": "4000",
 }
-ProcState = Literal["up", "down", "paused"]
+#: ``expired``: paused with its ZooKeeper session closed (``expire_session``, until it resumes)
+ProcState = Literal["up", "down", "paused", "expired"]
 
 
 class TargetStartError(RuntimeError):

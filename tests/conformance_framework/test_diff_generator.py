@@ -180,14 +180,17 @@ def _steps_digest(s: Scenario, first: int | None = None) -> str:
 def test_the_extensions_leave_every_other_draw_of_a_seed_as_it_was() -> None:
     # digests of seed 1's scenarios 1-3 as generator v8 drew them (8, 5 and 9 steps, before the
     # extensions existed): scenario 1 draws none, so its steps must be v8's; the later versions
-    # only append tails — v11 its listing and v13 a CreatePartitions to scenario 2, v13 three
-    # CreatePartitions to scenario 3 — so their first steps stay v8's
+    # only append tails — v11 its listing, v13 a CreatePartitions and v14 a layered config change
+    # and requests for a topic whose deletion waits to scenario 2, v13 three CreatePartitions to
+    # scenario 3 — so their first steps stay v8's
     assert _steps_digest(generate(1, 1)) == "cb3785d3a4372a61"
     second, third = generate(1, 2), generate(1, 3)
     assert _steps_digest(second, 5) == "1845d5394b19936f"
     assert [st.op for st in second.steps[5:]] == [
         "create_topic_zk", "pause", "reassign_api", "list_reassignments", "list_reassignments", "resume",
         "list_reassignments", "create_partitions_api",
+        "create_topic_zk", "alter_configs_api", "create_topic_zk", "kill", "delete_topics",
+        "create_partitions_api", "elect_leaders", "list_reassignments", "restart",
     ]  # fmt: skip
     assert _steps_digest(third, 9) == "4ea96a0bb1f0e43d"
     assert [st.op for st in third.steps[9:]] == [
@@ -519,3 +522,50 @@ def test_the_model_refuses_the_create_partitions_kafka_refuses() -> None:
         {"assignment": {"1": [1]}}, {"assignment": {"1": [1, 1]}}, {"assignment": {"1": [1, 2], "2": [2, 3]}},
     ):  # fmt: skip
         assert outcome(**refused) is None, refused
+
+
+def test_the_overlap_deletes_midway_asks_a_waiting_deletion_probes_a_new_epoch_and_layers_configs() -> None:
+    seen: Counter[str] = Counter()
+    for i in range(400):
+        scenario = generate(1, i)
+        model = Model.of(scenario)
+        expired: set[int] = set()  # nodes whose session expired and that have run since
+        for step in scenario.steps:
+            p = step.params
+            if step.op in ("delete_topics", "delete_topics_api"):
+                for name in p.get("topics", [p.get("topic")]):
+                    pending = [tp for tp in model.api_original if tp.rsplit("-", 1)[0] == name]
+                    if (pending or name in model.reassigning) and model.paused():
+                        seen["deletion while the topic's reassignment waits on a paused broker"] += 1
+            if step.op in ("reassign_api", "elect_leaders", "create_partitions_api", "list_reassignments"):
+                named = list(p["targets"]) if "targets" in p else p.get("partitions", [])
+                topics = {tp.rsplit("-", 1)[0] for tp in named} | ({p["topic"]} if "topic" in p else set())
+                for name in topics & model.deleted:
+                    t = model.topics[name]
+                    if any(model.state(b) == "down" for r in t.assignment.values() for b in r):
+                        seen[f"{step.op} naming a topic whose deletion waits"] += 1
+            if p.get("broker_epoch") == "stale" and p["node"] in expired:
+                seen[f"{step.op} with a stale broker epoch after a re-registration"] += 1
+            if step.op == "alter_configs_api" and p["incremental"] and p["topic"] in model.topics:
+                stored = model.topics[p["topic"]].config
+                if stored and not set(stored) & set(p["config"]):
+                    seen["a config key set beside another stored one"] += 1
+            if step.op == "controlled_shutdown" and p["node"] in expired:
+                seen["graceful stop after a re-registration"] += 1
+            if step.op == "expire_session":
+                expired.add(p["node"])
+            elif step.op in ("kill", "controlled_shutdown", "bounce"):
+                expired.discard(p["node"])
+            KINDS[step.op].apply(model, p)
+    wanted = [
+        "deletion while the topic's reassignment waits on a paused broker",
+        "reassign_api naming a topic whose deletion waits",
+        "elect_leaders naming a topic whose deletion waits",
+        "create_partitions_api naming a topic whose deletion waits",
+        "list_reassignments naming a topic whose deletion waits",
+        "probe with a stale broker epoch after a re-registration",
+        "shutdown_request with a stale broker epoch after a re-registration",
+        "graceful stop after a re-registration",
+        "a config key set beside another stored one",
+    ]  # fmt: skip
+    assert all(seen[w] >= 5 for w in wanted), seen

@@ -305,3 +305,67 @@ def test_create_partitions_places_as_kafka_and_refuses_as_kafka(cache_dir: Path,
     # each new partition got its state from the controller
     tree = segments[-1]["tree"]
     assert all(f"/brokers/topics/t0/partitions/{p}/state" in tree for p in range(4))
+
+
+#: generator v14's ``overlap``: a deletion while the topic's reassignment waits on a paused broker,
+#: an ElectLeaders meanwhile, a controller move, then broker 1's session expires and requests carry
+#: an epoch below its new one
+OVERLAP = Scenario(
+    {1: {}, 2: {}, 3: {}},
+    1,
+    (
+        Step("create_topic_zk", {"topic": "t0", "assignment": {"0": [1, 2]}, "config": {}}),
+        Step("pause", {"node": 3}),
+        Step("reassign_api", {"via": 1, "targets": {"t0-0": [1, 2, 3]}}),
+        Step("delete_topics", {"topics": ["t0"]}),
+        Step("elect_leaders", {"via": 1, "partitions": ["t0-0"], "election": "preferred"}),
+        Step("move_controller", {"successor": 2}),
+        Step("resume", {"node": 3}),
+        Step("expire_session", {"node": 1, "successor": None}),
+        Step(
+            "probe",
+            {"node": 1, "api": "UpdateMetadata", "partition": "phantom", "controller_epoch": "equal"}
+            | {"leader_epoch": "equal", "broker_epoch": "stale", "heal": False},
+        ),
+        Step("shutdown_request", {"node": 1, "via": 2, "broker_epoch": "stale"}),
+    ),
+)
+
+
+def test_a_deletion_meets_a_reassignment_as_in_kafka_and_a_new_registration_fences_the_old_epoch(
+    cache_dir: Path, tmp_path: Path
+) -> None:
+    segments = _reference_segments(cache_dir, tmp_path, OVERLAP)
+    ops = [seg["op"] for seg in segments[3:]]
+    assert ops == ["reassign_api", "delete_topics", "elect_leaders", "move_controller", "resume",
+                   "expire_session", "probe", "shutdown_request"]  # fmt: skip
+    reassigned, deleting, electing, resumed, reregistered = (segments[i]["tree"] for i in (3, 4, 5, 7, 8))
+    # KafkaController.processTopicDeletion marks a topic with a partition being reassigned
+    # ineligible, but markTopicIneligibleForDeletion only halts topics already queued
+    # (topicsToBeDeleted & topics) and the topic is enqueued after it: a first request is not
+    # halted. The deletion starts in the middle of the reassignment: the partition goes offline
+    # (leader -1) and each replica's OfflineReplica transition takes it out of the ISR (two
+    # writes: leader epoch 1 -> 3; the last member, 2, stays)
+    assert "/admin/delete_topics/t0" in deleting
+    assert (_state(reassigned, "t0-0")["leader"], _state(reassigned, "t0-0")["isr"]) == (1, [1, 2])
+    state = _state(deleting, "t0-0")
+    assert (state["leader"], state["isr"], state["leader_epoch"]) == (-1, [2], 3), state
+    assert deleting["/brokers/topics/t0"] == reassigned["/brokers/topics/t0"]
+    # processReplicaLeaderElection answers a topic queued for deletion INVALID_TOPIC_EXCEPTION (17)
+    answer = segments[5]["action"]["answer"]
+    assert answer["partitions"] == {"t0-0": [17, "The topic is being deleted"]}, answer
+    assert _state(electing, "t0-0") == state
+    # the next controller's TopicDeletionManager.init halts the topic (its partition is being
+    # reassigned; the replicas start Online, so nothing is retried): broker 3 running again
+    # changes nothing, the topic and its marker stay
+    assert segments[6]["tree"]["/controller"][0]["brokerid"] == 2
+    for kept in ("/brokers/topics/t0", "/admin/delete_topics/t0"):
+        assert kept in resumed, kept
+    # broker 1 registers again: onBrokerStartup resumes the deletion of topics with a replica on
+    # it (resumeDeletionForTopics lifts the halt), and the deletion completes
+    for gone in ("/brokers/topics/t0", "/config/topics/t0", "/admin/delete_topics/t0"):
+        assert gone not in reregistered, gone
+    # after the re-registration the broker's epoch is the new czxid: one below it is stale (77),
+    # on the broker (KafkaApis.isBrokerEpochStale) and on the controller (doControlledShutdown)
+    assert segments[9]["action"]["answer"]["error"] == 77, segments[9]["action"]
+    assert segments[10]["action"]["answer"] == {"error": 77, "remaining": []}, segments[10]["action"]

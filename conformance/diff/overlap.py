@@ -240,35 +240,19 @@ def _layered_configs(rng: random.Random, model: Model) -> Iterator[Step]:
         t = created
     # one key set on its own beside the stored ones, then the whole set replaced or the other key
     # set again: what each kind of request keeps of the keys it does not name
-    yield Step(
-        "alter_configs_api",
-        {
-            "via": rng.choice(up),
-            "topic": t.name,
-            "config": {second: rng.choice(seconds)},
-            "incremental": True,
-        },
-    )
+    yield _alter(rng, up, t, second, seconds, incremental=True)
     if rng.random() < 0.5:
-        yield Step(
-            "alter_configs_api",
-            {
-                "via": rng.choice(up),
-                "topic": t.name,
-                "config": {first: rng.choice(firsts)},
-                "incremental": False,
-            },
-        )
+        yield _alter(rng, up, t, first, firsts, incremental=False)
     if rng.random() < 0.5:
-        yield Step(
-            "alter_configs_api",
-            {
-                "via": rng.choice(up),
-                "topic": t.name,
-                "config": {second: rng.choice(seconds)},
-                "incremental": True,
-            },
-        )
+        yield _alter(rng, up, t, second, seconds, incremental=True)
+
+
+def _alter(
+    rng: random.Random, up: list[int], t: TopicModel, key: str, values: tuple[str, ...], *, incremental: bool
+) -> Step:
+    via = rng.choice(up)  # drawn before the value
+    params = {"via": via, "topic": t.name, "config": {key: rng.choice(values)}, "incremental": incremental}
+    return Step("alter_configs_api", params)
 
 
 FAMILIES: tuple[Family, ...] = (_deleted_midway, _queued_requests, _after_reregistration, _layered_configs)

@@ -32,8 +32,8 @@ motif                       reaches
 ==========================  ====================================================================
 
 Ten more come from streams of their own (``random.Random("<seed>:<index>:extensions")``, then
-``…:defaults``, ``…:listing``, ``…:edges``, ``…:grow`` and ``…:overlap``), so a scenario's other draws are
-those it had before they existed; each is appended after the motifs:
+``…:defaults``, ``…:listing``, ``…:edges``, ``…:grow`` and ``…:overlap``), so a scenario's other
+draws are those it had before they existed; each is appended after the motifs:
 
 ==========================  ====================================================================
 ``imbalance``               one cluster in eight has auto rebalance on every node at one
@@ -70,8 +70,8 @@ those it had before they existed; each is appended after the motifs:
                             CreatePartitions: automatic or explicit placement, or refused
 ``overlap``                 (v14, a seventh stream ``"<seed>:<index>:overlap"``, one in five) a
                             deletion while the topic's reassignment waits, requests naming a topic
-                            whose deletion waits, stale broker epochs just after a re-registration
-                            (:mod:`conformance.diff.overlap`)
+                            whose deletion waits, stale broker epochs just after a re-registration,
+                            a config change over a stored one (:mod:`conformance.diff.overlap`)
 ==========================  ====================================================================
 
 Each drawn step is checked against the model (:mod:`conformance.diff.model`) and applied to it;

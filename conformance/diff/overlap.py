@@ -46,6 +46,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 
+from conformance.diff.edges import _steady
 from conformance.diff.model import Model, TopicModel
 from conformance.diff.scenario import Step
 
@@ -54,12 +55,8 @@ __all__ = ["overlap"]
 Family = Callable[[random.Random, Model], Iterator[Step]]
 
 
-def _steady(model: Model) -> list[int]:
-    """Running nodes that take the controller's requests (a probed one may refuse them)."""
-    return [b for b in model.up() if not model.nodes[b].poisoned]
-
-
-def _all_up(model: Model, t: TopicModel) -> bool:
+def _topic_up(model: Model, t: TopicModel) -> bool:
+    """Every replica of ``t`` on a known node runs (a deletion of it can finish)."""
     return all(model.state(b) == "up" for r in t.assignment.values() for b in r if b in model.nodes)
 
 
@@ -101,7 +98,7 @@ def _deleted_midway(rng: random.Random, model: Model) -> Iterator[Step]:
         yield Step("elect_leaders", {"via": c, "partitions": [tp], "election": "preferred"})
     meanwhile = rng.choice(("nothing", "nothing", "marker", "move"))
     if meanwhile == "marker":  # a second deletion event: now the topic is queued, so it is halted
-        rest = [t.name for t in model.live_topics() if t.name != name and _all_up(model, t)]
+        rest = [t.name for t in model.live_topics() if t.name != name and _topic_up(model, t)]
         yield Step(
             "delete_topics",
             {"topics": [rng.choice(rest) if rest and rng.random() < 0.5 else model.fresh_topic()]},

@@ -415,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if alongside is not None:
             print(
                 f"differential: {diff_section.scenario_count(args)} scenarios of seed {args.diff_seed},"
-                " run beside the checks (one at a time until they end); reported after them",
+                " run beside the checks; reported after them",
                 flush=True,
             )
         env = {
@@ -426,8 +426,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             **plugin_env(),
         }
         rc = _run_pytest(args, results_dir, run_id, selection, env)
-        if alongside is not None:
-            alongside.checks_ended()
         print(f"pytest: {_pytest_summary(results_dir)}")
         records = [
             r

@@ -30,7 +30,6 @@ import json
 import os
 import shutil
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -208,16 +207,13 @@ def run_differential(
     shrink_budget_s: float,
     say: Callable[[str], None],
     stop_at_first: bool = False,
-    narrow_until: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Run, compare, shrink; the report (also written to ``out/diff-report.json``).
-
-    ``narrow_until``: one scenario run at a time until it is set (see :class:`Pool`)."""
+    """Run, compare, shrink; the report (also written to ``out/diff-report.json``)."""
     reap_orphans()  # what killed runs left: their work dirs, JVMs and run roots
     out.mkdir(parents=True, exist_ok=True)
     root = _work_root()
     started, began = datetime.now(UTC), time.monotonic()
-    pool = Pool(workers, root, narrow_until=narrow_until)
+    pool = Pool(workers, root)
     try:
         campaign = Campaign(sides, pool, cache, out, say)
         results = campaign.run(scenarios, stop_at_first=stop_at_first)

@@ -6,11 +6,6 @@ after :data:`TASKS_PER_WORKER` scenarios (a fresh ZooKeeper, fresh port claims),
 campaign (a watch thread: see :func:`_die_with_parent`) and stops its ZooKeeper when it exits; nodes
 die with their worker.
 :meth:`Pool.traces` runs (scenario, side) jobs in parallel and returns their traces in order.
-
-A pool can start narrow (:meth:`Pool.__init__`'s ``narrow_until``): until that event is set at most
-one job runs at a time, then all ``workers`` do. The gate uses it to run its differential section
-alongside its checks (one scenario at a time while the checks hold the machine's cores, both workers
-once they ended).
 """
 
 from __future__ import annotations
@@ -148,8 +143,8 @@ class Pool:
     jobs (its ``maxtasksperchild``; ``ProcessPoolExecutor``'s ``max_tasks_per_child`` can hang in
     Python 3.11 when every worker retires at once).
 
-    Jobs are handed to the workers by this process, at most ``limit`` at a time: ``workers``, or one
-    until ``narrow_until`` is set."""
+    Jobs are handed to the workers by this process, at most ``workers`` at a time (a job cancelled
+    while it waits never reaches one)."""
 
     def __init__(
         self,
@@ -157,7 +152,6 @@ class Pool:
         root: Path,
         tasks_per_worker: int = TASKS_PER_WORKER,
         *,
-        narrow_until: threading.Event | None = None,
         run: Callable[[Job], JobResult] = _run,
     ) -> None:
         root.mkdir(parents=True, exist_ok=True)
@@ -174,20 +168,6 @@ class Pool:
         self._lock = threading.Lock()
         self._running = 0
         self._closed = threading.Event()
-        self.limit = self.workers
-        if narrow_until is not None and not narrow_until.is_set():
-            self.limit = 1
-            threading.Thread(
-                target=self._widen_when, args=(narrow_until,), name="diff-pool-widen", daemon=True
-            ).start()
-
-    def _widen_when(self, event: threading.Event) -> None:
-        while not event.wait(0.5):
-            if self._closed.is_set():
-                return
-        with self._lock:
-            self.limit = self.workers
-        self._dispatch()
 
     def submit(self, job: Job) -> Pending:
         pending = Pending(job)
@@ -198,11 +178,11 @@ class Pool:
         return pending
 
     def _dispatch(self) -> None:
-        """Hand waiting jobs to the workers while fewer than ``limit`` run (callers: a submit, the
-        end of a job on the pool's result thread, the widening)."""
+        """Hand waiting jobs to the workers while fewer than ``workers`` run (callers: a submit, the
+        end of a job on the pool's result thread)."""
         while True:
             with self._lock:
-                if self._running >= self.limit or not self._waiting or self._closed.is_set():
+                if self._running >= self.workers or not self._waiting or self._closed.is_set():
                     return
                 pending = self._waiting.popleft()
                 if pending.cancelled:

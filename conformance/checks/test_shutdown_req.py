@@ -147,6 +147,15 @@ def test_controlled_shutdown_request_errors(cluster_factory: ClusterFactory) -> 
     third = next(b for b in cluster.broker_ids if b not in (cid, other))
     fresh = cs3.ControlledShutdownRequest(broker_id=BrokerId(other), broker_epoch=i64(epoch))
     assert int(send_request(*cluster.endpoint(third), fresh).error_code) == 11
+    # a broker the controller does not know: Kafka reads its cached epoch (Map.apply,
+    # KafkaController.scala@2.5.1 L1115) before it checks that the broker is known (L1126), so a
+    # request with an epoch fails with UNKNOWN_SERVER_ERROR and only one without (-1) gets
+    # BROKER_NOT_AVAILABLE
+    unknown = BrokerId(max(cluster.broker_ids) + 7)
+    with_epoch = cs3.ControlledShutdownRequest(broker_id=unknown, broker_epoch=i64(epoch))
+    assert int(send_request(*cluster.endpoint(cid), with_epoch).error_code) == -1
+    without = cs3.ControlledShutdownRequest(broker_id=unknown, broker_epoch=i64(-1))
+    assert int(send_request(*cluster.endpoint(cid), without).error_code) == 8
 
 
 @pytest.mark.behaviour("REQ-1", "REQ-2", "RSM-7")

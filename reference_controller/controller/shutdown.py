@@ -2,7 +2,8 @@
 
 `doControlledShutdown` (KafkaController.scala@2.5.1 L1107-1165, spec §6.10): reply
 STALE_CONTROLLER_EPOCH (11) when not active, STALE_BROKER_EPOCH (77) for an older broker epoch,
-BROKER_NOT_AVAILABLE (8) for an unknown broker; else mark the broker shutting down, move the
+for an unknown broker UNKNOWN_SERVER_ERROR (-1) when the request carries an epoch (Kafka's lookup of
+the cached epoch throws) and BROKER_NOT_AVAILABLE (8) when it carries -1; else mark the broker shutting down, move the
 leaderships of its replicated partitions away (controlled-shutdown strategy), stop and remove it
 from the ISR of the partitions it follows, and answer with the replicated partitions it still leads.
 """
@@ -50,7 +51,12 @@ def do_controlled_shutdown(ctl: ShutdownPort, broker_id: int, broker_epoch: int)
             Errors.STALE_CONTROLLER_EPOCH, "Controller moved to another broker. Aborting controlled shutdown"
         )
     ctx = ctl.context
-    if broker_epoch != UNKNOWN_BROKER_EPOCH and broker_id in ctx.live_broker_epochs:
+    if broker_epoch != UNKNOWN_BROKER_EPOCH:
+        if broker_id not in ctx.live_broker_epochs:
+            # Kafka reads the cached epoch with Map.apply (L1115), which throws NoSuchElementException
+            # for a broker it does not know: the answer is UNKNOWN_SERVER_ERROR, not the
+            # BROKER_NOT_AVAILABLE of L1126, which only a request without an epoch (-1) reaches
+            raise ControlledShutdownRejected(Errors.UNKNOWN_SERVER_ERROR, f"key not found: {broker_id}")
         cached = ctx.live_broker_epochs[broker_id]
         if broker_epoch < cached:
             message = (

@@ -262,6 +262,33 @@ def preferred_election(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
     }
 
 
+#: the listener a rewritten registration adds (PLAINTEXT, at the node's CLIENT address): nobody
+#: connects to it; it only changes the endpoints the controller caches and sends
+EXTRA_LISTENER = "EXTRA"
+
+
+def rewrite_registration(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
+    """``/brokers/ids/<node>`` set again with the same data plus an extra listener and/or a rack
+    (the JSON fields of BrokerIdZNode v4); the broker's own session keeps the znode (its czxid, the
+    broker epoch, does not change)."""
+    zk, path = dc.cluster.zk, f"/brokers/ids/{p['node']}"
+    try:
+        data, stat = zk.get(path)
+        current = json.loads(data)
+        endpoints = list(current["endpoints"])
+        protocols = dict(current["listener_security_protocol_map"])
+    except (KazooException, ValueError, TypeError, KeyError):
+        return {"registration": "absent"}
+    new = dict(current)
+    if p["listener"]:
+        client = next((e for e in endpoints if str(e).startswith("CLIENT://")), endpoints[0])
+        new["endpoints"] = [*endpoints, f"{EXTRA_LISTENER}://{str(client).split('://', 1)[1]}"]
+        new["listener_security_protocol_map"] = {**protocols, EXTRA_LISTENER: "PLAINTEXT"}
+    if p["rack"] != "none":
+        new["rack"] = p["rack"]
+    return {"registration": _write(lambda: zk.set(path, encode(new), version=stat.version), dc, path)}
+
+
 def _config_change(dc: DiffCluster, entity_type: str, name: str, config: Mapping[str, str]) -> Outcome:
     """AdminZkClient.changeEntityConfig: set (or create) the entity's config, then notify."""
     zk, path = dc.cluster.zk, f"/config/{entity_type}/{name}"
@@ -295,6 +322,7 @@ EXECUTORS: dict[str, Callable[[DiffCluster, Params, Quiesce], Outcome]] = {
     "preferred_election": preferred_election,
     "topic_config": topic_config,
     "broker_config": broker_config,
+    "rewrite_registration": rewrite_registration,
     "controlled_shutdown": controlled_shutdown,
     "kill": kill,
     "shutdown_request": api.shutdown_request,

@@ -31,8 +31,8 @@ motif                       reaches
 ``single``                  any one step of the vocabulary, drawn by weight
 ==========================  ====================================================================
 
-Ten more come from streams of their own (``random.Random("<seed>:<index>:extensions")``, then
-``…:defaults``, ``…:listing``, ``…:edges``, ``…:grow`` and ``…:overlap``), so a scenario's other
+Eleven more come from streams of their own (``random.Random("<seed>:<index>:extensions")``, then
+``…:defaults``, ``…:listing``, ``…:edges``, ``…:grow``, ``…:overlap`` and ``…:registration``), so a scenario's other
 draws are those it had before they existed; each is appended after the motifs:
 
 ==========================  ====================================================================
@@ -72,6 +72,10 @@ draws are those it had before they existed; each is appended after the motifs:
                             deletion while the topic's reassignment waits, requests naming a topic
                             whose deletion waits, stale broker epochs just after a re-registration,
                             a config change over a stored one (:mod:`conformance.diff.overlap`)
+``registration``            (v15, an eighth stream ``"<seed>:<index>:registration"``) a stale
+                            broker epoch after every expiry nothing checked yet; one scenario in
+                            six, a running broker's registration rewritten by hand (an extra
+                            listener, a rack) (:mod:`conformance.diff.registrations`)
 ==========================  ====================================================================
 
 Each drawn step is checked against the model (:mod:`conformance.diff.model`) and applied to it;
@@ -102,12 +106,13 @@ from conformance.diff.draws import (
 from conformance.diff.edges import backlog, edges, grow
 from conformance.diff.model import Model, TopicModel
 from conformance.diff.overlap import overlap
+from conformance.diff.registrations import registration
 from conformance.diff.scenario import Scenario, Step
 from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 14
+GENERATOR_VERSION = 15
 
 
 # --- motifs -------------------------------------------------------------------------------------
@@ -579,5 +584,7 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
     overlapping = random.Random(f"{seed}:{index}:overlap")  # since v14; a seventh stream
     if overlapping.random() < 1 / 5:
         _take(model, steps, overlap(overlapping, model))
+    registering = random.Random(f"{seed}:{index}:registration")  # since v15; an eighth stream
+    _take(model, steps, registration(registering, model, steps))
     origin: dict[str, Any] = {"seed": seed, "index": index, "generator": GENERATOR_VERSION}
     return Scenario(nodes, first, tuple(steps), origin)

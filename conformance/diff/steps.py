@@ -322,6 +322,14 @@ def _check_shutdown_request(model: Model, p: Params) -> str | None:
     return _via(model, p)
 
 
+def _check_rewrite(model: Model, p: Params) -> str | None:
+    """A registered broker (one that is paused holds its registration, but the controller's update
+    would wait for it), and a change: an extra listener, a rack, or both."""
+    if not p["listener"] and p["rack"] == "none":
+        return "a rewrite changes something: an extra listener, a rack, or both"
+    return _running(model, p)
+
+
 def _check_auto(model: Model, p: Params) -> str | None:
     if model.down() or model.paused():
         return "automatic placement needs every node running (its topic is deleted again at once)"
@@ -451,6 +459,17 @@ KINDS: dict[str, StepKind] = {
             {"node": "node", "via": "node", "broker_epoch": "stale|equal|newer|none"},
             ("SHUTDOWN-1", "ELECT-4", "ISR-2"),
             _check_shutdown_request,
+            _nothing,
+        ),
+        StepKind(
+            "rewrite_registration",
+            "/brokers/ids/<node> of a running broker rewritten by hand: an extra listener (`listener`)"
+            " and/or a rack (`rack`; none: as it was); Kafka's controller acts only on changed"
+            " endpoints (its cache, UpdateMetadata to every broker), a rack alone waits for a new"
+            " controller",
+            {"node": "node", "listener": "bool", "rack": "none|r1|r2"},
+            ("BROKER-6", "REQ-2"),
+            _check_rewrite,
             _nothing,
         ),
         StepKind(

@@ -569,3 +569,44 @@ def test_the_overlap_deletes_midway_asks_a_waiting_deletion_probes_a_new_epoch_a
         "a config key set beside another stored one",
     ]  # fmt: skip
     assert all(seen[w] >= 5 for w in wanted), seen
+
+
+def test_every_unchecked_expiry_is_followed_by_a_stale_epoch_and_registrations_are_rewritten() -> None:
+    """v15: a broker whose session expired and that still runs at the end is sent a request with a
+    broker epoch just below its new registration's; registrations are rewritten with a listener, a
+    rack or both, then the broker is described again (a topic on it, a bounce, a new controller)."""
+    seen: Counter[str] = Counter()
+    for seed in (1, 2026):
+        for i in range(300):
+            scenario = generate(seed, i)
+            model = Model.of(scenario)
+            due: dict[int, bool] = {}  # expired node -> its new epoch was checked since
+            rewritten: int | None = None
+            for step in scenario.steps:
+                p = step.params
+                if step.op == "expire_session":
+                    due[p["node"]] = False
+                elif step.op in ("kill", "controlled_shutdown", "bounce", "restart"):
+                    due.pop(p["node"], None)
+                elif p.get("broker_epoch") == "stale" and p.get("node") in due:
+                    due[p["node"]] = True
+                if step.op == "rewrite_registration":
+                    rewritten = p["node"]
+                    change = ("listener" if p["listener"] else "") + ("+rack" if p["rack"] != "none" else "")
+                    seen[f"rewrite {change.strip('+')}"] += 1
+                elif rewritten is not None:
+                    if step.op == "create_topic_zk" and any(rewritten in r for r in p["assignment"].values()):
+                        seen["then a topic on it"] += 1
+                    elif step.op == "bounce" and p["node"] != rewritten:
+                        seen["then another broker bounced"] += 1
+                    elif step.op == "move_controller":
+                        seen["then a new controller"] += 1
+                    rewritten = None
+                KINDS[step.op].apply(model, p)
+            for node, checked in due.items():
+                if model.state(node) == "up" and not model.nodes[node].poisoned:
+                    assert checked, f"{scenario.name()}: node {node}'s expiry is never followed by a stale epoch"
+                    seen["expiry checked"] += 1
+    wanted = ["rewrite listener", "rewrite rack", "rewrite listener+rack", "then a topic on it",
+              "then another broker bounced", "then a new controller", "expiry checked"]  # fmt: skip
+    assert all(seen[w] >= 5 for w in wanted), seen

@@ -175,9 +175,7 @@ class Alongside:
         self, args: argparse.Namespace, target: Target, launcher: str, results_dir: Path, workers: int
     ) -> None:
         try:
-            self._section = run_section(
-                args, target, launcher, results_dir, workers=workers, say=self._say
-            )
+            self._section = run_section(args, target, launcher, results_dir, workers=workers, say=self._say)
         except BaseException as exc:  # re-raised on the gate's thread by result()
             self._error = exc
 

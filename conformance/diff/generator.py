@@ -31,8 +31,9 @@ motif                       reaches
 ``single``                  any one step of the vocabulary, drawn by weight
 ==========================  ====================================================================
 
-Eleven more come from streams of their own (``random.Random("<seed>:<index>:extensions")``, then
-``…:defaults``, ``…:listing``, ``…:edges``, ``…:grow``, ``…:overlap`` and ``…:registration``), so a scenario's other
+Eleven more come from streams of their own (``random.Random("<seed>:<index>:extensions")``,
+then ``…:defaults``, ``…:listing``, ``…:edges``, ``…:grow``, ``…:overlap`` and
+``…:registration``), so a scenario's other
 draws are those it had before they existed; each is appended after the motifs:
 
 ==========================  ====================================================================

@@ -42,9 +42,7 @@ def _unchecked_expiry(steps: Sequence[Step]) -> int | None:
     checked: set[int] = set()
     for step in reversed(steps):
         p = step.params
-        if step.op == "probe" and p.get("broker_epoch") == "stale":
-            checked.add(p["node"])
-        elif step.op == "shutdown_request" and p.get("broker_epoch") == "stale":
+        if step.op in ("probe", "shutdown_request") and p.get("broker_epoch") == "stale":
             checked.add(p["node"])
         elif step.op in ("bounce", "restart", "kill", "controlled_shutdown"):
             checked.add(p["node"])  # a later registration, or none: not the expiry's any more

@@ -1,11 +1,12 @@
 """Controlled shutdown (ring: core).
 
 `doControlledShutdown` (KafkaController.scala@2.5.1 L1107-1165, spec §6.10): reply
-STALE_CONTROLLER_EPOCH (11) when not active, STALE_BROKER_EPOCH (77) for an older broker epoch,
-for an unknown broker UNKNOWN_SERVER_ERROR (-1) when the request carries an epoch (Kafka's lookup of
-the cached epoch throws) and BROKER_NOT_AVAILABLE (8) when it carries -1; else mark the broker shutting down, move the
-leaderships of its replicated partitions away (controlled-shutdown strategy), stop and remove it
-from the ISR of the partitions it follows, and answer with the replicated partitions it still leads.
+STALE_CONTROLLER_EPOCH (11) when not active, STALE_BROKER_EPOCH (77) for an older broker epoch;
+for an unknown broker UNKNOWN_SERVER_ERROR (-1) when the request carries an epoch (Kafka's lookup
+of the cached epoch throws) and BROKER_NOT_AVAILABLE (8) when it carries -1; else mark the broker
+shutting down, move the leaderships of its replicated partitions away (controlled-shutdown
+strategy), stop and remove it from the ISR of the partitions it follows, and answer with the
+replicated partitions it still leads.
 """
 
 from __future__ import annotations

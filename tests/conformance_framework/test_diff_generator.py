@@ -605,7 +605,7 @@ def test_every_unchecked_expiry_is_followed_by_a_stale_epoch_and_registrations_a
                 KINDS[step.op].apply(model, p)
             for node, checked in due.items():
                 if model.state(node) == "up" and not model.nodes[node].poisoned:
-                    assert checked, f"{scenario.name()}: node {node}'s expiry is never followed by a stale epoch"
+                    assert checked, f"{scenario.name()}: node {node}'s expiry is never checked after"
                     seen["expiry checked"] += 1
     wanted = ["rewrite listener", "rewrite rack", "rewrite listener+rack", "then a topic on it",
               "then another broker bounced", "then a new controller", "expiry checked"]  # fmt: skip

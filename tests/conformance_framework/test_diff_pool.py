@@ -55,8 +55,9 @@ def test_a_pool_runs_as_many_jobs_at_once_as_it_has_workers_and_no_more(tmp_path
         jobs = [Job({"sleep_s": 3.0}, load_target("reference"), "process") for _ in range(3)]
         handles = [pool.submit(j) for j in jobs]
         first, second, third = (h.result() for h in handles)
-        for r in (first, second, third):
-            assert r.timings, r.error
+        assert first.timings, first.error
+        assert second.timings, second.error
+        assert third.timings, third.error
         assert second.timings[0] < first.timings[1], "the first two jobs did not run at once"
         assert first.error != second.error, "not on two workers (the jobs answer their worker's pid)"
         assert third.timings[0] >= min(first.timings[1], second.timings[1]), "three jobs ran at once"

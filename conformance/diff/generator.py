@@ -31,9 +31,9 @@ motif                       reaches
 ``single``                  any one step of the vocabulary, drawn by weight
 ==========================  ====================================================================
 
-Eleven more come from streams of their own (``random.Random("<seed>:<index>:extensions")``,
-then ``…:defaults``, ``…:listing``, ``…:edges``, ``…:grow``, ``…:overlap`` and
-``…:registration``), so a scenario's other
+Twelve more come from streams of their own (``random.Random("<seed>:<index>:extensions")``,
+then ``…:defaults``, ``…:listing``, ``…:edges``, ``…:grow``, ``…:overlap``, ``…:registration``
+and ``…:halt``), so a scenario's other
 draws are those it had before they existed; each is appended after the motifs:
 
 ==========================  ====================================================================
@@ -77,6 +77,11 @@ draws are those it had before they existed; each is appended after the motifs:
                             broker epoch after every expiry nothing checked yet; one scenario in
                             six, a running broker's registration rewritten by hand (an extra
                             listener, a rack) (:mod:`conformance.diff.registrations`)
+``halted_retry``            (v15, a ninth stream ``"<seed>:<index>:halt"``, one in six) a
+                            deletion started mid-reassignment with a replica down, the replica
+                            back, then a second deletion event, a controller move or nothing
+                            before the reassignment's paused target answers: whether the failed
+                            replica is retried depends on the halt (:mod:`conformance.diff.halts`)
 ==========================  ====================================================================
 
 Each drawn step is checked against the model (:mod:`conformance.diff.model`) and applied to it;
@@ -105,6 +110,7 @@ from conformance.diff.draws import (
     shutdown_request_of,
 )
 from conformance.diff.edges import backlog, edges, grow
+from conformance.diff.halts import halted_retry
 from conformance.diff.model import Model, TopicModel
 from conformance.diff.overlap import overlap
 from conformance.diff.registrations import registration
@@ -587,5 +593,8 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
         _take(model, steps, overlap(overlapping, model))
     registering = random.Random(f"{seed}:{index}:registration")  # since v15; an eighth stream
     _take(model, steps, registration(registering, model, steps))
+    halting = random.Random(f"{seed}:{index}:halt")  # since v15; a ninth stream
+    if halting.random() < 1 / 6:
+        _take(model, steps, halted_retry(halting, model))
     origin: dict[str, Any] = {"seed": seed, "index": index, "generator": GENERATOR_VERSION}
     return Scenario(nodes, first, tuple(steps), origin)

@@ -43,8 +43,8 @@ def test_generated_scenarios_hold_the_generator_invariants(seed: int, index: int
     assert 3 <= len(scenario.nodes) <= 5
     assert scenario.first_controller in scenario.nodes
     # a motif (at most 6 steps) may finish past the goal; the extensions add at most 3 + 6 + 5 + 7
-    # and 4 restarts + 1
-    assert 1 <= len(scenario.steps) <= 9 + 5 + 21 + 5
+    # and 4 restarts + 1; v15's tails at most 2 + 3 (registration) and 8 (halt)
+    assert 1 <= len(scenario.steps) <= 9 + 5 + 21 + 5 + 2 + 3 + 8
     assert not model.paused(), "no pause outlives its motif (sessions never expire by accident)"
     assert scenario.steps[0].op in ("create_topic_zk",), "a topic exists before anything acts on it"
     for step in scenario.steps:
@@ -610,3 +610,27 @@ def test_every_unchecked_expiry_is_followed_by_a_stale_epoch_and_registrations_a
     wanted = ["rewrite listener", "rewrite rack", "rewrite listener+rack", "then a topic on it",
               "then another broker bounced", "then a new controller", "expiry checked"]  # fmt: skip
     assert all(seen[w] >= 5 for w in wanted), seen
+
+
+def test_a_halted_deletion_meets_its_retry_after_each_event_that_halts_or_resumes_it() -> None:
+    """v15's halt stream: a replica's broker killed, its topic's partition reassigned onto a paused
+    broker and the topic deleted, the broker back, then a second deletion event, a controller move
+    or nothing before the paused broker resumes."""
+    seen: Counter[str] = Counter()
+    for i in range(400):
+        ops = [(st.op, st.params) for st in generate(3, i).steps]
+        for k in range(len(ops) - 6):
+            (o0, p0), (o1, p1), (o2, p2), (o3, _), (o4, p4), (o5, p5) = ops[k : k + 6]
+            if (o0, o1, o2, o4, o5) != ("create_topic_zk", "kill", "pause", "delete_topics", "restart"):
+                continue
+            if p1["node"] not in p0["assignment"]["0"] or p4["topics"] != [p0["topic"]]:
+                continue
+            if p5["node"] != p1["node"]:
+                continue
+            assert o3 in ("reassign", "reassign_api")
+            rest = [o for o, _ in ops[k + 6 :]]
+            then = rest[0] if rest and rest[0] != "resume" else "nothing"
+            assert "resume" in rest, rest
+            assert ops[k + 6 + rest.index("resume")][1] == p2, "the paused broker is the one resumed"
+            seen[then] += 1
+    assert all(seen[w] >= 3 for w in ("delete_topics", "move_controller", "nothing")), seen

@@ -369,3 +369,45 @@ def test_a_deletion_meets_a_reassignment_as_in_kafka_and_a_new_registration_fenc
     # on the broker (KafkaApis.isBrokerEpochStale) and on the controller (doControlledShutdown)
     assert segments[9]["action"]["answer"]["error"] == 77, segments[9]["action"]
     assert segments[10]["action"]["answer"] == {"error": 77, "remaining": []}, segments[10]["action"]
+
+
+def _halted_retry(second: list[Step]) -> Scenario:
+    """Broker 2's replica of t0 fails to delete (2 is down when the deletion starts, mid-way through
+    a reassignment onto the paused broker 4); 2 comes back; ``second``; then 4 answers."""
+    return Scenario(
+        {1: {}, 2: {}, 3: {}, 4: {}},
+        1,
+        (
+            Step("create_topic_zk", {"topic": "t0", "assignment": {"0": [2, 3]}, "config": {}}),
+            Step("kill", {"node": 2, "successor": None}),
+            Step("pause", {"node": 4}),
+            Step("reassign", {"targets": {"t0-0": [2, 3, 4]}, "replace": False}),
+            Step("delete_topics", {"topics": ["t0"]}),
+            Step("restart", {"node": 2}),
+            *second,
+            Step("resume", {"node": 4}),
+        ),
+    )
+
+
+def test_a_failed_replica_deletion_is_retried_only_while_nothing_halts_the_topic(
+    cache_dir: Path, tmp_path: Path
+) -> None:
+    """Worked from TopicDeletionManager.resumeDeletions@2.5.1: once broker 4 answers its
+    StopReplica, broker 2's failed replica is moved back to OfflineReplica, and a new StopReplica is
+    sent only if the topic is not halted (isTopicEligibleForDeletion). Broker 2's start lifted the
+    halt its failure had set (onBrokerStartup → resumeDeletionForTopics). With nothing after it the
+    deletion completes; a second deletion event (a marker for a name never created) halts the topic
+    again — processTopicDeletion marks a queued topic with a partition being reassigned ineligible —
+    so the topic and its marker stay, as they do in the reassignment's own halt."""
+    for second, completes in (([], True), ([Step("delete_topics", {"topics": ["ghost"]})], False)):
+        run_dir = tmp_path / ("nothing" if completes else "marker")
+        run_dir.mkdir()
+        segments = _reference_segments(cache_dir, run_dir, _halted_retry(second))
+        started, restarted, resumed = (segments[i]["tree"] for i in (5, 6, len(segments) - 1))
+        for tree in (started, restarted):  # broker 4's StopReplica waits: the deletion cannot end
+            assert "/admin/delete_topics/t0" in tree
+            assert "/brokers/topics/t0" in tree
+        assert "/admin/delete_topics/ghost" not in resumed  # a name never created: marker removed
+        for path in ("/brokers/topics/t0", "/config/topics/t0", "/admin/delete_topics/t0"):
+            assert (path not in resumed) is completes, (path, second)

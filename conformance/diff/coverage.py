@@ -17,17 +17,20 @@ deleted); consecutive operations; every config key's layers in force (static, dy
 cluster default, dynamic per broker, topic) when each step runs; the nodes' static configs.
 
 :func:`pick` is greedy set cover weighted by rarity and cost: each round takes the scenario whose
-not-yet-covered features are worth most per unit of run time (its steps plus four for starting its
-cluster), a feature being worth log(pool size / the number of scenarios in the pool that have it),
-its inverse document frequency, so the rare ones are not crowded out by many common ones and one
-that every scenario has is worth nothing; once everything is covered it starts again on what is
-left. Ties go to the lower index, so a pick is a pure function of the pool and the count. The
-picked scenarios keep their own (seed, index) names: each one is replayed, cached and shown exactly
-as when it is run on its own.
+not-yet-covered features are worth most per second of run time (:func:`estimated_s`: what its setup
+and each of its steps take on the reference, a pause or a leader-balance check after a failover far
+more than most steps), a feature being worth log(pool size / the number of scenarios in the pool
+that have it), its inverse document frequency, so the rare ones are not crowded out by many common
+ones and one that every scenario has is worth nothing; once everything is covered it starts again
+on what is left. Ties go to the lower index, so a pick is a pure function of the pool and the
+count. The picked scenarios keep their own (seed, index) names: each one is replayed, cached and
+shown exactly as when it is run on its own.
 
-Measured on seed 1, 40 of a pool of 4,000 (exact greedy; the lazy one here reaches slightly
-fewer): the first 40 reach 753 distinct features in 318 steps, the picked 40 reach 1,281 in 350
-steps; without the cost, 1,328 in 399 steps; with weights 1/n or 1/sqrt(n), fewer.
+Measured on seed 1, generator v15, a pool of 4,000: the first 40 reach 1,242 distinct features in
+an estimated 1,078 s; the picked 40 reach 1,412 in 410 s, the picked 100 2,059 in 1,075 s. Per
+second rather than per step (one setup counted as four steps, before 2026-11-29), the gate's
+candidates of seed 2026 give 10 scenarios reaching 630 features in an estimated 118 s, where the
+step-weighted 6 reached 626 in 151 s.
 """
 
 from __future__ import annotations
@@ -42,14 +45,29 @@ from conformance.diff.model import Model
 from conformance.diff.scenario import Scenario
 from conformance.diff.steps import KINDS, split_tp
 
-__all__ = ["PICKS", "features", "pick"]
+__all__ = ["PICKS", "estimated_s", "features", "pick"]
 
 #: how a campaign chooses its N scenarios: the first N of its seed, or ``pick`` from a pool
 PICKS = ("first", "cover")
 
-#: a scenario's cost in steps' worth of time: starting its cluster costs about as much as 4 steps
-#: (a 10-step scenario takes ~18 s), so the pick weighs what a scenario reaches against its length
-_SET_UP_STEPS = 4
+#: what a step takes on the reference, in seconds: most are one wait for quiescence (about 0.65 s);
+#: these wait for more (medians of 206 cached reference traces of 2026-11-29: a pause outlasts the
+#: controller's requests to the paused node, a restart or a resume a registration and its ISR)
+_STEP_S = {
+    "pause": 6.5,
+    "bounce": 4.5,
+    "restart": 2.0,
+    "resume": 2.0,
+    "expire_session": 2.0,
+    "topic_config": 1.5,
+}
+_OTHER_STEP_S = 0.65
+_SET_UP_S = 1.6
+#: with auto.leader.rebalance.enable Kafka runs a leader-balance check 5 s after every failover
+#: (KafkaController.onControllerFailover, scheduleAutoLeaderRebalanceTask), and the barrier waits
+#: for it: about 7 s more for the setup and for each step that moves the controller
+_REBALANCE_CHECK_S = 7.0
+_MOVES = ("move_controller", "move_controller_backlog")
 
 #: layers of a config key, in Kafka's order of precedence (lowest first)
 _LAYERS = ("static", "default", "broker", "topic")
@@ -268,6 +286,19 @@ def features(scenario: Scenario) -> frozenset[str]:
     return frozenset(out)
 
 
+def estimated_s(scenario: Scenario) -> float:
+    """About how long ``scenario`` runs on the reference (:data:`_STEP_S`): what the pick weighs a
+    scenario's reach against."""
+    rebalance = any(c.get("auto.leader.rebalance.enable") == "true" for c in scenario.nodes.values())
+    check = _REBALANCE_CHECK_S if rebalance else 0.0
+    total = _SET_UP_S + check
+    for step in scenario.steps:
+        total += _STEP_S.get(step.op, _OTHER_STEP_S)
+        moved = step.op in _MOVES or step.params.get("successor") is not None
+        total += check if moved else 0.0
+    return total
+
+
 def pick(pool: Sequence[Scenario], count: int) -> list[Scenario]:
     """``count`` scenarios of ``pool`` that together cover the most (rarity-weighted) features, in
     the pool's order; the whole pool when it has no more than ``count``.
@@ -277,13 +308,14 @@ def pick(pool: Sequence[Scenario], count: int) -> list[Scenario]:
     if count >= len(pool):
         return list(pool)
     feats = [features(s) for s in pool]
+    cost = [estimated_s(s) for s in pool]
     freq = Counter(f for fs in feats for f in fs)
     worth = {f: math.log(len(pool) / n) for f, n in freq.items()}
     chosen: list[int] = []
     covered: set[str] = set()
 
     def gain(i: int) -> float:
-        return sum(worth[f] for f in feats[i] if f not in covered) / (_SET_UP_STEPS + len(pool[i].steps))
+        return sum(worth[f] for f in feats[i] if f not in covered) / cost[i]
 
     left = set(range(len(pool)))
     while len(chosen) < count:

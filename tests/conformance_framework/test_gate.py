@@ -102,6 +102,17 @@ def test_bad_worker_count_is_exit_2_not_a_silent_serial_run(tmp_path: Path, valu
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize(
+    ("value", "says"), [("0", "1 to 16, got 0"), ("17", "1 to 16, got 17"), ("two", "'two' is not a number")]
+)
+def test_bad_differential_worker_count_is_exit_2(tmp_path: Path, value: str, says: str) -> None:
+    out = run_cli("--diff-workers", value, "--ids", CHEAP_ID, results=tmp_path / "r")
+    assert out.returncode == 2, out
+    assert says in out.stderr, out.stderr
+    assert not (tmp_path / "r" / "certificate.json").exists()
+
+
+@pytest.mark.unit
 def test_unknown_launcher_is_exit_2_listing_launchers(tmp_path: Path) -> None:
     out = run_cli("--launcher", "k8s", "--ids", CHEAP_ID, results=tmp_path / "r")
     assert out.returncode == 2, out

@@ -15,7 +15,11 @@ With ``record_requests`` (the default) a :class:`~probes.request_proxy.Recording
 sits on every controller→broker link: node Y binds ``CTRL_<x>`` on a fixed loopback port (an
 ``interposed`` port of :mod:`harness.ports`, claimed host-wide until :meth:`Cluster.close`) and
 advertises the proxy's port, so every controller request Y receives is journalled (per
-destination, in arrival order) whichever implementation sent it.
+destination, in arrival order) whichever implementation sent it. With ``record_shutdowns`` as well,
+a proxy that journals only ControlledShutdown sits on every broker→broker inter-broker link
+(``FROM_<x>`` of Y, x = Y included: a controller shutting down asks itself): a broker's requests to
+leave the cluster and the controller's answers join the same journal; replica fetches pass
+unrecorded.
 
 With ``record_zookeeper`` (the default) each node's ``zookeeper.connect`` names its own
 :class:`~probes.zk_journal.ZkRecordingProxy` (one per ZooKeeper host, chroot kept): every
@@ -59,6 +63,7 @@ from cluster.nodeconfig import (
     Interpose,
     NodeSpec,
     control_listener,
+    inter_broker_listener,
     render_properties,
     split_zookeeper_connect,
     zookeeper_connect,
@@ -89,6 +94,9 @@ __all__ = [
     "done_contending",
     "wait_for",
 ]
+
+#: what a broker→broker inter-broker link journals with ``record_shutdowns``: ControlledShutdown
+SHUTDOWN_APIS = frozenset({7})
 
 Address = tuple[str, int]
 
@@ -165,7 +173,9 @@ class Cluster:
         zk_front: Callable[[int, Address], Address] | None = None,
         four_letter: Callable[[str], str] | None = None,
         launcher: Launcher | None = None,
+        record_shutdowns: bool = False,
     ) -> None:
+        self.record_shutdowns = record_shutdowns and record_requests
         with timeline.span("cluster-make", nodes=len(tuple(broker_ids))):
             self._init(
                 target,
@@ -221,6 +231,7 @@ class Cluster:
         self.proxy_loop = ProxyLoop("recording-proxies") if recording else None
         self.journal: RequestJournal | None = RequestJournal(self.proxy_loop) if record_requests else None
         self.proxies: dict[tuple[int, int], RecordingProxy] = {}
+        self.shutdown_proxies: dict[tuple[int, int], RecordingProxy] = {}  # on FROM_<x> (record_shutdowns)
         self.record_zookeeper = record_zookeeper
         self.listener_ports = ports.PortPool(ports.INTERPOSED)
         self.zk_front = zk_front
@@ -248,6 +259,15 @@ class Cluster:
             proxy.upstream = ("127.0.0.1", bind_port)
             self.proxies[(source, dest)] = proxy
             out[control_listener(source)] = Interpose(bind_port=bind_port, advertised_port=proxy.port)
+        if getattr(self, "record_shutdowns", False):
+            bind_ports = self.listener_ports.take(len(self.broker_ids))
+            for source, bind_port in zip(self.broker_ids, bind_ports, strict=True):
+                proxy = RecordingProxy(self.journal, source=source, dest=dest, apis=SHUTDOWN_APIS)
+                proxy.upstream = ("127.0.0.1", bind_port)
+                self.shutdown_proxies[(source, dest)] = proxy
+                out[inter_broker_listener(source)] = Interpose(
+                    bind_port=bind_port, advertised_port=proxy.port
+                )
         return out
 
     def _zookeeper_link(self, bid: int, node_dir: Path, zk: str) -> str:
@@ -578,7 +598,11 @@ class Cluster:
         for proxy in self.proxies.values():
             with contextlib.suppress(Exception):
                 proxy.close()
+        for proxy in self.shutdown_proxies.values():
+            with contextlib.suppress(Exception):
+                proxy.close()
         self.proxies.clear()  # close() may be called again (a check, then the fixture)
+        self.shutdown_proxies.clear()
         if self.journal is not None:
             self.journal.close()
         for zk_proxy in (p for ps in self.zk_proxies.values() for p in ps):

@@ -289,6 +289,15 @@ def rewrite_registration(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
     return {"registration": _write(lambda: zk.set(path, encode(new), version=stat.version), dc, path)}
 
 
+def remove_registration(dc: DiffCluster, p: Params, _q: Quiesce) -> Outcome:
+    """``/brokers/ids/<node>`` deleted by the harness's own session while the node runs (anyone may
+    delete another session's ephemeral znode): the controller's BrokerChange finds it gone."""
+    path = f"/brokers/ids/{p['node']}"
+    out = {"registration": _write(lambda: dc.cluster.zk.delete(path), dc, path)}
+    dc.unregistered.add(p["node"])
+    return out
+
+
 def _config_change(dc: DiffCluster, entity_type: str, name: str, config: Mapping[str, str]) -> Outcome:
     """AdminZkClient.changeEntityConfig: set (or create) the entity's config, then notify."""
     zk, path = dc.cluster.zk, f"/config/{entity_type}/{name}"
@@ -323,6 +332,7 @@ EXECUTORS: dict[str, Callable[[DiffCluster, Params, Quiesce], Outcome]] = {
     "topic_config": topic_config,
     "broker_config": broker_config,
     "rewrite_registration": rewrite_registration,
+    "remove_registration": remove_registration,
     "controlled_shutdown": controlled_shutdown,
     "kill": kill,
     "shutdown_request": api.shutdown_request,

@@ -8,7 +8,7 @@ Never a bare sleep. A step is over when, on evidence:
 2. **answered** — every controller request to a running node from a running node has its answer;
 3. **controller** — ``/controller`` names the controller the step's choreography elected and every
    running or paused node is registered (down nodes are not, nor a paused node whose session the
-   step closed: ``expired``);
+   step closed: ``expired``, nor a running one whose registration the harness deleted);
 4. **notifications** — while that controller runs: no ``/admin/preferred_replica_election``, no
    ``/isr_change_notification`` child, and every ISR change a running leader wrote has been put in
    a notification (Kafka propagates every change, ReplicaManager.maybePropagateIsrChanges);
@@ -99,6 +99,7 @@ def _unanswered(dc: DiffCluster) -> list[str]:
         for r in journal.requests()
         if r.error_code is None
         and r.decode_error is None
+        and r.api != "ControlledShutdown"  # a broker's request to leave, not the controller's
         and r.source == dc.expected_controller
         and r.dest in epochs
         and r.broker_epoch in (epochs[r.dest], None)
@@ -113,7 +114,7 @@ def _controller(dc: DiffCluster) -> list[str]:
         problems.append(f"/controller is {stat and stat[0]}, expected {dc.expected_controller}")
     for b, state in dc.state.items():
         registered = dc.cluster.zk.exists(f"/brokers/ids/{b}") is not None
-        if registered != (state not in ("down", "expired")):
+        if registered != (state not in ("down", "expired") and b not in dc.unregistered):
             problems.append(f"broker {b} is {state} but {'' if registered else 'not '}registered")
     return problems
 

@@ -170,6 +170,18 @@ def _requests(a: Mapping[str, Any], b: Mapping[str, Any]) -> Iterator[Diff]:
             yield "requests", f"to broker {dest}", "undecodable", x.get("undecodable"), y.get("undecodable")
 
 
+def _shutdowns(a: list[Any], b: list[Any]) -> Iterator[Diff]:
+    """The brokers' ControlledShutdown requests of the step, one by one: the first that differs."""
+    for i in range(max(len(a), len(b))):
+        u, v = (a[i] if i < len(a) else None), (b[i] if i < len(b) else None)
+        if u == v:
+            continue
+        field_ = _first_field(u, v) if u and v else "count"
+        where = f"ControlledShutdown #{i + 1} from broker {(u or v or {}).get('from', '?')}"
+        yield "requests", where, f"ControlledShutdown.{field_}", u or "none", v or "none"
+        return
+
+
 def _action(op: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> Iterator[Diff]:
     for k in sorted(set(a) | set(b)):
         if a.get(k) != b.get(k):
@@ -187,6 +199,7 @@ def _segment(a: Mapping[str, Any], b: Mapping[str, Any]) -> Iterator[Diff]:
         if za.get(part) != zb.get(part):
             yield "zk", part, part, za.get(part), zb.get(part)
     yield from _requests(a.get("requests", {}), b.get("requests", {}))
+    yield from _shutdowns(a.get("shutdowns", []), b.get("shutdowns", []))
     yield from _mapping("tree", a.get("tree", {}), b.get("tree", {}))
     for broker in sorted(set(a.get("metadata", {})) | set(b.get("metadata", {}))):
         ma, mb = a.get("metadata", {}).get(broker), b.get("metadata", {}).get(broker)

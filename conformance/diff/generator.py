@@ -31,9 +31,9 @@ motif                       reaches
 ``single``                  any one step of the vocabulary, drawn by weight
 ==========================  ====================================================================
 
-Twelve more come from streams of their own (``random.Random("<seed>:<index>:extensions")``,
-then ``…:defaults``, ``…:listing``, ``…:edges``, ``…:grow``, ``…:overlap``, ``…:registration``
-and ``…:halt``), so a scenario's other
+Thirteen more come from streams of their own (``random.Random("<seed>:<index>:extensions")``,
+then ``…:defaults``, ``…:listing``, ``…:edges``, ``…:grow``, ``…:overlap``, ``…:registration``,
+``…:halt`` and ``…:removal``), so a scenario's other
 draws are those it had before they existed; each is appended after the motifs:
 
 ==========================  ====================================================================
@@ -82,6 +82,10 @@ draws are those it had before they existed; each is appended after the motifs:
                             back, then a second deletion event, a controller move or nothing
                             before the reassignment's paused target answers: whether the failed
                             replica is retried depends on the halt (:mod:`conformance.diff.halts`)
+``removed_registration``    (v16, a tenth stream ``"<seed>:<index>:removal"``, one in ten) a
+                            running broker's registration deleted by hand, sometimes a topic with a
+                            replica on it, then its graceful stop (its ControlledShutdown refused,
+                            retried) and mostly its restart (:mod:`conformance.diff.registrations`)
 ==========================  ====================================================================
 
 Each drawn step is checked against the model (:mod:`conformance.diff.model`) and applied to it;
@@ -113,13 +117,13 @@ from conformance.diff.edges import backlog, edges, grow
 from conformance.diff.halts import halted_retry
 from conformance.diff.model import Model, TopicModel
 from conformance.diff.overlap import overlap
-from conformance.diff.registrations import registration
+from conformance.diff.registrations import registration, removed_registration
 from conformance.diff.scenario import Scenario, Step
 from conformance.diff.steps import KINDS, validate_params
 
 __all__ = ["GENERATOR_VERSION", "generate"]
 
-GENERATOR_VERSION = 15
+GENERATOR_VERSION = 16
 
 
 # --- motifs -------------------------------------------------------------------------------------
@@ -596,5 +600,8 @@ def generate(seed: int, index: int, *, min_steps: int = 5, max_steps: int = 9) -
     halting = random.Random(f"{seed}:{index}:halt")  # since v15; a ninth stream
     if halting.random() < 1 / 6:
         _take(model, steps, halted_retry(halting, model))
+    removal = random.Random(f"{seed}:{index}:removal")  # since v16; a tenth stream
+    if removal.random() < 1 / 10:
+        _take(model, steps, removed_registration(removal, model))
     origin: dict[str, Any] = {"seed": seed, "index": index, "generator": GENERATOR_VERSION}
     return Scenario(nodes, first, tuple(steps), origin)

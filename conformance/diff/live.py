@@ -85,6 +85,10 @@ class DiffCluster:
         self.current_step = -1
         #: ZooKeeper paths the harness wrote in this step that the controller watches, with when
         self.triggers: list[tuple[str, float]] = []
+        #: running nodes whose registration the harness deleted, until they register again
+        self.unregistered: set[int] = set()
+        #: node → its last registered CLIENT endpoint (:meth:`_client_endpoint`)
+        self.client_endpoints: dict[int, tuple[str, int]] = {}
         #: step index → (topic, assignment) of an automatically placed topic (relabelled in its segment)
         self.auto_placed: dict[int, tuple[str, dict[int, list[int]]]] = {}
 
@@ -106,6 +110,7 @@ class DiffCluster:
                 zk_front=front,
                 four_letter=four_letter,
                 launcher=launcher,
+                record_shutdowns=True,
             )
         except BaseException:
             self._close_gates()
@@ -178,6 +183,7 @@ class DiffCluster:
             lambda: all(zk.exists(f"/brokers/ids/{b}") for b in wanted), deadline_s, f"{wanted} to register"
         ):
             raise TargetStartError(f"nodes {wanted} did not register within {deadline_s:.0f} s")
+        self.unregistered.difference_update(wanted)
 
     def controller_stat(self) -> tuple[int, int] | None:
         """(broker id, czxid) of ``/controller``."""
@@ -246,12 +252,22 @@ class DiffCluster:
                     level += [f"{path.rstrip('/')}/{c}" for c in sorted(children)]
         return out
 
+    def _client_endpoint(self, b: int) -> tuple[str, int]:
+        """Where node ``b`` takes clients: its registration's ``CLIENT`` endpoint, or, while it runs
+        with its registration deleted by hand, the one it registered last (it still listens there)."""
+        try:
+            self.client_endpoints[b] = self.cluster.endpoint(b)
+        except RuntimeError:
+            if b not in self.client_endpoints:
+                raise
+        return self.client_endpoints[b]
+
     def metadata(self) -> dict[str, Any]:
         """Each running node's Metadata v7 answer (all topics)."""
         out: dict[str, Any] = {}
         for b in self.up():
             try:
-                host, port = self.cluster.endpoint(b)
+                host, port = self._client_endpoint(b)
                 out[str(b)] = send_request(
                     host, port, MetadataRequest(topics=None, allow_auto_topic_creation=False), 5.0
                 )

@@ -32,6 +32,9 @@ class NodeModel:
     state: NodeState = "up"
     #: a probe gave it a newer controller epoch: it refuses the real controller until restarted
     poisoned: bool = False
+    #: its /brokers/ids/<id> was deleted by hand while it runs: the controller counts it as gone
+    #: until it registers again (its next start)
+    unregistered: bool = False
 
 
 @dataclass
@@ -101,6 +104,7 @@ class Model:
         node = self.nodes[broker_id]
         if state == "down":
             node.poisoned = False
+            node.unregistered = False
         node.state = state
 
     def add_topic(self, name: str, assignment: dict[int, tuple[int, ...]], config: dict[str, str]) -> None:

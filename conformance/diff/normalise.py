@@ -34,6 +34,7 @@ __all__ = [
     "broker_epoch_labels",
     "mask_data",
     "requests_view",
+    "shutdowns_view",
     "zk_view",
 ]
 
@@ -349,3 +350,25 @@ def requests_view(
     return {
         str(d): {**v, "partitions": dict(sorted(v["partitions"].items()))} for d, v in sorted(out.items())
     }
+
+
+def shutdowns_view(requests: Sequence[ControllerRequest], labels: Mapping[int, str]) -> list[dict[str, Any]]:
+    """Every ControlledShutdown a broker sent in the step, in the order the proxies saw them (a
+    broker's retries are sequential): who asked whom, with
+    which version, broker id and broker epoch, and the answer — its error code and the partitions
+    the controller says the broker still leads ("no answer" when none came back)."""
+    out = []
+    for r in sorted(requests, key=lambda r: r.seq):
+        answered = r.error_code is not None
+        out.append(
+            {
+                "from": r.source,
+                "to": r.dest,
+                "v": r.api_version,
+                "broker": r.broker_id,
+                "bepoch": _epoch_label(r.broker_epoch, labels),
+                "answer": r.error_code if answered else ("undecodable" if r.decode_error else "no answer"),
+                "remaining": list(r.remaining) if answered else None,
+            }
+        )
+    return out

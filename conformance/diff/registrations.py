@@ -17,6 +17,16 @@ and appended after v14's tail, so a v15 scenario is its v14 one plus, sometimes,
   controller describe the broker again — a topic with a replica on it, another broker bounced, or a
   controller move — and sometimes the broker bounced itself, which registers it again as it was.
 
+And v16's, from a tenth stream (``"<seed>:<index>:removal"``, one scenario in ten):
+
+- *a registration deleted by hand* (:func:`removed_registration`): ``/brokers/ids/<b>`` of a
+  running broker that is not the controller deleted while the process runs. The controller handles
+  it as a failed broker (elections away from it, ISR removals, no more requests to it) though it
+  still runs; sometimes a topic is then created with a replica on it (offline from the start); then
+  its graceful stop, whose ControlledShutdown the controller cannot place (Kafka 2.5.1 answers
+  UNKNOWN_SERVER_ERROR: the broker-epoch lookup fails first), so the broker retries and stops
+  anyway; mostly it is started again, registering afresh.
+
 Input classes, as the earlier tails are: every change of a broker epoch is followed by a request
 that carries the epoch just below it, and every field of a registration is also changed while the
 broker stays registered.
@@ -31,7 +41,7 @@ from conformance.diff.edges import _steady
 from conformance.diff.model import Model
 from conformance.diff.scenario import Step
 
-__all__ = ["registration"]
+__all__ = ["registration", "removed_registration"]
 
 #: crafted requests with a broker epoch one below the current registration's: (api, leader epoch)
 _STALE = (("UpdateMetadata", "equal"), ("LeaderAndIsr", "newer"))
@@ -95,3 +105,22 @@ def registration(rng: random.Random, model: Model, steps: Sequence[Step]) -> Ite
     yield from _epoch_after_expiry(rng, model, steps)
     if rng.random() < 1 / 6 and model.up():
         yield from _rewritten_registration(rng, model)
+
+
+def removed_registration(rng: random.Random, model: Model) -> Iterator[Step]:
+    """The tail of a registration deleted by hand (module docstring)."""
+    c = model.controller
+    candidates = [b for b in _steady(model) if b != c and not model.nodes[b].unregistered]
+    if model.state(c) != "up" or not candidates:
+        return
+    b = rng.choice(candidates)
+    yield Step("remove_registration", {"node": b})
+    if rng.random() < 0.5:
+        others = [x for x in model.up() if x != b]
+        replicas = [b, *rng.sample(others, min(len(others), rng.randint(0, 1)))]
+        rng.shuffle(replicas)
+        topic = model.fresh_topic()
+        yield Step("create_topic_zk", {"topic": topic, "assignment": {"0": replicas}, "config": {}})
+    yield Step("controlled_shutdown", {"node": b, "successor": None})
+    if rng.random() < 0.7:
+        yield Step("restart", {"node": b})

@@ -26,7 +26,7 @@ from conformance.diff import actions
 from conformance.diff.barrier import quiesce
 from conformance.diff.live import DiffCluster, Mark, TargetStartError
 from conformance.diff.model import controllers
-from conformance.diff.normalise import broker_epoch_labels, requests_view, zk_view
+from conformance.diff.normalise import broker_epoch_labels, requests_view, shutdowns_view, zk_view
 from conformance.diff.relative import (
     departed_controller_race,
     relative_versions,
@@ -139,7 +139,9 @@ def of_others(requests: list[Any], node: int) -> list[Any]:
 
 def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dict[str, Any]]:
     records = dc.cluster.history()
-    requests = dc.cluster.journal.requests() if dc.cluster.journal else []
+    journalled = dc.cluster.journal.requests() if dc.cluster.journal else []
+    requests = [r for r in journalled if r.api != "ControlledShutdown"]
+    leaving = [r for r in journalled if r.api == "ControlledShutdown"]
     labels, actors = broker_epoch_labels(records), dc.actors()
     bounds = [start.requests, *(s.end.requests for s in steps)]
     moved, controller = _paused_until(dc.scenario, len(steps)), controllers(dc.scenario)
@@ -179,6 +181,9 @@ def build_segments(dc: DiffCluster, start: Mark, steps: list[_Step]) -> list[dic
             "tree": s.tree,
             "metadata": s.metadata,
         }
+        asked = [r for r in leaving if bounds[i] <= r.seq < bounds[i + 1]]
+        if asked:  # only where a broker asked to leave: other segments keep their shape
+            segment["shutdowns"] = shutdowns_view(asked, labels)
         if i - 1 in dc.auto_placed:
             topic, assignment = dc.auto_placed[i - 1]
             relabel_topic(segment, topic, assignment)

@@ -327,7 +327,25 @@ def _check_rewrite(model: Model, p: Params) -> str | None:
     would wait for it), and a change: an extra listener, a rack, or both."""
     if not p["listener"] and p["rack"] == "none":
         return "a rewrite changes something: an extra listener, a rack, or both"
-    return _running(model, p)
+    return _running(model, p) or _registered(model, p)
+
+
+def _registered(model: Model, p: Params) -> str | None:
+    if model.nodes[p["node"]].unregistered:
+        return f"node {p['node']}'s registration was deleted: it registers again only when it starts"
+    return None
+
+
+def _check_removal(model: Model, p: Params) -> str | None:
+    """A running, registered broker that is not the controller (whose own registration going
+    away would be another input: a controller that counts itself dead)."""
+    if p["node"] == model.controller:
+        return f"node {p['node']} is the controller"
+    return _running(model, p) or _registered(model, p)
+
+
+def _unregister(model: Model, p: Params) -> None:
+    model.nodes[p["node"]].unregistered = True
 
 
 def _check_auto(model: Model, p: Params) -> str | None:
@@ -471,6 +489,16 @@ KINDS: dict[str, StepKind] = {
             ("BROKER-6", "REQ-2"),
             _check_rewrite,
             _nothing,
+        ),
+        StepKind(
+            "remove_registration",
+            "/brokers/ids/<node> of a running broker (not the controller) deleted by hand: the"
+            " controller handles it as a failed broker while the process goes on running; it"
+            " registers again only when it next starts (a ControlledShutdown meanwhile is refused)",
+            {"node": "node"},
+            ("BROKER-3", "BROKER-4", "SHUTDOWN-1", "SHUTDOWN-2"),
+            _check_removal,
+            _unregister,
         ),
         StepKind(
             "kill",

@@ -95,7 +95,7 @@ def test_show_prints_the_scenario_of_a_seed_and_index(tmp_path: Path) -> None:
     )
     assert first.returncode == 0
     assert first.stdout == again.stdout
-    assert json.loads(first.stdout)["origin"] == {"seed": 4, "index": 2, "generator": 15}
+    assert json.loads(first.stdout)["origin"] == {"seed": 4, "index": 2, "generator": 16}
 
 
 def test_the_gate_is_not_conformant_when_the_differential_part_fails() -> None:
@@ -113,17 +113,17 @@ def test_the_gate_is_not_conformant_when_the_differential_part_fails() -> None:
 def test_golden_gate_names_the_scenarios_the_gate_draws() -> None:
     """``diff golden --gate`` writes the traces the main job's gate looks up: for gate seed 2026 the
     10 of the candidates (scenario 0 of seed 2026 * 10000 + i, i < 400) that together reach the most
-    inputs; the seeds are pinned here (generator v15): they are what certificates record."""
+    inputs; the seeds are pinned here (generator v16): they are what certificates record."""
     from conformance.diff.cli import parse_args, scenarios_of  # noqa: PLC0415
     from conformance.diff.generator import generate  # noqa: PLC0415
 
     drawn = scenarios_of(parse_args(["golden", "--gate"]))
     pinned = [
+        20260115,
         20260161,
         20260165,
         20260194,
         20260205,
-        20260267,
         20260272,
         20260341,
         20260362,

@@ -43,8 +43,8 @@ def test_generated_scenarios_hold_the_generator_invariants(seed: int, index: int
     assert 3 <= len(scenario.nodes) <= 5
     assert scenario.first_controller in scenario.nodes
     # a motif (at most 6 steps) may finish past the goal; the extensions add at most 3 + 6 + 5 + 7
-    # and 4 restarts + 1; v15's tails at most 2 + 3 (registration) and 8 (halt)
-    assert 1 <= len(scenario.steps) <= 9 + 5 + 21 + 5 + 2 + 3 + 8
+    # and 4 restarts + 1; v15's tails at most 2 + 3 (registration) and 8 (halt); v16's 4 (removal)
+    assert 1 <= len(scenario.steps) <= 9 + 5 + 21 + 5 + 2 + 3 + 8 + 4
     assert not model.paused(), "no pause outlives its motif (sessions never expire by accident)"
     assert scenario.steps[0].op in ("create_topic_zk",), "a topic exists before anything acts on it"
     for step in scenario.steps:
@@ -634,3 +634,63 @@ def test_a_halted_deletion_meets_its_retry_after_each_event_that_halts_or_resume
             assert ops[k + 6 + rest.index("resume")][1] == p2, "the paused broker is the one resumed"
             seen[then] += 1
     assert all(seen[w] >= 3 for w in ("delete_topics", "move_controller", "nothing")), seen
+
+
+def test_a_deleted_registration_is_followed_by_the_brokers_refused_shutdown() -> None:
+    """v16's removal stream (about one scenario in ten): a running broker that is not the controller
+    loses its registration, sometimes a topic is created with a replica on it, then it is stopped
+    gracefully (while still unregistered) and mostly started again; nothing in between. The other
+    nine in ten are their v15 scenarios unchanged (the tail is drawn from a stream of its own)."""
+    seen: Counter[str] = Counter()
+    n = 600
+    for i in range(n):
+        scenario = generate(7, i)
+        ops = _ops(scenario)
+        if "remove_registration" not in ops:
+            continue
+        seen["tails"] += 1
+        k = ops.index("remove_registration")
+        tail = scenario.steps[k:]
+        model = Model.of(scenario)
+        for step in scenario.steps[:k]:
+            KINDS[step.op].apply(model, step.params)
+        b = tail[0].params["node"]
+        assert b != model.controller
+        assert model.state(b) == "up"
+        assert not model.nodes[b].poisoned
+        rest = tail[1:]
+        if rest[0].op == "create_topic_zk":
+            assert b in rest[0].params["assignment"]["0"]
+            seen["then a topic on it"] += 1
+            rest = rest[1:]
+        assert (rest[0].op, rest[0].params) == ("controlled_shutdown", {"node": b, "successor": None})
+        if rest[1:]:
+            assert [(st.op, st.params) for st in rest[1:]] == [("restart", {"node": b})]
+            seen["then restarted"] += 1
+        else:
+            seen["left down"] += 1
+    assert n / 20 <= seen["tails"] <= n / 6, seen
+    assert all(seen[w] >= 5 for w in ("then a topic on it", "then restarted", "left down")), seen
+
+
+def test_a_removed_registration_is_refused_as_input_where_it_cannot_happen() -> None:
+    """The step's preconditions: the controller's own registration, a node that is down, or one
+    already unregistered is a bad scenario (a clear ScenarioError naming the step)."""
+    base = generate(7, 0)
+    c = base.first_controller
+    other = next(b for b in sorted(base.nodes) if b != c)
+    for steps, problem in (
+        ([Step("remove_registration", {"node": c})], "is the controller"),
+        (
+            [Step("remove_registration", {"node": other}), Step("remove_registration", {"node": other})],
+            "registration was deleted",
+        ),
+        (
+            [Step("remove_registration", {"node": other}),
+             Step("rewrite_registration", {"node": other, "listener": True, "rack": "none"})],
+            "registration was deleted",
+        ),
+    ):  # fmt: skip
+        bad = Scenario(base.nodes, c, (base.steps[0], *steps), {})
+        with pytest.raises(ScenarioError, match=problem):
+            replay(bad)

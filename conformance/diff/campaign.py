@@ -28,6 +28,7 @@ from typing import Any
 from cluster.targets import Target, load_target
 from conformance.diff.cache import ReferenceCache
 from conformance.diff.compare import Comparison, compare, render
+from conformance.diff.coverage import estimated_s
 from conformance.diff.pool import Job, JobResult, Pending, Pool
 from conformance.diff.scenario import Scenario
 
@@ -155,10 +156,15 @@ class Campaign:
         results: list[ScenarioResult] = []
         began = time.monotonic()
         jobs = [(s, *self.jobs(s)) for s in scenarios]
-        # handed to the pool longest first (by steps), so that its workers end together; judged and
-        # reported in the scenarios' order
+        # handed to the pool longest first (by estimated run time), so that its workers end
+        # together; judged and reported in the scenarios' order. To stop at the first divergence
+        # they go in the scenarios' order instead: the earliest are judged as soon as they ran,
+        # not after every longer one
+        order = list(range(len(jobs)))
+        if not stop_at_first:
+            order = sorted(order, key=lambda i: -estimated_s(jobs[i][0]))
         handles: dict[int, tuple[Pending | None, Pending]] = {}
-        for i in sorted(range(len(jobs)), key=lambda i: -len(jobs[i][0].steps)):
+        for i in order:
             _s, r, t = jobs[i]
             handles[i] = (self.pool.submit(r) if r else None, self.pool.submit(t))
         futures = [(s, *handles[i]) for i, (s, _r, _t) in enumerate(jobs)]

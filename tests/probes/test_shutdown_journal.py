@@ -22,28 +22,16 @@ import pytest
 from cluster.admin import create_topic_zk
 from cluster.cluster import Cluster, wait_for
 from cluster.nodeconfig import inter_broker_listener
-from cluster.targets import load_target
 from harness.zookeeper import ZooKeeperServer
+from tests.probes.nodes import reference_cluster
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def three(zk_server: ZooKeeperServer, zk_chroot: str, tmp_path: Path) -> Iterator[Cluster]:
-    cluster = Cluster(
-        load_target("reference"),
-        zk_connect_string=zk_server.connect_string,
-        chroot=zk_chroot,
-        txn_log_dir=Path(zk_server.txn_log_dir),
-        base_dir=tmp_path,
-        broker_ids=(1, 2, 3),
-        four_letter=zk_server.four_letter,
-        record_shutdowns=True,
-    )
-    try:
+    with reference_cluster(zk_server, zk_chroot, tmp_path, (1, 2, 3), record_shutdowns=True) as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 def _isr(cluster: Cluster, topic: str) -> list[int]:

@@ -16,23 +16,13 @@ from cluster.cluster import Cluster, wait_for
 from cluster.targets import TargetError, load_target
 from harness.zookeeper import ZooKeeperServer
 from probes.zk_journal import ZkRequest
+from tests.probes.nodes import reference_cluster
 
 
 @pytest.fixture
 def one_node(zk_server: ZooKeeperServer, zk_chroot: str, tmp_path: Path) -> Iterator[Cluster]:
-    cluster = Cluster(
-        load_target("reference"),
-        zk_connect_string=zk_server.connect_string,
-        chroot=zk_chroot,
-        txn_log_dir=Path(zk_server.txn_log_dir),
-        base_dir=tmp_path,
-        broker_ids=(1,),
-        four_letter=zk_server.four_letter,
-    )
-    try:
+    with reference_cluster(zk_server, zk_chroot, tmp_path, (1,)) as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 def _ops(r: ZkRequest) -> list[tuple[str, str | None]]:
@@ -86,21 +76,10 @@ def test_closing_the_cluster_stops_every_zookeeper_proxy(one_node: Cluster) -> N
 def test_without_recording_the_node_connects_to_zookeeper_directly(
     zk_server: ZooKeeperServer, zk_chroot: str, tmp_path: Path
 ) -> None:
-    cluster = Cluster(
-        load_target("reference"),
-        zk_connect_string=zk_server.connect_string,
-        chroot=zk_chroot,
-        txn_log_dir=Path(zk_server.txn_log_dir),
-        base_dir=tmp_path,
-        broker_ids=(1,),
-        record_zookeeper=False,
-    )
-    try:
+    with reference_cluster(zk_server, zk_chroot, tmp_path, (1,), record_zookeeper=False) as cluster:
         assert cluster.nodes[1].properties["zookeeper.connect"] == f"{zk_server.connect_string}{zk_chroot}"
         with pytest.raises(LookupError, match="record_zookeeper=False"):
             cluster.zk_journal(1)
-    finally:
-        cluster.close()
 
 
 @pytest.mark.integration

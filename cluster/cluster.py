@@ -252,22 +252,27 @@ class Cluster:
     def _interpose(self, dest: int) -> dict[str, Interpose]:
         if self.journal is None:
             return {}
+        out = self._recorded(dest, control_listener, self.proxies, None)
+        if self.record_shutdowns:
+            out |= self._recorded(dest, inter_broker_listener, self.shutdown_proxies, SHUTDOWN_APIS)
+        return out
+
+    def _recorded(
+        self,
+        dest: int,
+        listener: Callable[[int], str],
+        into: dict[tuple[int, int], RecordingProxy],
+        apis: frozenset[int] | None,
+    ) -> dict[str, Interpose]:
+        """A recording proxy on ``listener(source)`` of node ``dest`` for every source broker."""
+        assert self.journal is not None
         out: dict[str, Interpose] = {}
         bind_ports = self.listener_ports.take(len(self.broker_ids))
         for source, bind_port in zip(self.broker_ids, bind_ports, strict=True):
-            proxy = RecordingProxy(self.journal, source=source, dest=dest)
+            proxy = RecordingProxy(self.journal, source=source, dest=dest, apis=apis)
             proxy.upstream = ("127.0.0.1", bind_port)
-            self.proxies[(source, dest)] = proxy
-            out[control_listener(source)] = Interpose(bind_port=bind_port, advertised_port=proxy.port)
-        if getattr(self, "record_shutdowns", False):
-            bind_ports = self.listener_ports.take(len(self.broker_ids))
-            for source, bind_port in zip(self.broker_ids, bind_ports, strict=True):
-                proxy = RecordingProxy(self.journal, source=source, dest=dest, apis=SHUTDOWN_APIS)
-                proxy.upstream = ("127.0.0.1", bind_port)
-                self.shutdown_proxies[(source, dest)] = proxy
-                out[inter_broker_listener(source)] = Interpose(
-                    bind_port=bind_port, advertised_port=proxy.port
-                )
+            into[(source, dest)] = proxy
+            out[listener(source)] = Interpose(bind_port=bind_port, advertised_port=proxy.port)
         return out
 
     def _zookeeper_link(self, bid: int, node_dir: Path, zk: str) -> str:
